@@ -1,0 +1,64 @@
+# weft: the two Quick start commands (make demo, make test) and the benchmarks (make bench).
+# Every target installs the Debian packages it needs first (scripts/install-deps is idempotent).
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+CHAOS_SEEDS ?= 1 2 3
+
+.PHONY: all deps build demo test test-release test-asan test-chaos test-install tsan bench bench-smoke format clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build/release/build.ninja: | deps
+	cmake --preset release >/dev/null
+
+build/asan/build.ninja: | deps
+	cmake --preset asan >/dev/null
+
+build/tsan/build.ninja: | deps
+	cmake --preset tsan >/dev/null
+
+build: deps build/release/build.ninja
+	cmake --build --preset release -j $(JOBS)
+
+demo: build
+	build/release/examples/tour/tour
+
+test: test-release test-asan test-chaos test-install bench-smoke
+
+test-release: build
+	ctest --preset release
+
+test-asan: deps build/asan/build.ninja
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan
+
+# The whole suite again with a random choice of the next ready coroutine, several seeds.
+test-chaos: build
+	@for seed in $(CHAOS_SEEDS); do \
+	  echo "== chaos order, seed $$seed"; \
+	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release || exit 1; \
+	done
+
+# Installs into a scratch prefix and builds examples/consumer against it with find_package(weft)
+# and pkg-config.
+test-install: build
+	scripts/test-install
+
+tsan: deps build/tsan/build.ninja
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan
+
+bench: build
+	python3 bench/run.py --build-dir build/release
+
+bench-smoke: build
+	python3 bench/run.py --build-dir build/release --smoke
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.h' '*.c')
+
+clean:
+	rm -rf build

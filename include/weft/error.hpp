@@ -1,0 +1,48 @@
+// weft error model.
+//
+// Every runtime failure weft raises derives from weft::error (a std::runtime_error); misuse of
+// the API (a blocking call outside a coroutine, awaiting yourself, ...) is a std::logic_error.
+// Messages say what failed, on what, and what to do about it.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace weft {
+
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown at a suspension point of a cancelled coroutine, and stored as the result of a coroutine
+// that was cancelled before it started. reason() is what the canceller passed.
+class cancelled_error : public error {
+ public:
+  explicit cancelled_error(std::string reason);
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+class timeout_error : public error {
+ public:
+  using error::error;
+};
+
+// Thrown by run() when the scheduler found coroutines waiting on each other with nothing left
+// that could wake them. report() holds the full "who waits on what" report.
+class deadlock_error : public error {
+ public:
+  deadlock_error(std::size_t waiting, std::string report);
+  std::size_t waiting() const noexcept { return waiting_; }
+  const std::string& report() const noexcept { return report_; }
+
+ private:
+  std::size_t waiting_;
+  std::string report_;
+};
+
+}  // namespace weft

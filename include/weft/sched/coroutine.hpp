@@ -1,0 +1,255 @@
+// The coroutine control block and the wait-source protocol, shared by every layer that
+// suspends coroutines. Not part of the user-facing API (that is task.hpp / this_coroutine.hpp),
+// but public because task<T> and the layers above build on it.
+//
+// Ownership: a control block is reference counted (not atomically: it belongs to its scheduler's
+// thread). The scheduler holds one reference from spawn until the coroutine finishes; each
+// task<T> handle holds one. The block outlives the coroutine's stack, so a finished task keeps
+// its result without keeping its stack.
+//
+// Wait sources: a suspending coroutine first declares what can wake it (one or more
+// wait_source objects living on its own stack), then suspends. Sources are armed only at
+// suspend; a source that has already fired (a finished task, an elapsed deadline) makes arm()
+// return false and the coroutine does not suspend at all. When a source fires it calls
+// scheduler::wake(waiter, source); the first wake wins, later ones are ignored, and every armed
+// source is disarmed before the coroutine continues.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <new>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "weft/context/stack.hpp"
+
+namespace weft {
+
+class scheduler;
+
+enum class priority : std::uint8_t { normal, high };
+
+namespace detail {
+
+class coroutine;
+
+enum class coroutine_state : std::uint8_t {
+  created,    // spawned, never ran (lazy spawn); has no stack yet
+  ready,      // in the run queue
+  running,    // the current coroutine of its scheduler
+  suspended,  // waiting on its wait sources
+  finished,   // result or exception settled; stack released
+};
+
+class wait_source {
+ public:
+  // Starts waiting on behalf of waiter. Returns false when the event has already happened; the
+  // waiter then does not suspend and this source counts as the one that fired.
+  virtual bool arm(coroutine& waiter) = 0;
+  // Stops waiting. Called exactly once for every source whose arm() returned true, after the
+  // waiter was woken by any source (or cancelled). Must not throw.
+  virtual void disarm() noexcept = 0;
+  // Appends what this source waits on, for the deadlock report ("task 7 'reader'").
+  virtual void describe(std::string& out) const = 0;
+
+ protected:
+  ~wait_source() = default;
+};
+
+// Intrusive list link used by waiter lists (a coroutine's awaiters, a timer's sleepers, ...).
+struct list_node {
+  list_node* prev = nullptr;
+  list_node* next = nullptr;
+  bool linked() const noexcept { return prev != nullptr; }
+};
+
+// Circular intrusive list with a sentinel; O(1) push/remove, FIFO iteration.
+class intrusive_list {
+ public:
+  intrusive_list() noexcept { head_.prev = head_.next = &head_; }
+  intrusive_list(const intrusive_list&) = delete;
+  intrusive_list& operator=(const intrusive_list&) = delete;
+
+  bool empty() const noexcept { return head_.next == &head_; }
+  list_node* front() const noexcept { return empty() ? nullptr : head_.next; }
+
+  void push_back(list_node& node) noexcept {
+    node.prev = head_.prev;
+    node.next = &head_;
+    head_.prev->next = &node;
+    head_.prev = &node;
+  }
+  static void remove(list_node& node) noexcept {
+    node.prev->next = node.next;
+    node.next->prev = node.prev;
+    node.prev = node.next = nullptr;
+  }
+  list_node* pop_front() noexcept {
+    list_node* node = front();
+    if (node != nullptr) {
+      remove(*node);
+    }
+    return node;
+  }
+  template <class Function>
+  void for_each(Function&& function) const {
+    for (list_node* node = head_.next; node != &head_; node = node->next) {
+      function(*node);
+    }
+  }
+
+ private:
+  list_node head_;
+};
+
+struct switch_handlers {
+  std::vector<std::function<bool()>> enter;
+  std::vector<std::function<bool()>> leave;
+  std::vector<std::function<bool()>> finish;
+};
+
+class coroutine {
+ public:
+  coroutine(scheduler& owner, std::string name, weft::priority priority,
+            std::source_location spawned_at) noexcept;
+  coroutine(const coroutine&) = delete;
+  coroutine& operator=(const coroutine&) = delete;
+
+  std::uint64_t id() const noexcept { return id_; }
+  const std::string& name() const noexcept { return name_; }
+  coroutine_state state() const noexcept { return state_; }
+  bool done() const noexcept { return state_ == coroutine_state::finished; }
+  scheduler& owner() const noexcept { return *owner_; }
+  const std::source_location& spawned_at() const noexcept { return spawned_at_; }
+  // The exception the coroutine ended with (cancelled_error for a cancelled one), or null.
+  const std::exception_ptr& error() const noexcept { return error_; }
+  bool was_cancelled() const noexcept { return cancelled_; }
+
+  void add_ref() noexcept { ++refs_; }
+  void release() noexcept;
+
+  // Marks the stored exception as seen by somebody (so dropping the last handle does not
+  // report it as uncaught).
+  void observe_error() noexcept { error_observed_ = true; }
+
+  switch_handlers& handlers();
+
+ protected:
+  virtual ~coroutine();
+  // Runs the body and stores its result or exception in the derived block.
+  virtual void run_body() noexcept = 0;
+  // Destroys and deallocates this block.
+  virtual void destroy() noexcept = 0;
+  void fail(std::exception_ptr error) noexcept { error_ = std::move(error); }
+
+ private:
+  friend class weft::scheduler;
+
+  // Hot fields first: the switch path touches these.
+  void* context_ = nullptr;  // saved fcontext while not running
+  scheduler* owner_;
+  coroutine_state state_ = coroutine_state::created;
+  weft::priority priority_;
+  bool cancel_pending_ = false;
+  bool cancelled_ = false;
+  bool error_observed_ = false;
+  bool is_main_ = false;
+  std::uint32_t protect_depth_ = 0;
+  std::uint32_t refs_ = 1;  // the scheduler's reference
+  switch_handlers* handlers_ = nullptr;
+  wait_source* woken_by_ = nullptr;
+  wait_source* const* waiting_on_ = nullptr;  // armed sources while suspended (deadlock report)
+  std::size_t waiting_count_ = 0;
+  detail::stack stack_{};
+  void* sanitizer_fake_stack_ = nullptr;
+  void* tsan_fiber_ = nullptr;
+  std::uint64_t id_ = 0;
+  list_node live_link_;   // in the scheduler's list of unfinished coroutines
+  intrusive_list awaiters_;  // task_wait sources waiting for this coroutine to finish
+  std::exception_ptr error_;
+  std::string name_;
+  std::string cancel_reason_;
+  std::source_location spawned_at_;
+};
+
+// Allocation of control blocks from per-thread size-class free lists: spawn must not pay malloc.
+void* allocate_block(std::size_t size);
+void deallocate_block(void* block, std::size_t size) noexcept;
+
+template <class T>
+class result_holder : public coroutine {
+ public:
+  using coroutine::coroutine;
+  T& value() noexcept { return *std::launder(reinterpret_cast<T*>(storage_)); }
+
+ protected:
+  ~result_holder() override {
+    if (has_value_) {
+      value().~T();
+    }
+  }
+  template <class Function>
+  void invoke_and_store(Function& function) {
+    ::new (static_cast<void*>(storage_)) T(function());
+    has_value_ = true;
+  }
+
+ private:
+  alignas(T) unsigned char storage_[sizeof(T)];
+  bool has_value_ = false;
+};
+
+template <>
+class result_holder<void> : public coroutine {
+ public:
+  using coroutine::coroutine;
+
+ protected:
+  template <class Function>
+  void invoke_and_store(Function& function) {
+    function();
+  }
+};
+
+template <class Function, class T>
+class coroutine_impl final : public result_holder<T> {
+ public:
+  template <class F>
+  coroutine_impl(F&& function, scheduler& owner, std::string name, weft::priority priority,
+                 std::source_location spawned_at)
+      : result_holder<T>(owner, std::move(name), priority, spawned_at),
+        function_(std::forward<F>(function)) {}
+
+  static coroutine_impl* create(Function&& function, scheduler& owner, std::string name,
+                                weft::priority priority, std::source_location spawned_at) {
+    void* memory = allocate_block(sizeof(coroutine_impl));
+    try {
+      return ::new (memory)
+          coroutine_impl(std::move(function), owner, std::move(name), priority, spawned_at);
+    } catch (...) {
+      deallocate_block(memory, sizeof(coroutine_impl));
+      throw;
+    }
+  }
+
+ private:
+  void run_body() noexcept override {
+    try {
+      this->invoke_and_store(function_);
+    } catch (...) {
+      this->fail(std::current_exception());
+    }
+  }
+  void destroy() noexcept override {
+    this->~coroutine_impl();
+    deallocate_block(this, sizeof(coroutine_impl));
+  }
+
+  Function function_;
+};
+
+}  // namespace detail
+}  // namespace weft

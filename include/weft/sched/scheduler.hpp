@@ -1,0 +1,160 @@
+// The per-thread scheduler.
+//
+// A scheduler runs coroutines on the thread that called run(), and only there: coroutines never
+// migrate, so thread-locals and errno stay valid inside them. Other threads reach a scheduler
+// only through the reactor's cross-thread triggers.
+//
+// One switch per suspend/resume: a suspending coroutine runs the scheduler tick inline (its
+// microtasks, a rate-limited non-blocking reactor poll, and, when nothing is runnable, the
+// blocking reactor wait) and then jumps straight to the next ready coroutine. A coroutine that
+// finishes starts the next not-yet-started one on the same stack without switching at all. The
+// thread's own stack (the scheduler context) is only used to enter the first coroutine and to
+// return from run().
+//
+// run() returns when every coroutine has ended. It ends with
+//   - main's result, when everything ended normally;
+//   - the first uncaught exception (an exception escaping a coroutine nobody holds a task for,
+//     escaping main, or a failing microtask), after cancelling every coroutine and letting their
+//     cleanup run;
+//   - weft::deadlock_error, when coroutines were left waiting on each other with nothing that
+//     could ever wake them (after a report and cancellation of all of them, even if they caught
+//     the cancellation).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/context/stack.hpp"
+#include "weft/detail/unique_function.hpp"
+#include "weft/sched/coroutine.hpp"
+
+namespace weft {
+
+namespace detail {
+class scheduler_core;
+class reactor;
+}  // namespace detail
+
+enum class scheduling_order {
+  fifo,    // ready coroutines run in the order they became ready (high priority first)
+  random,  // chaos order for tests: a random ready coroutine of the highest ready priority
+};
+
+struct run_options {
+  stack_options stacks{};
+  // Unset: taken from the environment, WEFT_SCHED=random WEFT_SEED=n (fifo otherwise).
+  std::optional<scheduling_order> order{};
+  std::optional<std::uint64_t> seed{};
+  // How often, at most, the scheduler polls the reactor without blocking while coroutines are
+  // runnable (so timers and I/O are noticed by a busy program). Zero polls at every switch.
+  std::chrono::microseconds reactor_poll_interval{1000};
+  // Receives the deadlock report before the waiting coroutines are cancelled. Default: stderr.
+  std::function<void(std::string_view report)> deadlock_reporter{};
+  // Run on the main coroutine's stack, in order, right before main's body.
+  std::vector<std::function<void()>> on_main_start{};
+};
+
+struct scheduler_stats {
+  std::uint64_t switches = 0;            // context switches (jumps between stacks)
+  std::uint64_t spawned = 0;             // coroutines created (main included)
+  std::uint64_t started = 0;             // coroutines that began running
+  std::uint64_t started_in_place = 0;    // ... of which on the stack of one that just finished
+  std::uint64_t finished = 0;            // coroutines that ended (any way)
+  std::uint64_t cancelled = 0;           // coroutines that ended cancelled
+  std::uint64_t never_started = 0;       // cancelled before they ever ran
+  std::uint64_t microtasks_run = 0;
+  std::uint64_t reactor_polls = 0;       // non-blocking polls between switches
+  std::uint64_t reactor_waits = 0;       // blocking waits (nothing was runnable)
+  std::uint64_t deadlocks = 0;
+  std::uint64_t live_coroutines = 0;     // unfinished right now
+  std::uint64_t max_live_coroutines = 0;
+  std::uint64_t stacks_allocated = 0;    // stacks taken from the kernel
+  std::uint64_t stacks_guarded = 0;      // ... of which with a guard page
+  std::uint64_t stacks_pooled = 0;       // free stacks held for reuse right now
+};
+
+// A cancellable microtask. Dropping the handle does not cancel it.
+class microtask_handle {
+ public:
+  microtask_handle() = default;
+  void cancel() noexcept;
+  bool valid() const noexcept { return static_cast<bool>(state_); }
+
+ private:
+  friend class scheduler;
+  struct state;
+  explicit microtask_handle(std::shared_ptr<state> state) : state_(std::move(state)) {}
+  std::shared_ptr<state> state_;
+};
+
+class scheduler {
+ public:
+  explicit scheduler(run_options options = {});
+  ~scheduler();
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  // Runs main as the main coroutine until every coroutine has ended. One run at a time per
+  // thread. The scheduler can run again after run() returns.
+  template <class Function>
+  auto run(Function&& main) -> std::invoke_result_t<std::decay_t<Function>&>;
+
+  // Statistics of the current or the last run.
+  const scheduler_stats& stats() const noexcept;
+  const run_options& options() const noexcept { return options_; }
+  bool running() const noexcept { return core_ != nullptr; }
+
+  // --- from the scheduler's own thread, during run() ---
+
+  // Queues fn to run before the next context switch (FIFO). cleanup, when given, runs once the
+  // microtask is done with: after fn ran, or when it was cancelled or the run ended first. An
+  // exception from fn stops the current batch (the rest run before the next switch) and is
+  // treated as uncaught: the program shuts down gracefully and run() rethrows it.
+  microtask_handle add_microtask(detail::unique_function<void()> fn,
+                                 detail::unique_function<void()> cleanup = {});
+
+  // Cancels every coroutine (those that never started never will), lets their cleanup run,
+  // and ends run() once all have ended. Idempotent.
+  void graceful_shutdown();
+  bool shutting_down() const noexcept;
+
+  // --- for the layers built on the scheduler ---
+  detail::reactor& reactor();
+  // Queues a spawned coroutine (lazy: it starts when the spawner suspends).
+  void enqueue_new(detail::coroutine& coroutine);
+  // Suspends the current coroutine until one of sources fires (see coroutine.hpp). Returns the
+  // source that fired. Throws cancelled_error if the coroutine was cancelled (after disarming).
+  detail::wait_source& wait(std::initializer_list<detail::wait_source*> sources);
+  detail::wait_source& wait(detail::wait_source* const* sources, std::size_t count);
+  // Makes a suspended coroutine ready; the first wake of a suspension wins.
+  void wake(detail::coroutine& coroutine, detail::wait_source& by) noexcept;
+  void yield();
+  void cancel(detail::coroutine& coroutine, std::string reason);
+  detail::coroutine* current() const noexcept;
+  // Records an exception nobody will see (first one wins) and shuts down gracefully.
+  void report_uncaught(std::exception_ptr error) noexcept;
+
+ private:
+  void run_main(detail::coroutine& main);
+
+  run_options options_;
+  std::unique_ptr<detail::scheduler_core> core_;
+  scheduler_stats last_stats_{};
+};
+
+// The scheduler running on this thread; std::logic_error outside weft::run.
+scheduler& current_scheduler();
+// Same, or null.
+scheduler* current_scheduler_or_null() noexcept;
+
+}  // namespace weft

@@ -1,0 +1,182 @@
+// Spawning coroutines and awaiting them.
+//
+// spawn() is lazy and FIFO: the new coroutine is queued and starts when the spawner next
+// suspends, after the coroutines queued before it. A task<T> is a handle to the coroutine's
+// settled result: awaiting it any number of times returns the same value (or rethrows the same
+// exception); awaiting a finished task never suspends. Dropping every handle detaches the
+// coroutine, which keeps running; an exception escaping a coroutine whose handles are all gone
+// (and that nobody observed) is uncaught and shuts the program down (run() rethrows it).
+//
+// Threads: a task belongs to the scheduler that spawned it. Await, cancel and copy it only on
+// that scheduler's thread; awaiting it from another thread is a std::logic_error.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "weft/sched/coroutine.hpp"
+#include "weft/sched/scheduler.hpp"
+
+namespace weft {
+
+struct spawn_options {
+  std::string name{};
+  weft::priority priority = weft::priority::normal;
+};
+
+namespace detail {
+// Suspends the current coroutine until target has finished (returns at once if it has).
+// Throws std::logic_error on misuse and cancelled_error if the awaiter is cancelled.
+void await_finished(coroutine& target);
+[[noreturn]] void throw_invalid_task(const char* operation);
+}  // namespace detail
+
+template <class T>
+class task {
+ public:
+  using value_type = T;
+
+  task() noexcept = default;
+  explicit task(detail::result_holder<T>* coroutine) noexcept : coroutine_(coroutine) {}
+  task(const task& other) noexcept : coroutine_(other.coroutine_) {
+    if (coroutine_ != nullptr) {
+      coroutine_->add_ref();
+    }
+  }
+  task(task&& other) noexcept : coroutine_(std::exchange(other.coroutine_, nullptr)) {}
+  task& operator=(task other) noexcept {
+    std::swap(coroutine_, other.coroutine_);
+    return *this;
+  }
+  ~task() {
+    if (coroutine_ != nullptr) {
+      coroutine_->release();
+    }
+  }
+
+  // Waits for the coroutine to end and returns its value (a reference into the task, valid while
+  // this handle lives), or rethrows its exception.
+  decltype(auto) await() & {
+    settle("await");
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else {
+      return static_cast<T&>(coroutine_->value());
+    }
+  }
+  // On a temporary (spawn(f).await()) the value is moved out.
+  T await() && {
+    settle("await");
+    if constexpr (!std::is_void_v<T>) {
+      return std::move(coroutine_->value());
+    }
+  }
+
+  // Cancels the coroutine: if it never started it never will; if it is suspended it wakes with
+  // cancelled_error at its suspension point (deferred while inside weft::protect); if it is
+  // ready or running, the error is raised at its next suspension point. No-op once done.
+  void cancel(std::string reason = "cancelled") {
+    valid_or_throw("cancel");
+    coroutine_->owner().cancel(*coroutine_, std::move(reason));
+  }
+
+  bool valid() const noexcept { return coroutine_ != nullptr; }
+  bool done() const {
+    valid_or_throw("done");
+    return coroutine_->done();
+  }
+  std::uint64_t id() const {
+    valid_or_throw("id");
+    return coroutine_->id();
+  }
+  const std::string& name() const {
+    valid_or_throw("name");
+    return coroutine_->name();
+  }
+  // The exception the coroutine ended with (null while running or after success). Reading it
+  // counts as observing it.
+  std::exception_ptr exception() const {
+    valid_or_throw("exception");
+    coroutine_->observe_error();
+    return coroutine_->error();
+  }
+
+  // Switch handlers: run on this coroutine's stack when it is switched to (enter), switched away
+  // from (leave), and when it ends (finish). A handler returning false is unregistered.
+  void on_enter(std::function<bool()> handler) { handlers().enter.push_back(std::move(handler)); }
+  void on_leave(std::function<bool()> handler) { handlers().leave.push_back(std::move(handler)); }
+  void on_finish(std::function<bool()> handler) {
+    handlers().finish.push_back(std::move(handler));
+  }
+
+ private:
+  void valid_or_throw(const char* operation) const {
+    if (coroutine_ == nullptr) {
+      detail::throw_invalid_task(operation);
+    }
+  }
+  void settle(const char* operation) {
+    valid_or_throw(operation);
+    detail::await_finished(*coroutine_);
+    if (coroutine_->error()) {
+      coroutine_->observe_error();
+      std::rethrow_exception(coroutine_->error());
+    }
+  }
+  detail::switch_handlers& handlers() {
+    valid_or_throw("switch handler registration");
+    return coroutine_->handlers();
+  }
+
+  detail::result_holder<T>* coroutine_ = nullptr;
+};
+
+// Spawns fn as a new coroutine on the current scheduler and returns its task. Outside a
+// running scheduler it is a std::logic_error.
+template <class Function>
+auto spawn(Function&& fn, spawn_options options = {},
+           std::source_location spawned_at = std::source_location::current())
+    -> task<std::invoke_result_t<std::decay_t<Function>&>> {
+  using result = std::invoke_result_t<std::decay_t<Function>&>;
+  using block = detail::coroutine_impl<std::decay_t<Function>, result>;
+  scheduler& owner = current_scheduler();
+  std::decay_t<Function> function(std::forward<Function>(fn));
+  block* coroutine = block::create(std::move(function), owner, std::move(options.name),
+                                   options.priority, spawned_at);
+  coroutine->add_ref();  // the task's reference
+  owner.enqueue_new(*coroutine);
+  return task<result>(coroutine);
+}
+
+template <class Function>
+auto scheduler::run(Function&& main) -> std::invoke_result_t<std::decay_t<Function>&> {
+  using result = std::invoke_result_t<std::decay_t<Function>&>;
+  using block = detail::coroutine_impl<std::decay_t<Function>, result>;
+  std::decay_t<Function> function(std::forward<Function>(main));
+  block* coroutine = block::create(std::move(function), *this, "main", priority::normal,
+                                   std::source_location::current());
+  task<result> main_task(coroutine);  // adopts the creation reference; run_main adds its own
+  run_main(*coroutine);  // rethrows the first uncaught exception, or deadlock_error
+  if constexpr (std::is_void_v<result>) {
+    if (coroutine->was_cancelled()) {
+      return;  // graceful shutdown cancelled main: a normal end for a void main
+    }
+  }
+  return std::move(main_task).await();
+}
+
+// Runs main on a fresh scheduler on this thread (see scheduler::run).
+template <class Function>
+auto run(Function&& main, run_options options = {})
+    -> std::invoke_result_t<std::decay_t<Function>&> {
+  scheduler instance(std::move(options));
+  return instance.run(std::forward<Function>(main));
+}
+
+}  // namespace weft

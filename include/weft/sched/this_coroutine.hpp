@@ -1,0 +1,53 @@
+// Calls a coroutine makes about itself. Every function here must be called from inside a
+// coroutine (weft::run's main or a spawned one); elsewhere it throws std::logic_error. The
+// suspending ones (yield, sleep_for, sleep_until) are cancellation points: they throw
+// cancelled_error when the coroutine was cancelled, unless inside weft::protect.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace weft {
+
+using clock = std::chrono::steady_clock;
+
+// Lets every other ready coroutine run once, then continues. Returns at once (no switch) when
+// nothing else is ready.
+void yield();
+
+void sleep_until(clock::time_point deadline);
+inline void sleep_for(clock::duration duration) { sleep_until(clock::now() + duration); }
+
+namespace detail {
+void enter_protected();
+void leave_protected() noexcept;
+}  // namespace detail
+
+// Runs fn with cancellation deferred: a cancel that arrives meanwhile does not interrupt fn's
+// suspensions; it is raised at the first suspension point after fn returns.
+template <class Function>
+decltype(auto) protect(Function&& fn) {
+  detail::enter_protected();
+  struct leave {
+    ~leave() { detail::leave_protected(); }
+  } guard;
+  return std::forward<Function>(fn)();
+}
+
+namespace this_coroutine {
+std::uint64_t id();
+const std::string& name();
+bool is_main();
+// True once a cancel is waiting to be raised (e.g. inside protect).
+bool cancel_requested();
+// Switch handlers for the calling coroutine (see task::on_enter).
+void on_enter(std::function<bool()> handler);
+void on_leave(std::function<bool()> handler);
+void on_finish(std::function<bool()> handler);
+}  // namespace this_coroutine
+
+}  // namespace weft

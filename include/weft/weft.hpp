@@ -1,0 +1,7 @@
+// weft: the whole public API.
+#pragma once
+
+#include "weft/error.hpp"
+#include "weft/sched/scheduler.hpp"
+#include "weft/sched/task.hpp"
+#include "weft/sched/this_coroutine.hpp"
