@@ -48,6 +48,8 @@ struct stack {
   void* base = nullptr;
   std::size_t size = 0;
   bool guarded = false;
+  unsigned valgrind_id = 0;    // VALGRIND_STACK_REGISTER id, when running under valgrind
+  void* tsan_fiber = nullptr;  // the TSan fiber that executes on this stack (tsan builds)
 
   void* top() const noexcept { return static_cast<char*>(base) + size; }
   explicit operator bool() const noexcept { return base != nullptr; }

@@ -25,8 +25,8 @@ class unique_function<R(Args...)> {
 
   template <class F>
   static constexpr bool stored_inline =
-      sizeof(F) <= inline_size && alignof(F) <= alignof(std::max_align_t) &&
-      std::is_nothrow_move_constructible_v<F>;
+      sizeof(F) <= inline_size &&
+      alignof(F) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<F>;
 
   template <class F>
   static F* target(void* storage) noexcept {
@@ -106,9 +106,7 @@ class unique_function<R(Args...)> {
 
   explicit operator bool() const noexcept { return operations_ != nullptr; }
 
-  R operator()(Args... args) {
-    return operations_->invoke(storage_, std::forward<Args>(args)...);
-  }
+  R operator()(Args... args) { return operations_->invoke(storage_, std::forward<Args>(args)...); }
 
  private:
   const operations* operations_ = nullptr;

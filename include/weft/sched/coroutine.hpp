@@ -105,6 +105,16 @@ class intrusive_list {
   list_node head_;
 };
 
+// What a context switch needs to know about an execution context (a coroutine, or the thread's
+// own stack the scheduler started on). See src/context/switch.hpp.
+struct execution_context {
+  void* saved = nullptr;               // the fcontext to resume it at, while it is not running
+  const void* stack_bottom = nullptr;  // lowest address of its stack (for ASan)
+  std::size_t stack_size = 0;
+  void* fake_stack = nullptr;  // ASan's fake-stack handle while switched out
+  void* tsan_fiber = nullptr;  // TSan's fiber for its stack
+};
+
 struct switch_handlers {
   std::vector<std::function<bool()>> enter;
   std::vector<std::function<bool()>> leave;
@@ -127,6 +137,9 @@ class coroutine {
   // The exception the coroutine ended with (cancelled_error for a cancelled one), or null.
   const std::exception_ptr& error() const noexcept { return error_; }
   bool was_cancelled() const noexcept { return cancelled_; }
+  bool is_main() const noexcept { return is_main_; }
+  // The stack it runs on (empty before it starts and after it ends).
+  const detail::stack& stack() const noexcept { return stack_; }
 
   void add_ref() noexcept { ++refs_; }
   void release() noexcept;
@@ -136,6 +149,10 @@ class coroutine {
   void observe_error() noexcept { error_observed_ = true; }
 
   switch_handlers& handlers();
+
+  bool cancel_requested() const noexcept { return cancel_pending_; }
+  void enter_protected() noexcept { ++protect_depth_; }
+  void leave_protected() noexcept { --protect_depth_; }
 
  protected:
   virtual ~coroutine();
@@ -147,13 +164,15 @@ class coroutine {
 
  private:
   friend class weft::scheduler;
+  friend class scheduler_core;
 
   // Hot fields first: the switch path touches these.
-  void* context_ = nullptr;  // saved fcontext while not running
+  execution_context context_{};
   scheduler* owner_;
   coroutine_state state_ = coroutine_state::created;
   weft::priority priority_;
   bool cancel_pending_ = false;
+  bool cancel_forced_ = false;  // deadlock cancellation: delivered even inside protect
   bool cancelled_ = false;
   bool error_observed_ = false;
   bool is_main_ = false;
@@ -164,10 +183,11 @@ class coroutine {
   wait_source* const* waiting_on_ = nullptr;  // armed sources while suspended (deadlock report)
   std::size_t waiting_count_ = 0;
   detail::stack stack_{};
-  void* sanitizer_fake_stack_ = nullptr;
-  void* tsan_fiber_ = nullptr;
   std::uint64_t id_ = 0;
-  list_node live_link_;   // in the scheduler's list of unfinished coroutines
+  struct live_link : list_node {
+    coroutine* self = nullptr;
+  };
+  live_link live_link_;      // in the scheduler's list of unfinished coroutines
   intrusive_list awaiters_;  // task_wait sources waiting for this coroutine to finish
   std::exception_ptr error_;
   std::string name_;

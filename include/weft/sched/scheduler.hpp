@@ -65,22 +65,22 @@ struct run_options {
 };
 
 struct scheduler_stats {
-  std::uint64_t switches = 0;            // context switches (jumps between stacks)
-  std::uint64_t spawned = 0;             // coroutines created (main included)
-  std::uint64_t started = 0;             // coroutines that began running
-  std::uint64_t started_in_place = 0;    // ... of which on the stack of one that just finished
-  std::uint64_t finished = 0;            // coroutines that ended (any way)
-  std::uint64_t cancelled = 0;           // coroutines that ended cancelled
-  std::uint64_t never_started = 0;       // cancelled before they ever ran
+  std::uint64_t switches = 0;          // context switches (jumps between stacks)
+  std::uint64_t spawned = 0;           // coroutines created (main included)
+  std::uint64_t started = 0;           // coroutines that began running
+  std::uint64_t started_in_place = 0;  // ... of which on the stack of one that just finished
+  std::uint64_t finished = 0;          // coroutines that ended (any way)
+  std::uint64_t cancelled = 0;         // coroutines that ended cancelled
+  std::uint64_t never_started = 0;     // cancelled before they ever ran
   std::uint64_t microtasks_run = 0;
-  std::uint64_t reactor_polls = 0;       // non-blocking polls between switches
-  std::uint64_t reactor_waits = 0;       // blocking waits (nothing was runnable)
+  std::uint64_t reactor_polls = 0;  // non-blocking polls between switches
+  std::uint64_t reactor_waits = 0;  // blocking waits (nothing was runnable)
   std::uint64_t deadlocks = 0;
-  std::uint64_t live_coroutines = 0;     // unfinished right now
+  std::uint64_t live_coroutines = 0;  // unfinished right now
   std::uint64_t max_live_coroutines = 0;
-  std::uint64_t stacks_allocated = 0;    // stacks taken from the kernel
-  std::uint64_t stacks_guarded = 0;      // ... of which with a guard page
-  std::uint64_t stacks_pooled = 0;       // free stacks held for reuse right now
+  std::uint64_t stacks_allocated = 0;  // stacks taken from the kernel
+  std::uint64_t stacks_guarded = 0;    // ... of which with a guard page
+  std::uint64_t stacks_pooled = 0;     // free stacks held for reuse right now
 };
 
 // A cancellable microtask. Dropping the handle does not cancel it.
@@ -90,9 +90,11 @@ class microtask_handle {
   void cancel() noexcept;
   bool valid() const noexcept { return static_cast<bool>(state_); }
 
+  struct state;  // opaque: defined by the scheduler
+
  private:
   friend class scheduler;
-  struct state;
+  friend class detail::scheduler_core;
   explicit microtask_handle(std::shared_ptr<state> state) : state_(std::move(state)) {}
   std::shared_ptr<state> state_;
 };
@@ -156,5 +158,8 @@ class scheduler {
 scheduler& current_scheduler();
 // Same, or null.
 scheduler* current_scheduler_or_null() noexcept;
+
+// current_scheduler().graceful_shutdown().
+void graceful_shutdown();
 
 }  // namespace weft

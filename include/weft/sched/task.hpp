@@ -111,9 +111,7 @@ class task {
   // from (leave), and when it ends (finish). A handler returning false is unregistered.
   void on_enter(std::function<bool()> handler) { handlers().enter.push_back(std::move(handler)); }
   void on_leave(std::function<bool()> handler) { handlers().leave.push_back(std::move(handler)); }
-  void on_finish(std::function<bool()> handler) {
-    handlers().finish.push_back(std::move(handler));
-  }
+  void on_finish(std::function<bool()> handler) { handlers().finish.push_back(std::move(handler)); }
 
  private:
   void valid_or_throw(const char* operation) const {
@@ -162,7 +160,7 @@ auto scheduler::run(Function&& main) -> std::invoke_result_t<std::decay_t<Functi
   block* coroutine = block::create(std::move(function), *this, "main", priority::normal,
                                    std::source_location::current());
   task<result> main_task(coroutine);  // adopts the creation reference; run_main adds its own
-  run_main(*coroutine);  // rethrows the first uncaught exception, or deadlock_error
+  run_main(*coroutine);               // rethrows the first uncaught exception, or deadlock_error
   if constexpr (std::is_void_v<result>) {
     if (coroutine->was_cancelled()) {
       return;  // graceful shutdown cancelled main: a normal end for a void main

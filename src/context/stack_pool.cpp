@@ -1,0 +1,227 @@
+#include "context/stack_pool.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define WEFT_HAVE_VALGRIND 1
+#endif
+
+#if defined(WEFT_SANITIZE_THREAD)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace weft::detail {
+namespace {
+
+// Guarded stacks alive in the whole process (all schedulers), against the budget.
+std::atomic<std::size_t> guarded_in_process{0};
+
+std::size_t read_max_map_count() {
+  std::ifstream file("/proc/sys/vm/max_map_count");
+  std::size_t count = 0;
+  if (!(file >> count) || count == 0) {
+    count = 65530;  // the kernel default
+  }
+  return count;
+}
+
+std::size_t default_guard_budget() {
+  static const std::size_t budget = read_max_map_count() / 4;
+  return budget;
+}
+
+constexpr std::size_t slab_bytes = 16u << 20;  // unguarded stacks are carved 16 MiB at a time
+
+[[noreturn]] void throw_mapping_error(const char* what, std::size_t bytes) {
+  int code = errno;
+  std::string message = std::string("weft: cannot ") + what + " " + std::to_string(bytes) +
+                        " bytes for coroutine stacks";
+  if (code == ENOMEM) {
+    message +=
+        " (out of memory or of mappings: vm.max_map_count limits mappings per process; use "
+        "guard_policy::budget or a smaller stack size)";
+  }
+  throw std::system_error(code, std::generic_category(), message);
+}
+
+void* map_anonymous(std::size_t bytes) {
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (memory == MAP_FAILED) {
+    throw_mapping_error("map", bytes);
+  }
+  // A transparent huge page would commit 2 MiB for a stack that touched one page.
+  ::madvise(memory, bytes, MADV_NOHUGEPAGE);
+  return memory;
+}
+
+}  // namespace
+
+std::size_t stack_pool::page_size() noexcept {
+  static const std::size_t size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+stack_pool::stack_pool(const stack_options& options)
+    : size_((std::max<std::size_t>(options.size, 4 * page_size()) + page_size() - 1) / page_size() *
+            page_size()),
+      guards_(options.guards),
+      guard_budget_(options.guard_budget != 0 ? options.guard_budget : default_guard_budget()),
+      cap_(std::max({options.pool_cap, options.pool_floor, std::size_t{1}})),
+      floor_(options.pool_floor) {
+  for (std::size_t index = 0; index < floor_; ++index) {
+    release(acquire());
+  }
+}
+
+stack_pool::~stack_pool() {
+  for (stack& pooled_stack : warm_) {
+    if (pooled_stack.guarded) {
+      unmap(pooled_stack);
+    } else {
+      deregister_for_tools(pooled_stack);
+    }
+  }
+  for (stack& pooled_stack : cold_) {
+    deregister_for_tools(pooled_stack);
+  }
+  warm_.clear();
+  cold_.clear();
+  if (outstanding_ == 0) {
+    for (const slab& each : slabs_) {
+      ::munmap(each.base, each.bytes);
+    }
+  }
+  // With stacks still outstanding (a coroutine that never ended) the slabs stay mapped rather
+  // than pulling memory from under it.
+}
+
+stack stack_pool::acquire() {
+  ++outstanding_;
+  if (!warm_.empty()) {
+    stack reused = warm_.back();
+    warm_.pop_back();
+    return reused;
+  }
+  if (!cold_.empty()) {
+    stack reused = cold_.back();
+    cold_.pop_back();
+    return reused;
+  }
+  try {
+    bool guard = guards_ == guard_policy::always ||
+                 (guards_ == guard_policy::budget &&
+                  guarded_in_process.fetch_add(1, std::memory_order_relaxed) < guard_budget_);
+    if (guards_ == guard_policy::budget && !guard) {
+      guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+    } else if (guards_ == guard_policy::always) {
+      guarded_in_process.fetch_add(1, std::memory_order_relaxed);
+    }
+    stack fresh;
+    if (guard) {
+      try {
+        fresh = map_guarded();
+      } catch (...) {
+        guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+        throw;
+      }
+    } else {
+      fresh = carve_unguarded();
+    }
+    register_for_tools(fresh);
+    ++allocated_;
+    return fresh;
+  } catch (...) {
+    --outstanding_;
+    throw;
+  }
+}
+
+stack stack_pool::map_guarded() {
+  std::size_t page = page_size();
+  char* memory = static_cast<char*>(map_anonymous(size_ + page));
+  if (::mprotect(memory, page, PROT_NONE) != 0) {
+    ::munmap(memory, size_ + page);
+    throw_mapping_error("protect the guard page of", size_ + page);
+  }
+  ++guarded_;
+  return stack{memory + page, size_, true};
+}
+
+stack stack_pool::carve_unguarded() {
+  if (slab_cursor_ == slab_end_) {
+    std::size_t bytes = std::max(slab_bytes / size_, std::size_t{1}) * size_;
+    slab_cursor_ = static_cast<char*>(map_anonymous(bytes));
+    slab_end_ = slab_cursor_ + bytes;
+    slabs_.push_back(slab{slab_cursor_, bytes});
+  }
+  stack carved{slab_cursor_, size_, false};
+  slab_cursor_ += size_;
+  return carved;
+}
+
+void stack_pool::release(stack released) noexcept {
+  --outstanding_;
+  warm_.push_back(released);
+  if (warm_.size() > cap_) {
+    trim_oldest();
+  }
+}
+
+// Gives back the oldest warm stack: never the one just released (which the caller may still be
+// executing on, and cap_ >= 1 keeps it in the pool), and the coldest in cache terms.
+void stack_pool::trim_oldest() noexcept {
+  stack victim = warm_.front();
+  warm_.pop_front();
+  if (victim.guarded) {
+    unmap(victim);
+  } else {
+    // Slab stacks cannot be unmapped one by one without splitting the slab's mapping (which
+    // would cost the mappings the slab exists to save), so their memory is decommitted instead.
+    ::madvise(victim.base, victim.size, MADV_DONTNEED);
+    cold_.push_back(victim);
+  }
+}
+
+void stack_pool::unmap(stack& victim) noexcept {
+  deregister_for_tools(victim);
+  std::size_t page = page_size();
+  ::munmap(static_cast<char*>(victim.base) - page, victim.size + page);
+  guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+  --guarded_;
+  victim = stack{};
+}
+
+void stack_pool::register_for_tools(stack& fresh) noexcept {
+#if defined(WEFT_HAVE_VALGRIND)
+  fresh.valgrind_id = VALGRIND_STACK_REGISTER(fresh.base, fresh.top());
+#endif
+#if defined(WEFT_SANITIZE_THREAD)
+  fresh.tsan_fiber = __tsan_create_fiber(0);
+#endif
+  (void)fresh;
+}
+
+void stack_pool::deregister_for_tools(stack& old) noexcept {
+#if defined(WEFT_HAVE_VALGRIND)
+  VALGRIND_STACK_DEREGISTER(old.valgrind_id);
+#endif
+#if defined(WEFT_SANITIZE_THREAD)
+  if (old.tsan_fiber != nullptr) {
+    __tsan_destroy_fiber(old.tsan_fiber);
+    old.tsan_fiber = nullptr;
+  }
+#endif
+  (void)old;
+}
+
+}  // namespace weft::detail

@@ -1,0 +1,65 @@
+// A scheduler's pool of coroutine stacks (see include/weft/context/stack.hpp for the policy).
+//
+// Single-threaded: a pool belongs to one scheduler. Guarded stacks are one mapping each (guard
+// page + stack); unguarded stacks are carved from slabs of many stacks, so that beyond the guard
+// budget a stack costs no mapping of its own. The process-wide guard budget is shared by every
+// scheduler through an atomic counter.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <vector>
+
+#include "weft/context/stack.hpp"
+
+namespace weft::detail {
+
+class stack_pool {
+ public:
+  explicit stack_pool(const stack_options& options);
+  ~stack_pool();
+  stack_pool(const stack_pool&) = delete;
+  stack_pool& operator=(const stack_pool&) = delete;
+
+  // A stack ready to run on: from the pool, else freshly mapped. Throws std::system_error when
+  // the kernel refuses memory or mappings.
+  stack acquire();
+  // Returns a stack to the pool. Safe to call while still executing on that stack: the memory
+  // stays mapped; stacks released beyond the cap are trimmed from the other end of the pool.
+  void release(stack released) noexcept;
+
+  std::size_t pooled() const noexcept { return warm_.size() + cold_.size(); }
+  std::size_t allocated() const noexcept { return allocated_; }
+  std::size_t guarded() const noexcept { return guarded_; }
+  std::size_t stack_size() const noexcept { return size_; }
+  static std::size_t page_size() noexcept;
+
+ private:
+  struct slab {
+    void* base;
+    std::size_t bytes;
+  };
+
+  stack map_guarded();
+  stack carve_unguarded();
+  void unmap(stack& victim) noexcept;
+  void trim_oldest() noexcept;
+  static void register_for_tools(stack& fresh) noexcept;
+  static void deregister_for_tools(stack& old) noexcept;
+
+  std::size_t size_;
+  guard_policy guards_;
+  std::size_t guard_budget_;
+  std::size_t cap_;
+  std::size_t floor_;
+  std::deque<stack> warm_;   // released stacks, most recent at the back (reused first)
+  std::vector<stack> cold_;  // slab stacks decommitted by trimming, reused after warm ones
+  std::vector<slab> slabs_;
+  char* slab_cursor_ = nullptr;  // next uncarved stack in the newest slab
+  char* slab_end_ = nullptr;
+  std::size_t allocated_ = 0;
+  std::size_t guarded_ = 0;
+  std::size_t outstanding_ = 0;
+};
+
+}  // namespace weft::detail

@@ -1,0 +1,17 @@
+#include "weft/error.hpp"
+
+#include <string>
+#include <utility>
+
+namespace weft {
+
+cancelled_error::cancelled_error(std::string reason)
+    : error("coroutine cancelled: " + reason), reason_(std::move(reason)) {}
+
+deadlock_error::deadlock_error(std::size_t waiting, std::string report)
+    : error("deadlock: no active coroutines, " + std::to_string(waiting) +
+            " coroutines waiting; nothing is left that could wake them (see report())"),
+      waiting_(waiting),
+      report_(std::move(report)) {}
+
+}  // namespace weft

@@ -1,0 +1,136 @@
+// The libuv driver.
+//
+// One uv_loop_t per scheduler. Timers: weft keeps its own heap (timer_queue) and arms a single
+// uv_timer_t for the earliest deadline, so a million sleeping coroutines cost a million heap
+// slots rather than a million libuv handles, and cancelling a sleep never touches libuv unless
+// it empties the heap. The uv timer is referenced only while a foreground timer is queued, so
+// background timers do not keep the loop (and run()) alive.
+#include <uv.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "reactor/reactor.hpp"
+
+namespace weft::detail {
+namespace {
+
+void check_uv(int code, const char* operation) {
+  if (code < 0) {
+    throw std::runtime_error(std::string("weft: libuv ") + operation +
+                             " failed: " + uv_strerror(code));
+  }
+}
+
+class uv_reactor final : public reactor {
+ public:
+  uv_reactor() {
+    check_uv(uv_loop_init(&loop_), "loop init");
+    check_uv(uv_timer_init(&loop_, &timer_), "timer init");
+    timer_.data = this;
+    uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+  }
+
+  ~uv_reactor() override {
+    if (!closed_) {
+      try {
+        close();
+      } catch (...) {
+        // Destruction after a failed run: the leak was already reported by close().
+      }
+    }
+  }
+
+  void poll(bool block) override { uv_run(&loop_, block ? UV_RUN_ONCE : UV_RUN_NOWAIT); }
+
+  bool alive() override { return uv_loop_alive(&loop_) != 0; }
+
+  void add_timer(timer_entry& entry) override {
+    timers_.push(entry);
+    if (timers_.top() == &entry) {
+      arm();
+    } else if (!entry.background && timers_.foreground() == 1) {
+      uv_ref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+  }
+
+  void remove_timer(timer_entry& entry) noexcept override {
+    timers_.remove(entry);
+    if (timers_.empty()) {
+      uv_timer_stop(&timer_);
+      armed_for_ = timer_clock::time_point::max();
+    }
+    if (timers_.foreground() == 0) {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+    // Removing the earliest entry leaves the uv timer armed for it; it then fires early,
+    // finds nothing due and re-arms for the new earliest: cheaper than re-arming per cancel.
+  }
+
+  void close() override {
+    closed_ = true;
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    if (uv_loop_close(&loop_) == UV_EBUSY) {
+      std::string open;
+      uv_walk(
+          &loop_,
+          [](uv_handle_t* handle, void* names) {
+            auto& text = *static_cast<std::string*>(names);
+            text += text.empty() ? "" : ", ";
+            text += uv_handle_type_name(uv_handle_get_type(handle));
+            text += uv_is_closing(handle) ? " (closing)" : "";
+          },
+          &open);
+      throw std::logic_error("weft: libuv handles still open when the scheduler closed: " + open +
+                             "; close every handle (or let its owner end) before run() returns");
+    }
+  }
+
+ private:
+  static void on_timer(uv_timer_t* handle) {
+    auto* self = static_cast<uv_reactor*>(handle->data);
+    self->armed_for_ = timer_clock::time_point::max();
+    self->timers_.fire_due(timer_clock::now());
+    if (!self->timers_.empty()) {
+      self->arm();
+    } else if (self->timers_.foreground() == 0) {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&self->timer_));
+    }
+  }
+
+  // Arms the uv timer for the earliest deadline, rounded up to libuv's millisecond resolution
+  // so that it never fires before the deadline has passed.
+  void arm() {
+    timer_entry* first = timers_.top();
+    if (first->deadline >= armed_for_ && uv_is_active(reinterpret_cast<uv_handle_t*>(&timer_))) {
+      return;
+    }
+    auto remaining = first->deadline - timer_clock::now();
+    auto milliseconds = remaining <= timer_clock::duration::zero()
+                            ? 0
+                            : std::chrono::ceil<std::chrono::milliseconds>(remaining).count();
+    uv_update_time(&loop_);
+    uv_timer_start(&timer_, &uv_reactor::on_timer, static_cast<std::uint64_t>(milliseconds), 0);
+    armed_for_ = first->deadline;
+    if (timers_.foreground() > 0) {
+      uv_ref(reinterpret_cast<uv_handle_t*>(&timer_));
+    } else {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+  }
+
+  uv_loop_t loop_{};
+  uv_timer_t timer_{};
+  timer_queue timers_;
+  timer_clock::time_point armed_for_ = timer_clock::time_point::max();
+  bool closed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<reactor> make_uv_reactor() { return std::make_unique<uv_reactor>(); }
+
+}  // namespace weft::detail

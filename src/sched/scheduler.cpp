@@ -1,0 +1,748 @@
+// The one-switch scheduler. See include/weft/sched/scheduler.hpp for the contract.
+//
+// The tick (pick_next) runs inline on the stack of whoever gives up the CPU: the suspending
+// coroutine, a coroutine that just finished, or the thread's own stack at the start of run().
+// It runs due microtasks, polls the reactor when a poll is due (or blocks in it when nothing is
+// runnable), detects deadlock, and returns the coroutine to run next; the caller then jumps
+// straight there. A finished coroutine whose successor has never run starts it on its own,
+// still-warm stack by looping in coroutine_loop(): no switch at all.
+#include "sched/scheduler_core.hpp"
+
+#include <pthread.h>
+
+#if defined(WEFT_SANITIZE_ADDRESS)
+#include <sanitizer/asan_interface.h>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "context/overflow.hpp"
+#include "weft/error.hpp"
+
+namespace weft {
+namespace detail {
+namespace {
+
+// initial-exec: the scheduler is looked up on every yield, and the general-dynamic TLS model
+// would cost a __tls_get_addr call each time. weft is a static library, so this is safe.
+__attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core = nullptr;
+
+constexpr std::uint32_t deadlock_round_limit = 1000;
+
+std::uint64_t seed_from_environment() {
+  const char* text = std::getenv("WEFT_SEED");
+  if (text == nullptr || *text == '\0') {
+    return 1;
+  }
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0') {
+    throw std::invalid_argument(std::string("weft: WEFT_SEED must be a decimal number, got '") +
+                                text + "'");
+  }
+  return value;
+}
+
+scheduling_order order_from_environment() {
+  const char* text = std::getenv("WEFT_SCHED");
+  if (text == nullptr || *text == '\0' || std::strcmp(text, "fifo") == 0) {
+    return scheduling_order::fifo;
+  }
+  if (std::strcmp(text, "random") == 0) {
+    return scheduling_order::random;
+  }
+  throw std::invalid_argument(std::string("weft: WEFT_SCHED must be 'fifo' or 'random', got '") +
+                              text + "'");
+}
+
+void thread_stack_bounds(execution_context& root) {
+  pthread_attr_t attributes;
+  if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+    void* bottom = nullptr;
+    std::size_t size = 0;
+    pthread_attr_getstack(&attributes, &bottom, &size);
+    root.stack_bottom = bottom;
+    root.stack_size = size;
+    pthread_attr_destroy(&attributes);
+  }
+}
+
+bool is_cancellation(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const cancelled_error&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string where(const std::source_location& location) {
+  return std::string(location.file_name()) + ":" + std::to_string(location.line()) + " (in " +
+         location.function_name() + ")";
+}
+
+}  // namespace
+
+scheduler_core* current_core() noexcept { return this_thread_core; }
+
+// ---------------------------------------------------------------------------------------------
+// construction
+
+scheduler_core::scheduler_core(scheduler& owner, const run_options& options)
+    : owner_(owner),
+      options_(options),
+      stacks_(options.stacks),
+      reactor_(make_uv_reactor()),
+      poll_interval_(options.reactor_poll_interval) {
+  chaos_ = options.order.value_or(order_from_environment()) == scheduling_order::random;
+  random_state_ = options.seed.has_value() ? *options.seed : seed_from_environment();
+  random_state_ = random_state_ * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+  // Reading the clock costs ~20 ns; on the hot path it is read only every poll_stride_ ticks.
+  poll_stride_ = poll_interval_ <= std::chrono::steady_clock::duration::zero() ? 1 : 64;
+  poll_countdown_ = poll_stride_;
+  last_poll_ = std::chrono::steady_clock::now();
+  thread_stack_bounds(root_);
+}
+
+scheduler_core::~scheduler_core() {
+  // Microtasks nobody ran still owe their cleanup.
+  for (auto& pending : microtasks_) {
+    pending->finish();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// spawning, starting and finishing
+
+void scheduler_core::enqueue_new(coroutine& fresh) {
+  fresh.id_ = next_id_++;
+  fresh.live_link_.self = &fresh;
+  live_.push_back(fresh.live_link_);
+  ++stats_.spawned;
+  ++stats_.live_coroutines;
+  if (stats_.live_coroutines > stats_.max_live_coroutines) {
+    stats_.max_live_coroutines = stats_.live_coroutines;
+  }
+  fresh.state_ = coroutine_state::created;
+  push_ready(fresh);
+}
+
+void scheduler_core::give_stack(coroutine& starting, const stack& on) {
+#if defined(WEFT_SANITIZE_ADDRESS)
+  // Frames abandoned on a reused stack (the finished coroutine's last tick) leave poison behind.
+  ASAN_UNPOISON_MEMORY_REGION(on.base, on.size);
+#endif
+  starting.stack_ = on;
+  starting.context_.stack_bottom = on.base;
+  starting.context_.stack_size = on.size;
+  starting.context_.tsan_fiber = on.tsan_fiber;
+  ++stats_.started;
+}
+
+void scheduler_core::switch_to(execution_context* from, coroutine& next) {
+  if (next.state_ == coroutine_state::created) {
+    give_stack(next, stacks_.acquire());
+    next.context_.saved = make_context(next.stack_.top(), next.stack_.size, &coroutine_entry);
+  }
+  next.state_ = coroutine_state::running;
+  current_ = &next;
+  ++stats_.switches;
+  jump(from, next.context_);
+}
+
+void scheduler_core::coroutine_entry(transfer_t arrival) {
+  land(arrival);
+  this_thread_core->coroutine_loop();
+}
+
+void scheduler_core::coroutine_loop() {
+  for (;;) {
+    coroutine& self = *current_;
+    execute(self);
+    stack own = self.stack_;
+    self.stack_ = {};
+    finish(self);  // may free the control block
+    coroutine* next = pick_next();
+    if (next != nullptr && next->state_ == coroutine_state::created) {
+      // Start the successor right here: this stack is warm and nobody else can use it.
+      give_stack(*next, own);
+      next->context_.fake_stack = nullptr;
+      next->state_ = coroutine_state::running;
+      current_ = next;
+      ++stats_.started_in_place;
+      continue;
+    }
+    // Leave this stack for good. Releasing it first is safe: the memory stays mapped, and no
+    // other coroutine can take it before we have jumped away (this thread is the only user).
+    stacks_.release(own);
+    if (next == nullptr) {
+      current_ = nullptr;
+      jump(nullptr, root_);
+    } else {
+      next->state_ = coroutine_state::running;
+      current_ = next;
+      ++stats_.switches;
+      jump(nullptr, next->context_);
+    }
+    std::abort();  // unreachable: nobody resumes an abandoned stack
+  }
+}
+
+void scheduler_core::execute(coroutine& self) noexcept {
+  if (self.handlers_ != nullptr) {
+    run_handlers(self.handlers_->enter);
+  }
+  if (self.is_main_) {
+    try {
+      for (const auto& hook : options_.on_main_start) {
+        hook();
+      }
+    } catch (...) {
+      self.fail(std::current_exception());
+      return;
+    }
+  }
+  self.run_body();
+}
+
+void scheduler_core::finish(coroutine& self) noexcept {
+  self.state_ = coroutine_state::finished;
+  self.cancel_pending_ = false;
+  if (self.error_ && is_cancellation(self.error_)) {
+    self.cancelled_ = true;
+    ++stats_.cancelled;
+  }
+  if (self.handlers_ != nullptr) {
+    run_handlers(self.handlers_->finish);
+  }
+  intrusive_list::remove(self.live_link_);
+  --stats_.live_coroutines;
+  ++stats_.finished;
+  while (list_node* node = self.awaiters_.pop_front()) {
+    task_wait& waiting = *static_cast<task_wait::link*>(node)->wait;
+    wake(*waiting.waiter_, &waiting);
+  }
+  if (self.error_ && !self.cancelled_ && (self.is_main_ || self.refs_ == 1)) {
+    // Main's exception ends run(); a detached coroutine's has nobody else to go to.
+    self.error_observed_ = true;
+    report_uncaught(self.error_);
+  }
+  self.release();
+}
+
+void scheduler_core::finish_unstarted(coroutine& never_ran) noexcept {
+  try {
+    throw cancelled_error(never_ran.cancel_reason_);
+  } catch (...) {
+    never_ran.fail(std::current_exception());
+  }
+  ++stats_.never_started;
+  finish(never_ran);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the tick
+
+coroutine* scheduler_core::pick_next() {
+  for (;;) {
+    poll_if_due();
+    if (!microtasks_.empty()) {
+      run_microtasks();
+    }
+    coroutine* next = chaos_ ? queue_.pop_random(next_random()) : queue_.pop();
+    if (next != nullptr) {
+      if (next->state_ == coroutine_state::created && next->cancel_pending_) {
+        finish_unstarted(*next);
+        continue;
+      }
+      return next;
+    }
+    if (!microtasks_.empty()) {
+      continue;
+    }
+    if (stats_.live_coroutines == 0) {
+      return nullptr;
+    }
+    if (reactor_->alive()) {
+      ++stats_.reactor_waits;
+      reactor_->poll(true);
+      last_poll_ = std::chrono::steady_clock::now();
+      continue;
+    }
+    handle_deadlock();
+  }
+}
+
+void scheduler_core::poll_if_due() {
+  if (--poll_countdown_ != 0) {
+    return;
+  }
+  poll_countdown_ = poll_stride_;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_poll_ >= poll_interval_) {
+    last_poll_ = now;
+    ++stats_.reactor_polls;
+    reactor_->poll(false);
+  }
+}
+
+void scheduler_core::run_microtasks() {
+  while (!microtasks_.empty()) {
+    std::shared_ptr<microtask_handle::state> task = std::move(microtasks_.front());
+    microtasks_.pop_front();
+    if (!task->cancelled) {
+      ++stats_.microtasks_run;
+      try {
+        task->handler();
+      } catch (...) {
+        task->finish();
+        report_uncaught(std::current_exception());
+        return;  // the rest of the batch runs at the next tick
+      }
+    }
+    task->finish();
+  }
+}
+
+std::uint64_t scheduler_core::next_random() noexcept {
+  // xorshift64*: cheap and good enough to shuffle the run queue.
+  random_state_ ^= random_state_ >> 12;
+  random_state_ ^= random_state_ << 25;
+  random_state_ ^= random_state_ >> 27;
+  return random_state_ * 0x2545F4914F6CDD1Dull;
+}
+
+// ---------------------------------------------------------------------------------------------
+// suspending and waking
+
+void scheduler_core::suspend_current(coroutine& self) {
+  coroutine* next = pick_next();
+  if (next == &self) {
+    self.state_ = coroutine_state::running;
+    return;
+  }
+  if (self.handlers_ != nullptr) {
+    run_handlers(self.handlers_->leave);
+  }
+  // next is never null here: self is alive, so pick_next cannot conclude the run has ended.
+  switch_to(&self.context_, *next);
+  if (self.handlers_ != nullptr) {
+    run_handlers(self.handlers_->enter);
+  }
+}
+
+void scheduler_core::yield() {
+  coroutine& self = current_or_throw("weft::yield");
+  check_cancel(self);
+  self.state_ = coroutine_state::ready;
+  push_ready(self);
+  suspend_current(self);
+  check_cancel(self);
+}
+
+wait_source& scheduler_core::wait(wait_source* const* sources, std::size_t count) {
+  coroutine& self = current_or_throw("a weft wait");
+  check_cancel(self);
+  std::size_t armed = 0;
+  wait_source* fired = nullptr;
+  for (; armed < count; ++armed) {
+    if (!sources[armed]->arm(self)) {
+      fired = sources[armed];
+      break;
+    }
+  }
+  if (fired == nullptr) {
+    self.state_ = coroutine_state::suspended;
+    self.woken_by_ = nullptr;
+    self.waiting_on_ = sources;
+    self.waiting_count_ = count;
+    ++suspended_;
+    suspend_current(self);
+    self.waiting_on_ = nullptr;
+    self.waiting_count_ = 0;
+    fired = self.woken_by_;
+  }
+  for (std::size_t index = 0; index < armed; ++index) {
+    sources[index]->disarm();
+  }
+  check_cancel(self);
+  return *fired;
+}
+
+void scheduler_core::wake(coroutine& sleeper, wait_source* by) noexcept {
+  if (sleeper.state_ != coroutine_state::suspended) {
+    return;  // the first wake of a suspension wins
+  }
+  sleeper.state_ = coroutine_state::ready;
+  sleeper.woken_by_ = by;
+  --suspended_;
+  push_ready(sleeper);
+}
+
+void scheduler_core::cancel(coroutine& target, std::string reason, bool forced) {
+  if (target.state_ == coroutine_state::finished) {
+    return;
+  }
+  if (!target.cancel_pending_) {
+    target.cancel_pending_ = true;
+    target.cancel_reason_ = std::move(reason);
+  }
+  target.cancel_forced_ = target.cancel_forced_ || forced;
+  if (target.state_ == coroutine_state::suspended &&
+      (target.protect_depth_ == 0 || target.cancel_forced_)) {
+    wake(target, nullptr);
+  }
+}
+
+void scheduler_core::raise_cancel(coroutine& self) {
+  self.cancel_pending_ = false;
+  self.cancel_forced_ = false;
+  throw cancelled_error(std::move(self.cancel_reason_));
+}
+
+coroutine& scheduler_core::current_or_throw(const char* operation) const {
+  if (current_ == nullptr) {
+    throw std::logic_error(std::string(operation) +
+                           " called outside a coroutine; call it from weft::run's main or from "
+                           "a coroutine started with weft::spawn");
+  }
+  return *current_;
+}
+
+bool scheduler_core::run_handlers(std::vector<std::function<bool()>>& handlers) noexcept {
+  for (std::size_t index = 0; index < handlers.size();) {
+    bool keep = true;
+    try {
+      keep = handlers[index]();
+    } catch (...) {
+      report_uncaught(std::current_exception());
+    }
+    if (keep) {
+      ++index;
+    } else {
+      handlers.erase(handlers.begin() + static_cast<std::ptrdiff_t>(index));
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// shutdown, errors, deadlock
+
+void scheduler_core::graceful_shutdown() {
+  shutting_down_ = true;
+  live_.for_each([this](list_node& node) {
+    coroutine* alive = static_cast<coroutine::live_link&>(node).self;
+    cancel(*alive, "graceful shutdown");
+  });
+}
+
+void scheduler_core::report_uncaught(std::exception_ptr error) noexcept {
+  if (!first_uncaught_) {
+    first_uncaught_ = std::move(error);
+  }
+  graceful_shutdown();
+}
+
+void scheduler_core::handle_deadlock() {
+  ++stats_.deadlocks;
+  if (++deadlock_rounds_ > deadlock_round_limit) {
+    std::fprintf(stderr,
+                 "weft: coroutines keep waiting after %u rounds of deadlock cancellation (they "
+                 "catch cancelled_error and wait again); aborting\n%s",
+                 deadlock_round_limit, deadlock_report(suspended_).c_str());
+    std::abort();
+  }
+  if (!deadlocked_) {
+    deadlocked_ = true;
+    deadlock_waiting_ = suspended_;
+    deadlock_report_ = deadlock_report(suspended_);
+    if (options_.deadlock_reporter) {
+      try {
+        options_.deadlock_reporter(deadlock_report_);
+      } catch (...) {
+        report_uncaught(std::current_exception());
+      }
+    } else {
+      std::fputs(deadlock_report_.c_str(), stderr);
+    }
+  }
+  live_.for_each([this](list_node& node) {
+    coroutine* alive = static_cast<coroutine::live_link&>(node).self;
+    if (alive->state_ == coroutine_state::suspended) {
+      cancel(*alive, "deadlock", true);
+    }
+  });
+}
+
+std::string scheduler_core::deadlock_report(std::size_t waiting) const {
+  std::string report =
+      "weft: deadlock: no active coroutines, " + std::to_string(waiting) + " coroutines waiting:\n";
+  live_.for_each([&](list_node& node) {
+    const coroutine* alive = static_cast<coroutine::live_link&>(node).self;
+    if (alive->state_ != coroutine_state::suspended) {
+      return;
+    }
+    report += "  coroutine " + std::to_string(alive->id_);
+    report += alive->name_.empty() ? std::string(" (unnamed)") : " '" + alive->name_ + "'";
+    report +=
+        alive->is_main_ ? " started by weft::run" : " spawned at " + where(alive->spawned_at_);
+    report += "\n    waits on: ";
+    for (std::size_t index = 0; index < alive->waiting_count_; ++index) {
+      if (index > 0) {
+        report += ", or ";
+      }
+      alive->waiting_on_[index]->describe(report);
+    }
+    report += "\n";
+  });
+  return report;
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+void scheduler_core::run_from_root() {
+  coroutine* first = pick_next();
+  if (first != nullptr) {
+    switch_to(&root_, *first);
+  }
+}
+
+void scheduler_core::close_and_report() {
+  stats();
+  reactor_->close();
+  if (deadlocked_) {
+    throw deadlock_error(deadlock_waiting_, deadlock_report_);
+  }
+  if (first_uncaught_) {
+    std::rethrow_exception(first_uncaught_);
+  }
+}
+
+const scheduler_stats& scheduler_core::stats() noexcept {
+  stats_.stacks_allocated = stacks_.allocated();
+  stats_.stacks_guarded = stacks_.guarded();
+  stats_.stacks_pooled = stacks_.pooled();
+  return stats_;
+}
+
+microtask_handle scheduler_core::add_microtask(unique_function<void()> fn,
+                                               unique_function<void()> cleanup) {
+  if (!fn) {
+    throw std::invalid_argument("weft: add_microtask needs a callable handler, got an empty one");
+  }
+  auto task = std::make_shared<microtask_handle::state>();
+  task->handler = std::move(fn);
+  task->cleanup = std::move(cleanup);
+  microtasks_.push_back(task);
+  return microtask_handle(std::move(task));
+}
+
+// ---------------------------------------------------------------------------------------------
+// awaiting a coroutine's end
+
+bool scheduler_core::task_wait::arm(coroutine& waiter) {
+  if (target_.done()) {
+    return false;
+  }
+  waiter_ = &waiter;
+  link_.wait = this;
+  target_.awaiters_.push_back(link_);
+  return true;
+}
+
+void scheduler_core::task_wait::disarm() noexcept {
+  if (link_.linked()) {
+    intrusive_list::remove(link_);
+  }
+}
+
+void scheduler_core::task_wait::describe(std::string& out) const {
+  out += "task " + std::to_string(target_.id());
+  if (!target_.name().empty()) {
+    out += " '" + target_.name() + "'";
+  }
+}
+
+void scheduler_core::await_finished(coroutine& target) {
+  if (target.done()) {
+    return;
+  }
+  coroutine& self = current_or_throw("weft::task::await");
+  if (&target == &self) {
+    throw std::logic_error("weft: coroutine " + std::to_string(self.id()) +
+                           " awaits its own task, which can never finish while it waits");
+  }
+  task_wait until_done(target);
+  wait_source* sources[] = {&until_done};
+  wait(sources, 1);
+}
+
+}  // namespace detail
+
+// =============================================================================================
+// public surface
+
+void microtask_handle::state::finish() noexcept {
+  if (finished) {
+    return;
+  }
+  finished = true;
+  handler.reset();
+  if (cleanup) {
+    try {
+      cleanup();
+    } catch (...) {
+      if (auto* core = detail::current_core()) {
+        core->report_uncaught(std::current_exception());
+      }
+    }
+    cleanup.reset();
+  }
+}
+
+void microtask_handle::cancel() noexcept {
+  if (state_) {
+    state_->cancelled = true;
+  }
+}
+
+scheduler::scheduler(run_options options) : options_(std::move(options)) {}
+
+scheduler::~scheduler() = default;
+
+const scheduler_stats& scheduler::stats() const noexcept {
+  return core_ != nullptr ? core_->stats() : last_stats_;
+}
+
+void scheduler::run_main(detail::coroutine& main) {
+  if (detail::this_thread_core != nullptr) {
+    throw std::logic_error(
+        "weft::run called while a weft scheduler is already running on this thread; use "
+        "weft::spawn to start more work, or weft::spawn_thread for another scheduler");
+  }
+  core_ = std::make_unique<detail::scheduler_core>(*this, options_);
+  detail::this_thread_core = core_.get();
+  struct reset {
+    scheduler& self;
+    ~reset() {
+      self.last_stats_ = self.core_->stats();
+      detail::this_thread_core = nullptr;
+      self.core_.reset();
+    }
+  } on_exit{*this};
+  detail::overflow_guard guard;
+  main.is_main_ = true;
+  main.add_ref();  // the scheduler's reference; the creation reference belongs to run()'s task
+  core_->enqueue_new(main);
+  core_->run_from_root();
+  core_->close_and_report();
+}
+
+detail::reactor& scheduler::reactor() { return core_->driver(); }
+
+void scheduler::enqueue_new(detail::coroutine& coroutine) { core_->enqueue_new(coroutine); }
+
+detail::wait_source& scheduler::wait(std::initializer_list<detail::wait_source*> sources) {
+  return core_->wait(sources.begin(), sources.size());
+}
+
+detail::wait_source& scheduler::wait(detail::wait_source* const* sources, std::size_t count) {
+  return core_->wait(sources, count);
+}
+
+void scheduler::wake(detail::coroutine& coroutine, detail::wait_source& by) noexcept {
+  core_->wake(coroutine, &by);
+}
+
+void scheduler::yield() { core_->yield(); }
+
+void scheduler::cancel(detail::coroutine& coroutine, std::string reason) {
+  if (coroutine.done()) {
+    return;
+  }
+  if (core_ == nullptr || detail::this_thread_core != core_.get()) {
+    throw std::logic_error("weft: task " + std::to_string(coroutine.id()) +
+                           " cancelled from a thread that does not run its scheduler; cancel "
+                           "it from a coroutine of the scheduler that spawned it");
+  }
+  core_->cancel(coroutine, std::move(reason));
+}
+
+detail::coroutine* scheduler::current() const noexcept {
+  return core_ != nullptr ? core_->current() : nullptr;
+}
+
+void scheduler::report_uncaught(std::exception_ptr error) noexcept {
+  if (core_ != nullptr) {
+    core_->report_uncaught(std::move(error));
+  }
+}
+
+microtask_handle scheduler::add_microtask(detail::unique_function<void()> fn,
+                                          detail::unique_function<void()> cleanup) {
+  if (core_ == nullptr || detail::this_thread_core != core_.get()) {
+    throw std::logic_error(
+        "weft: add_microtask called outside the scheduler's run; call it from a coroutine "
+        "of a running scheduler");
+  }
+  return core_->add_microtask(std::move(fn), std::move(cleanup));
+}
+
+void scheduler::graceful_shutdown() {
+  if (core_ == nullptr) {
+    throw std::logic_error("weft: graceful_shutdown called on a scheduler that is not running");
+  }
+  core_->graceful_shutdown();
+}
+
+bool scheduler::shutting_down() const noexcept {
+  return core_ != nullptr && core_->shutting_down();
+}
+
+scheduler& current_scheduler() {
+  if (detail::this_thread_core == nullptr) {
+    throw std::logic_error(
+        "weft: no scheduler is running on this thread; this call must be made from inside "
+        "weft::run (its main coroutine or a coroutine it spawned)");
+  }
+  return detail::this_thread_core->owner();
+}
+
+scheduler* current_scheduler_or_null() noexcept {
+  return detail::this_thread_core != nullptr ? &detail::this_thread_core->owner() : nullptr;
+}
+
+void graceful_shutdown() { current_scheduler().graceful_shutdown(); }
+
+namespace detail {
+
+void await_finished(coroutine& target) {
+  if (target.done()) {
+    return;
+  }
+  scheduler_core* core = this_thread_core;
+  if (core == nullptr || &target.owner() != &core->owner()) {
+    throw std::logic_error(
+        "weft: task " + std::to_string(target.id()) +
+        " awaited from a thread that does not run its scheduler; a task can only be awaited "
+        "by coroutines of the scheduler that spawned it (use a trigger or channel to cross "
+        "threads)");
+  }
+  core->await_finished(target);
+}
+
+void throw_invalid_task(const char* operation) {
+  throw std::logic_error(std::string("weft: ") + operation +
+                         " on an empty task (default-constructed or moved from)");
+}
+
+}  // namespace detail
+}  // namespace weft

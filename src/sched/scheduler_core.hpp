@@ -1,0 +1,139 @@
+// The scheduler's machinery (the public face is weft::scheduler). One per running scheduler,
+// created by run() and destroyed when it returns. Everything here runs on the scheduler's
+// thread; the hot path is yield/wait -> pick_next -> switch_to.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "context/stack_pool.hpp"
+#include "context/switch.hpp"
+#include "reactor/reactor.hpp"
+#include "sched/run_queue.hpp"
+#include "weft/sched/coroutine.hpp"
+#include "weft/sched/scheduler.hpp"
+
+namespace weft {
+
+struct microtask_handle::state {
+  detail::unique_function<void()> handler;
+  detail::unique_function<void()> cleanup;
+  bool cancelled = false;
+  bool finished = false;
+
+  void finish() noexcept;
+};
+
+namespace detail {
+
+class scheduler_core {
+ public:
+  scheduler_core(scheduler& owner, const run_options& options);
+  ~scheduler_core();
+
+  // Runs from the thread's own stack until every coroutine has ended.
+  void run_from_root();
+  // After run_from_root: closes the reactor and throws what run() must throw.
+  void close_and_report();
+
+  void enqueue_new(coroutine& fresh);
+  wait_source& wait(wait_source* const* sources, std::size_t count);
+  void wake(coroutine& sleeper, wait_source* by) noexcept;
+  void yield();
+  void cancel(coroutine& target, std::string reason, bool forced = false);
+  void graceful_shutdown();
+  void report_uncaught(std::exception_ptr error) noexcept;
+  microtask_handle add_microtask(unique_function<void()> fn, unique_function<void()> cleanup);
+
+  void await_finished(coroutine& target);
+
+  coroutine* current() const noexcept { return current_; }
+  coroutine& current_or_throw(const char* operation) const;
+  reactor& driver() noexcept { return *reactor_; }
+  bool shutting_down() const noexcept { return shutting_down_; }
+  const scheduler_stats& stats() noexcept;
+  scheduler& owner() noexcept { return owner_; }
+
+  // Raises a pending cancellation at a suspension point (unless deferred by protect).
+  void check_cancel(coroutine& self) {
+    if (self.cancel_pending_ && (self.protect_depth_ == 0 || self.cancel_forced_)) {
+      raise_cancel(self);
+    }
+  }
+
+ private:
+  // Waiting for a coroutine's end: linked into the target's awaiters list while armed.
+  class task_wait final : public wait_source {
+   public:
+    explicit task_wait(coroutine& target) : target_(target) {}
+    bool arm(coroutine& waiter) override;
+    void disarm() noexcept override;
+    void describe(std::string& out) const override;
+
+    struct link : list_node {
+      task_wait* wait = nullptr;
+    };
+    coroutine* waiter_ = nullptr;
+    link link_{};
+
+   private:
+    coroutine& target_;
+  };
+
+  [[noreturn]] static void coroutine_entry(transfer_t arrival);
+  [[noreturn]] void coroutine_loop();
+  [[noreturn]] void raise_cancel(coroutine& self);
+
+  coroutine* pick_next();
+  void suspend_current(coroutine& self);
+  void switch_to(execution_context* from, coroutine& next);
+  void give_stack(coroutine& starting, const stack& on);
+  void execute(coroutine& self) noexcept;
+  void finish(coroutine& self) noexcept;
+  void finish_unstarted(coroutine& never_ran) noexcept;
+  void run_microtasks();
+  void poll_if_due();
+  void handle_deadlock();
+  std::string deadlock_report(std::size_t waiting) const;
+  bool run_handlers(std::vector<std::function<bool()>>& handlers) noexcept;
+  void push_ready(coroutine& ready) { queue_.push(&ready, ready.priority_); }
+  std::uint64_t next_random() noexcept;
+
+  scheduler& owner_;
+  const run_options& options_;
+  scheduler_stats stats_{};
+  stack_pool stacks_;
+  std::unique_ptr<reactor> reactor_;
+  run_queue queue_;
+  std::deque<std::shared_ptr<microtask_handle::state>> microtasks_;
+  intrusive_list live_;
+  coroutine* current_ = nullptr;
+  execution_context root_{};  // the thread's own stack
+  std::uint64_t next_id_ = 0;
+  std::size_t suspended_ = 0;
+
+  bool chaos_ = false;
+  std::uint64_t random_state_ = 0;
+
+  std::chrono::steady_clock::duration poll_interval_;
+  std::chrono::steady_clock::time_point last_poll_{};
+  std::uint32_t poll_stride_ = 1;
+  std::uint32_t poll_countdown_ = 1;
+
+  bool shutting_down_ = false;
+  std::exception_ptr first_uncaught_;
+  bool deadlocked_ = false;
+  std::size_t deadlock_waiting_ = 0;
+  std::string deadlock_report_;
+  std::uint32_t deadlock_rounds_ = 0;
+};
+
+// The core running on this thread, or null.
+scheduler_core* current_core() noexcept;
+
+}  // namespace detail
+}  // namespace weft

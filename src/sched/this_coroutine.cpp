@@ -1,0 +1,171 @@
+// The calls a coroutine makes about itself, and the coroutine control block's out-of-line
+// members.
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "sched/scheduler_core.hpp"
+#include "weft/error.hpp"
+#include "weft/sched/this_coroutine.hpp"
+
+namespace weft {
+namespace detail {
+namespace {
+
+scheduler_core& core_or_throw(const char* operation) {
+  scheduler_core* core = current_core();
+  if (core == nullptr) {
+    throw std::logic_error(std::string("weft: ") + operation +
+                           " called outside a coroutine; call it from weft::run's main or "
+                           "from a coroutine started with weft::spawn");
+  }
+  return *core;
+}
+
+coroutine& self_or_throw(const char* operation) {
+  return core_or_throw(operation).current_or_throw(operation);
+}
+
+// Sleeping until a deadline: one timer entry in the reactor's heap.
+class sleep_wait final : public wait_source {
+ public:
+  sleep_wait(scheduler_core& core, clock::time_point deadline) : core_(core) {
+    entry_.deadline = deadline;
+    entry_.fire = &sleep_wait::on_fire;
+    entry_.owner = this;
+  }
+
+  bool arm(coroutine& waiter) override {
+    if (entry_.deadline <= clock::now()) {
+      return false;
+    }
+    waiter_ = &waiter;
+    core_.driver().add_timer(entry_);
+    return true;
+  }
+  void disarm() noexcept override { core_.driver().remove_timer(entry_); }
+  void describe(std::string& out) const override {
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(entry_.deadline - clock::now());
+    out += "sleep (deadline in " + std::to_string(remaining.count()) + " ms)";
+  }
+
+ private:
+  static void on_fire(timer_entry& entry) {
+    sleep_wait* self = static_cast<sleep_entry&>(entry).owner;
+    self->core_.wake(*self->waiter_, self);
+  }
+
+  struct sleep_entry : timer_entry {
+    sleep_wait* owner = nullptr;
+  };
+
+  scheduler_core& core_;
+  coroutine* waiter_ = nullptr;
+  sleep_entry entry_{};
+};
+
+}  // namespace
+
+void enter_protected() { self_or_throw("weft::protect").enter_protected(); }
+
+void leave_protected() noexcept {
+  if (scheduler_core* core = current_core(); core != nullptr && core->current() != nullptr) {
+    core->current()->leave_protected();
+  }
+}
+
+// --- the control block -----------------------------------------------------------------------
+
+coroutine::coroutine(scheduler& owner, std::string name, weft::priority priority,
+                     std::source_location spawned_at) noexcept
+    : owner_(&owner), priority_(priority), name_(std::move(name)), spawned_at_(spawned_at) {}
+
+coroutine::~coroutine() { delete handlers_; }
+
+void coroutine::release() noexcept {
+  if (--refs_ != 0) {
+    return;
+  }
+  if (error_ && !error_observed_ && !cancelled_) {
+    // The last handle went away and nobody ever looked at the exception.
+    error_observed_ = true;
+    scheduler_core* core = current_core();
+    if (core != nullptr && &core->owner() == owner_) {
+      core->report_uncaught(error_);
+    } else {
+      try {
+        std::rethrow_exception(error_);
+      } catch (const std::exception& unobserved) {
+        std::fprintf(stderr, "weft: task %llu failed and nobody awaited it: %s\n",
+                     static_cast<unsigned long long>(id_), unobserved.what());
+      } catch (...) {
+        std::fprintf(stderr, "weft: task %llu failed with a non-std exception nobody awaited\n",
+                     static_cast<unsigned long long>(id_));
+      }
+    }
+  }
+  destroy();
+}
+
+switch_handlers& coroutine::handlers() {
+  if (handlers_ == nullptr) {
+    handlers_ = new switch_handlers();
+  }
+  return *handlers_;
+}
+
+}  // namespace detail
+
+void yield() {
+  detail::scheduler_core* core = detail::current_core();
+  if (core == nullptr) {
+    throw std::logic_error(
+        "weft::yield called outside a coroutine; call it from weft::run's main or from a "
+        "coroutine started with weft::spawn");
+  }
+  core->yield();
+}
+
+void sleep_until(clock::time_point deadline) {
+  detail::scheduler_core& core = detail::core_or_throw("weft::sleep_until");
+  core.current_or_throw("weft::sleep_until");
+  detail::sleep_wait until(core, deadline);
+  detail::wait_source* sources[] = {&until};
+  core.wait(sources, 1);
+}
+
+namespace this_coroutine {
+
+std::uint64_t id() { return detail::self_or_throw("weft::this_coroutine::id").id(); }
+
+const std::string& name() { return detail::self_or_throw("weft::this_coroutine::name").name(); }
+
+bool is_main() { return detail::self_or_throw("weft::this_coroutine::is_main").is_main(); }
+
+bool cancel_requested() {
+  return detail::self_or_throw("weft::this_coroutine::cancel_requested").cancel_requested();
+}
+
+void on_enter(std::function<bool()> handler) {
+  detail::self_or_throw("weft::this_coroutine::on_enter")
+      .handlers()
+      .enter.push_back(std::move(handler));
+}
+
+void on_leave(std::function<bool()> handler) {
+  detail::self_or_throw("weft::this_coroutine::on_leave")
+      .handlers()
+      .leave.push_back(std::move(handler));
+}
+
+void on_finish(std::function<bool()> handler) {
+  detail::self_or_throw("weft::this_coroutine::on_finish")
+      .handlers()
+      .finish.push_back(std::move(handler));
+}
+
+}  // namespace this_coroutine
+}  // namespace weft
