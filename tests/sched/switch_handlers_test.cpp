@@ -1,0 +1,230 @@
+// Switch handlers: per-coroutine callbacks run on the coroutine's own stack when it is switched
+// to (enter), switched away from (leave) and when it ends (finish); a handler returning false
+// is unregistered. run_options::on_main_start runs on main's stack right before main's body.
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+using weft_test::fifo_options;
+using weft_test::run_clean;
+using log_type = std::vector<std::string>;
+
+TEST(SwitchHandlers, EnterLeaveAndFinishRunAtTheRightMomentsInOrder) {
+  log_type log;
+  run_clean(
+      [&] {
+        auto a = weft::spawn([&] {
+          log.push_back("A1");
+          weft::yield();
+          log.push_back("A2");
+        });
+        auto b = weft::spawn([&] { log.push_back("B"); });
+        a.on_enter([&] {
+          log.push_back("enter A");
+          return true;
+        });
+        a.on_leave([&] {
+          log.push_back("leave A");
+          return true;
+        });
+        a.on_finish([&] {
+          log.push_back("finish A");
+          return true;
+        });
+        a.await();
+        b.await();
+      },
+      fifo_options());
+  EXPECT_EQ(log, (log_type{"enter A", "A1", "leave A", "B", "enter A", "A2", "finish A"}));
+}
+
+TEST(SwitchHandlers, HandlerReturningFalseIsUnregistered) {
+  int once = 0;
+  int always = 0;
+  int leaves_once = 0;
+  run_clean(
+      [&] {
+        auto yielder = [] {
+          for (int i = 0; i < 3; ++i) {
+            weft::yield();
+          }
+        };
+        auto a = weft::spawn(yielder);
+        auto b = weft::spawn(yielder);
+        a.on_enter([&] {
+          ++once;
+          return false;
+        });
+        a.on_enter([&] {
+          ++always;
+          return true;
+        });
+        a.on_leave([&] {
+          ++leaves_once;
+          return false;
+        });
+        a.await();
+        b.await();
+      },
+      fifo_options());
+  EXPECT_EQ(once, 1);
+  EXPECT_EQ(leaves_once, 1);
+  // main -> A, then A resumes after each of B's three yields.
+  EXPECT_EQ(always, 4);
+}
+
+TEST(SwitchHandlers, HandlersRunOnTheCoroutinesOwnStack) {
+  std::vector<std::uint64_t> seen_in_enter;
+  std::vector<std::uint64_t> seen_in_leave;
+  std::vector<std::uint64_t> seen_in_finish;
+  std::uint64_t a_id = 0;
+  run_clean([&] {
+    auto a = weft::spawn([] {
+      for (int i = 0; i < 3; ++i) {
+        weft::yield();
+      }
+    });
+    auto b = weft::spawn([] {
+      for (int i = 0; i < 3; ++i) {
+        weft::yield();
+      }
+    });
+    a_id = a.id();
+    a.on_enter([&] {
+      seen_in_enter.push_back(weft::this_coroutine::id());
+      return true;
+    });
+    a.on_leave([&] {
+      seen_in_leave.push_back(weft::this_coroutine::id());
+      return true;
+    });
+    a.on_finish([&] {
+      seen_in_finish.push_back(weft::this_coroutine::id());
+      return true;
+    });
+    a.await();
+    b.await();
+  });
+  EXPECT_FALSE(seen_in_enter.empty());
+  for (auto id : seen_in_enter) {
+    EXPECT_EQ(id, a_id);
+  }
+  for (auto id : seen_in_leave) {
+    EXPECT_EQ(id, a_id);
+  }
+  ASSERT_EQ(seen_in_finish.size(), 1u);
+  EXPECT_EQ(seen_in_finish[0], a_id);
+}
+
+TEST(SwitchHandlers, CoroutineCanRegisterItsOwnHandlers) {
+  int enters = 0;
+  int leaves = 0;
+  bool finished = false;
+  run_clean(
+      [&] {
+        auto a = weft::spawn([&] {
+          weft::this_coroutine::on_enter([&] {
+            ++enters;
+            return true;
+          });
+          weft::this_coroutine::on_leave([&] {
+            ++leaves;
+            return true;
+          });
+          weft::this_coroutine::on_finish([&] {
+            finished = true;
+            return true;
+          });
+          EXPECT_EQ(enters, 0);
+          weft::yield();  // leave for B, enter again
+          EXPECT_EQ(leaves, 1);
+          EXPECT_EQ(enters, 1);
+          weft::yield();
+          EXPECT_EQ(leaves, 2);
+          EXPECT_EQ(enters, 2);
+          EXPECT_FALSE(finished);
+        });
+        auto b = weft::spawn([] {
+          weft::yield();
+          weft::yield();
+        });
+        a.await();
+        b.await();
+      },
+      fifo_options());
+  EXPECT_EQ(enters, 2);
+  EXPECT_EQ(leaves, 2);
+  EXPECT_TRUE(finished);
+}
+
+TEST(SwitchHandlers, FinishRunsWhenTheCoroutineFailsOrIsCancelled) {
+  int failed_finishes = 0;
+  int cancelled_finishes = 0;
+  bool sleeping = false;
+  run_clean([&] {
+    auto failing = weft::spawn([] {
+      weft::yield();
+      throw std::runtime_error("failing coroutine");
+    });
+    failing.on_finish([&] {
+      ++failed_finishes;
+      return true;
+    });
+    auto sleeper = weft::spawn([&] {
+      sleeping = true;
+      weft::sleep_for(std::chrono::hours(1));
+    });
+    sleeper.on_finish([&] {
+      ++cancelled_finishes;
+      return true;
+    });
+    EXPECT_THROW(failing.await(), std::runtime_error);
+    weft_test::yield_until([&] { return sleeping; });
+    sleeper.cancel("test over");
+    EXPECT_THROW(sleeper.await(), weft::cancelled_error);
+  });
+  EXPECT_EQ(failed_finishes, 1);
+  EXPECT_EQ(cancelled_finishes, 1);
+}
+
+TEST(SwitchHandlers, OnMainStartRunsInOrderOnMainsStackBeforeMainsBody) {
+  log_type log;
+  weft::run_options options;
+  options.on_main_start.push_back([&] {
+    log.push_back(weft::this_coroutine::is_main() ? "first hook in main" : "first hook elsewhere");
+  });
+  options.on_main_start.push_back([&] { log.push_back("second hook"); });
+  const int result = run_clean(
+      [&] {
+        log.push_back("main body");
+        return 3;
+      },
+      std::move(options));
+  EXPECT_EQ(result, 3);
+  EXPECT_EQ(log, (log_type{"first hook in main", "second hook", "main body"}));
+}
+
+TEST(SwitchHandlers, OnMainStartHookCanSpawn) {
+  log_type log;
+  weft::run_options options = fifo_options();
+  options.on_main_start.push_back([&] { weft::spawn([&] { log.push_back("from hook"); }); });
+  run_clean(
+      [&] {
+        log.push_back("main body");
+        weft::yield();
+        log.push_back("main after yield");
+      },
+      std::move(options));
+  EXPECT_EQ(log, (log_type{"main body", "from hook", "main after yield"}));
+}
+
+}  // namespace
