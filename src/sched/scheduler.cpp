@@ -28,10 +28,6 @@ namespace weft {
 namespace detail {
 namespace {
 
-// initial-exec: the scheduler is looked up on every yield, and the general-dynamic TLS model
-// would cost a __tls_get_addr call each time. weft is a static library, so this is safe.
-__attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core = nullptr;
-
 constexpr std::uint32_t deadlock_round_limit = 1000;
 
 std::uint64_t seed_from_environment() {
@@ -89,7 +85,7 @@ std::string where(const std::source_location& location) {
 
 }  // namespace
 
-scheduler_core* current_core() noexcept { return this_thread_core; }
+__attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core = nullptr;
 
 // ---------------------------------------------------------------------------------------------
 // construction
@@ -101,6 +97,7 @@ scheduler_core::scheduler_core(scheduler& owner, const run_options& options)
       reactor_(make_uv_reactor()),
       poll_interval_(options.reactor_poll_interval) {
   chaos_ = options.order.value_or(order_from_environment()) == scheduling_order::random;
+  slow_tick_ = chaos_;
   random_state_ = options.seed.has_value() ? *options.seed : seed_from_environment();
   random_state_ = random_state_ * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
   // Reading the clock costs ~20 ns; on the hot path it is read only every poll_stride_ ticks.
@@ -249,7 +246,7 @@ void scheduler_core::finish_unstarted(coroutine& never_ran) noexcept {
 // ---------------------------------------------------------------------------------------------
 // the tick
 
-coroutine* scheduler_core::pick_next() {
+coroutine* scheduler_core::pick_next_slow() {
   for (;;) {
     poll_if_due();
     if (!microtasks_.empty()) {
@@ -308,6 +305,7 @@ void scheduler_core::run_microtasks() {
     }
     task->finish();
   }
+  slow_tick_ = chaos_;
 }
 
 std::uint64_t scheduler_core::next_random() noexcept {
@@ -338,7 +336,10 @@ void scheduler_core::suspend_current(coroutine& self) {
 }
 
 void scheduler_core::yield() {
-  coroutine& self = current_or_throw("weft::yield");
+  if (current_ == nullptr) {
+    current_or_throw("weft::yield");
+  }
+  coroutine& self = *current_;
   check_cancel(self);
   self.state_ = coroutine_state::ready;
   push_ready(self);
@@ -542,6 +543,7 @@ microtask_handle scheduler_core::add_microtask(unique_function<void()> fn,
   task->handler = std::move(fn);
   task->cleanup = std::move(cleanup);
   microtasks_.push_back(task);
+  slow_tick_ = true;
   return microtask_handle(std::move(task));
 }
 

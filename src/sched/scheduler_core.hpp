@@ -88,7 +88,23 @@ class scheduler_core {
   [[noreturn]] void coroutine_loop();
   [[noreturn]] void raise_cancel(coroutine& self);
 
-  coroutine* pick_next();
+  // The tick. The inline part is the common case of a busy scheduler (no microtask queued, no
+  // reactor poll due, FIFO order): pop the next ready coroutine. Everything else is the slow
+  // path.
+  coroutine* pick_next() {
+    if (!slow_tick_ && poll_countdown_ > 1) {
+      coroutine* next = queue_.pop();
+      if (next != nullptr && !(next->cancel_pending_ && next->state_ == coroutine_state::created)) {
+        --poll_countdown_;
+        return next;
+      }
+      if (next != nullptr) {
+        finish_unstarted(*next);
+      }
+    }
+    return pick_next_slow();
+  }
+  coroutine* pick_next_slow();
   void suspend_current(coroutine& self);
   void switch_to(execution_context* from, coroutine& next);
   void give_stack(coroutine& starting, const stack& on);
@@ -117,6 +133,7 @@ class scheduler_core {
   std::size_t suspended_ = 0;
 
   bool chaos_ = false;
+  bool slow_tick_ = false;  // chaos_ or microtasks queued: pick_next must take the slow path
   std::uint64_t random_state_ = 0;
 
   std::chrono::steady_clock::duration poll_interval_;
@@ -132,8 +149,10 @@ class scheduler_core {
   std::uint32_t deadlock_rounds_ = 0;
 };
 
-// The core running on this thread, or null.
-scheduler_core* current_core() noexcept;
+// The core running on this thread, or null. initial-exec TLS: it is read on every yield, and the
+// general-dynamic model would cost a __tls_get_addr call each time (weft is a static library).
+extern __attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core;
+inline scheduler_core* current_core() noexcept { return this_thread_core; }
 
 }  // namespace detail
 }  // namespace weft
