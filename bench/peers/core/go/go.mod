@@ -1,0 +1,3 @@
+module weft.bench/core
+
+go 1.19

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Runs weft's comparison suites and writes bench/results/SUITE.json and SUITE.md.
+
+Every suite is a set of benchmarks and a set of programs: one weft program and its peers
+(other runtimes doing the same work). Each program prints one line per result,
+
+    RESULT <benchmark> <unit> <value>
+
+and accepts --smoke (tiny sizes) and --only <benchmark> (run just that one). This script
+
+  * builds the peers that are not built by CMake (Go, with `go build` into the build dir),
+  * runs, for each round, every benchmark in every program, each in its own process (so one
+    benchmark's memory or timers cannot colour the next), pinned to one core, with a timeout,
+    the programs alternating and their order rotated from round to round,
+  * keeps the median of the rounds per (benchmark, program),
+  * writes bench/results/SUITE.json ({"suite", "results": [{"name", "unit", "weft",
+    "peers": {...}}]}) and SUITE.md, and prints the table.
+
+Lower is better unless the unit ends in /s. --smoke writes to bench/results/smoke/ instead, so
+that the committed full results are never overwritten by a CI run. A failing or missing weft
+program makes the run fail in smoke mode; a failing peer only warns. Outside smoke mode every
+failure is reported and the run goes on with the other programs.
+
+To add a suite, add an entry to SUITES below (and its programs under bench/ and
+bench/peers/SUITE/); run.py needs no other change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+
+# Program kinds: how a program is located (or built) and started.
+NATIVE = "native"  # a CMake target; path is relative to the build dir
+GO = "go"  # a Go main package; path is the package directory relative to bench/
+PHP = "php"  # a PHP script; path is relative to bench/
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    name: str  # "weft" for the weft program, otherwise the peer's key in the JSON
+    kind: str
+    path: str
+    benchmarks: tuple[str, ...]  # the benchmarks it implements (others are not asked for)
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Benchmark:
+    name: str
+    unit: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    benchmarks: tuple[Benchmark, ...]
+    programs: tuple[Program, ...]  # weft first, then the peers in table order
+    timeout_s: float  # per process, full mode
+    smoke_timeout_s: float  # per process, smoke mode
+    note: str = ""  # a paragraph under the table
+
+
+CORE_ALL = ("suspended_memory", "yield_switch", "spawn_run_complete", "sleep_timers")
+CORE_NO_TIMERS = ("suspended_memory", "yield_switch", "spawn_run_complete")
+CORE_RAW = ("yield_switch", "spawn_run_complete")
+
+SUITES: dict[str, Suite] = {
+    "core": Suite(
+        benchmarks=(
+            Benchmark("yield_switch", "ns"),
+            Benchmark("spawn_run_complete", "ns"),
+            Benchmark("suspended_memory", "B"),
+            Benchmark("sleep_timers", "ms"),
+        ),
+        programs=(
+            Program("weft", NATIVE, "bench/bench_core_weft", CORE_ALL),
+            Program("fcontext", NATIVE, "bench/bench_core_fcontext", CORE_RAW),
+            Program("boost_fiber", NATIVE, "bench/bench_core_boost_fiber", CORE_ALL),
+            Program("ucontext", NATIVE, "bench/bench_core_ucontext", CORE_RAW),
+            Program("go", GO, "peers/core/go", CORE_ALL, env=(("GOMAXPROCS", "1"),)),
+            Program("php", PHP, "peers/core/php/fiber.php", CORE_NO_TIMERS),
+        ),
+        timeout_s=300,
+        smoke_timeout_s=30,
+        note=(
+            "fcontext and ucontext are bare context switches with no scheduler (lower bounds, "
+            "not runtimes). php caps suspended_memory at 20000 fibers (each fiber stack costs "
+            "two of the 65530 mappings Linux allows by default); every value is per coroutine."
+        ),
+    ),
+}
+
+
+class Failure(Exception):
+    pass
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def warn(message: str) -> None:
+    print(f"run.py: warning: {message}", file=sys.stderr, flush=True)
+
+
+def pick_cpu() -> int | None:
+    """The core every program is pinned to: the highest one this process may use (core 0 tends
+    to take more interrupts). None when pinning is impossible."""
+    if shutil.which("taskset") is None:
+        warn("taskset not found; programs run unpinned")
+        return None
+    try:
+        return max(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def build_go(program: Program, suite_name: str, build_dir: Path) -> list[str]:
+    go = shutil.which("go")
+    if go is None:
+        raise Failure("`go` not found (install golang-go)")
+    source = BENCH_DIR / program.path
+    output_dir = build_dir / "bench" / "go"
+    binary = output_dir / f"bench_{suite_name}_{program.name}"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    # Caches under the build dir: works as any user, with no network and no home directory.
+    env = dict(os.environ)
+    env.update(
+        GOCACHE=str(output_dir / "cache"),
+        GOPATH=str(output_dir / "path"),
+        GOPROXY="off",
+        GOFLAGS="",
+        GO111MODULE="on",
+        GOTOOLCHAIN="local",
+        CGO_ENABLED="0",
+    )
+    result = subprocess.run(
+        [go, "build", "-o", str(binary), "."],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        raise Failure(f"go build failed:\n{result.stderr.strip()}")
+    return [str(binary)]
+
+
+def prepare(program: Program, suite_name: str, build_dir: Path) -> list[str]:
+    """The command line that starts the program (without benchmark arguments)."""
+    if program.kind == NATIVE:
+        binary = build_dir / program.path
+        if not binary.is_file():
+            raise Failure(f"{binary} not found (build it: cmake --build {build_dir})")
+        return [str(binary)]
+    if program.kind == GO:
+        return build_go(program, suite_name, build_dir)
+    if program.kind == PHP:
+        php = shutil.which("php")
+        if php is None:
+            raise Failure("`php` not found (install php-cli)")
+        return [php, "-d", "memory_limit=-1", str(BENCH_DIR / program.path)]
+    raise ValueError(f"unknown program kind {program.kind}")
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def tail(text: str, lines: int = 15) -> str:
+    """The last lines of a program's output, indented under the failure line ("" if none)."""
+    kept = text.strip().splitlines()[-lines:]
+    return "".join("\n    | " + line for line in kept)
+
+
+def run_one(
+    command: list[str],
+    program: Program,
+    benchmark: Benchmark,
+    smoke: bool,
+    cpu: int | None,
+    timeout_s: float,
+) -> float:
+    """Runs one benchmark of one program in a fresh process; returns its value."""
+    full = list(command) + ["--only", benchmark.name] + (["--smoke"] if smoke else [])
+    if cpu is not None:
+        full = ["taskset", "-c", str(cpu)] + full
+    env = dict(os.environ)
+    # The benchmarks measure weft's default FIFO order, whatever the caller's shell says.
+    env.pop("WEFT_SCHED", None)
+    env.pop("WEFT_SEED", None)
+    env.update(dict(program.env))
+    # A new session, so that a timeout kills the program and everything it started.
+    process = subprocess.Popen(
+        full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO_DIR,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        raise Failure(f"timed out after {timeout_s:.0f} s{tail(stderr)}")
+    if process.returncode != 0:
+        raise Failure(f"{describe_exit(process.returncode)}{tail(stderr or stdout)}")
+    values = []
+    for line in stdout.splitlines():
+        fields = line.split()
+        if len(fields) != 4 or fields[0] != "RESULT" or fields[1] != benchmark.name:
+            continue
+        if fields[2] != benchmark.unit:
+            raise Failure(f"reported unit {fields[2]!r}, expected {benchmark.unit!r}")
+        try:
+            values.append(float(fields[3]))
+        except ValueError:
+            raise Failure(f"unreadable value in {line!r}") from None
+    if len(values) != 1:
+        raise Failure(f"printed {len(values)} RESULT lines for it, expected 1{tail(stderr)}")
+    return values[0]
+
+
+def format_value(value: float | None) -> str:
+    if value is None:
+        return "—"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def lower_is_better(unit: str) -> bool:
+    return not unit.endswith("/s")
+
+
+def ratio_to_best_peer(unit: str, weft: float | None, peers: dict[str, float]) -> str:
+    if weft is None or not peers:
+        return "—"
+    best = min(peers.values()) if lower_is_better(unit) else max(peers.values())
+    if best <= 0:
+        return "—"
+    best_names = [name for name, value in peers.items() if value == best]
+    return f"{weft / best:.2f}× ({best_names[0]})"
+
+
+def render_table(suite_name: str, suite: Suite, results: list[dict], header: list[str]) -> str:
+    peer_names = [program.name for program in suite.programs if program.name != "weft"]
+    columns = ["benchmark", "unit", "weft"] + peer_names + ["weft vs best peer"]
+    lines = header + [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join(["---", "---"] + ["---:"] * (len(columns) - 2)) + "|",
+    ]
+    for result in results:
+        cells = [result["name"], result["unit"], format_value(result["weft"])]
+        cells += [format_value(result["peers"].get(name)) for name in peer_names]
+        cells.append(ratio_to_best_peer(result["unit"], result["weft"], result["peers"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Lower is better unless the unit ends in /s. Each cell is the median over the rounds;"
+        " — means the program does not implement the benchmark (or failed). "
+        '"weft vs best peer" is weft\'s value divided by the best peer\'s (below 1.00 means '
+        "weft is ahead for lower-is-better units).",
+    ]
+    if suite.note:
+        lines += ["", suite.note]
+    return "\n".join(lines) + "\n"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
+
+
+def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> bool:
+    """Runs one suite; returns False when the weft program failed (or is missing in smoke)."""
+    build_dir: Path = arguments.build_dir
+    smoke: bool = arguments.smoke
+    timeout_s = arguments.timeout or (suite.smoke_timeout_s if smoke else suite.timeout_s)
+    cpu = None if arguments.no_pin else pick_cpu()
+    weft_ok = True
+
+    log(f"== suite {suite_name}: {arguments.runs} round(s){' (smoke)' if smoke else ''}, "
+        f"{'pinned to cpu ' + str(cpu) if cpu is not None else 'unpinned'}")
+    commands: dict[str, list[str]] = {}
+    for program in suite.programs:
+        try:
+            commands[program.name] = prepare(program, suite_name, build_dir)
+        except (Failure, subprocess.TimeoutExpired, OSError) as error:
+            missing = f"{program.name}: {error}"
+            if program.name == "weft":
+                if smoke:
+                    print(f"run.py: error: {missing}", file=sys.stderr, flush=True)
+                    weft_ok = False
+                else:
+                    warn(f"{missing}; weft's column stays empty")
+            else:
+                warn(f"peer {missing}; skipped")
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    failures: list[str] = []
+    runnable = [program for program in suite.programs if program.name in commands]
+    for round_index in range(arguments.runs):
+        # Rotate the program order every round: nobody always runs first (cold caches) or last.
+        shift = round_index % max(1, len(runnable))
+        order = runnable[shift:] + runnable[:shift]
+        for benchmark in suite.benchmarks:
+            for program in order:
+                if benchmark.name not in program.benchmarks:
+                    continue
+                label = f"[{round_index + 1}/{arguments.runs}] {benchmark.name} {program.name}"
+                started = time.monotonic()
+                try:
+                    value = run_one(commands[program.name], program, benchmark, smoke, cpu,
+                                    timeout_s)
+                except Failure as error:
+                    message = f"{label}: FAILED: {error}"
+                    failures.append(message)
+                    print(message, file=sys.stderr, flush=True)
+                    if program.name == "weft":
+                        weft_ok = False
+                    continue
+                samples.setdefault((benchmark.name, program.name), []).append(value)
+                log(f"{label}: {format_value(value)} {benchmark.unit} "
+                    f"({time.monotonic() - started:.1f} s)")
+
+    results = []
+    for benchmark in suite.benchmarks:
+        def median(program_name: str) -> float | None:
+            values = samples.get((benchmark.name, program_name))
+            return round(statistics.median(values), 3) if values else None
+
+        peers = {}
+        for program in suite.programs:
+            if program.name != "weft" and median(program.name) is not None:
+                peers[program.name] = median(program.name)
+        results.append({"name": benchmark.name, "unit": benchmark.unit,
+                        "weft": median("weft"), "peers": peers})
+
+    output_dir = RESULTS_DIR / "smoke" if smoke else RESULTS_DIR
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(output_dir / f"{suite_name}.json",
+                     json.dumps({"suite": suite_name, "results": results}, indent=2) + "\n")
+    header = [
+        f"# Suite `{suite_name}`{' (smoke sizes)' if smoke else ''}",
+        "",
+        f"Median of {arguments.runs} round(s); {cpu_model()}, Linux {platform.release()}, "
+        f"every program pinned to one core"
+        f"{'' if cpu is not None else ' (not pinned: taskset missing)'}. "
+        "How each number is computed: the comment at the top of each program "
+        "(bench/core/, bench/peers/core/).",
+        "",
+    ]
+    table = render_table(suite_name, suite, results, header)
+    write_atomically(output_dir / f"{suite_name}.md", table)
+    log("")
+    log(table)
+    log(f"wrote {output_dir / (suite_name + '.json')} and {suite_name}.md")
+    if failures:
+        print(f"run.py: {len(failures)} failure(s) in suite {suite_name}:", file=sys.stderr)
+        for failure in failures:
+            print("  " + failure.splitlines()[0], file=sys.stderr)
+        sys.stderr.flush()
+    return weft_ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", type=Path, default=REPO_DIR / "build" / "release",
+                        help="CMake build directory holding bench/ (default: build/release)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, one round, results to bench/results/smoke/")
+    parser.add_argument("--suite", action="append", choices=sorted(SUITES),
+                        help="suite to run (repeatable; default: all)")
+    parser.add_argument("--runs", type=int, help="rounds per suite (default 5, smoke 1)")
+    parser.add_argument("--timeout", type=float,
+                        help="seconds per program run (default: the suite's, smaller in smoke)")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin programs to one core")
+    arguments = parser.parse_args()
+    if arguments.runs is None:
+        arguments.runs = 1 if arguments.smoke else 5
+    if arguments.runs < 1:
+        parser.error("--runs must be at least 1")
+    arguments.build_dir = arguments.build_dir.resolve()
+    if not arguments.build_dir.is_dir():
+        print(f"run.py: error: build dir {arguments.build_dir} does not exist "
+              "(cmake --preset release && cmake --build --preset release)", file=sys.stderr)
+        return 1
+
+    ok = True
+    for suite_name in arguments.suite or sorted(SUITES):
+        ok = run_suite(suite_name, SUITES[suite_name], arguments) and ok
+    if not ok:
+        print("run.py: the weft program failed (see above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
