@@ -85,7 +85,8 @@ std::string where(const std::source_location& location) {
 
 }  // namespace
 
-__attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core = nullptr;
+constinit __attribute__((tls_model("initial-exec"))) thread_local scheduler_core*
+    this_thread_core = nullptr;
 
 // ---------------------------------------------------------------------------------------------
 // construction
@@ -142,19 +143,21 @@ void scheduler_core::give_stack(coroutine& starting, const stack& on) {
   ++stats_.started;
 }
 
-void scheduler_core::switch_to(execution_context* from, coroutine& next) {
-  if (next.state_ == coroutine_state::created) {
-    give_stack(next, stacks_.acquire());
-    next.context_.saved = make_context(next.stack_.top(), next.stack_.size, &coroutine_entry);
-  }
-  next.state_ = coroutine_state::running;
-  current_ = &next;
-  ++stats_.switches;
-  jump(from, next.context_);
+void scheduler_core::start_fresh(coroutine& next) {
+  give_stack(next, stacks_.acquire());
+  prepare<&coroutine_entry>(next.context_, next.stack_.top(), next.stack_.size);
 }
 
-void scheduler_core::coroutine_entry(transfer_t arrival) {
-  land(arrival);
+void scheduler_core::run_leave_handlers(coroutine& self) noexcept {
+  run_handlers(self.handlers_->leave);
+}
+
+void scheduler_core::run_enter_handlers(coroutine& self) noexcept {
+  run_handlers(self.handlers_->enter);
+}
+
+void scheduler_core::coroutine_entry() {
+  land();
   this_thread_core->coroutine_loop();
 }
 
@@ -251,6 +254,9 @@ coroutine* scheduler_core::pick_next_slow() {
     poll_if_due();
     if (!microtasks_.empty()) {
       run_microtasks();
+      if (!microtasks_.empty()) {
+        continue;  // a failed microtask stopped the batch: the rest still run before a switch
+      }
     }
     coroutine* next = chaos_ ? queue_.pop_random(next_random()) : queue_.pop();
     if (next != nullptr) {
@@ -318,34 +324,6 @@ std::uint64_t scheduler_core::next_random() noexcept {
 
 // ---------------------------------------------------------------------------------------------
 // suspending and waking
-
-void scheduler_core::suspend_current(coroutine& self) {
-  coroutine* next = pick_next();
-  if (next == &self) {
-    self.state_ = coroutine_state::running;
-    return;
-  }
-  if (self.handlers_ != nullptr) {
-    run_handlers(self.handlers_->leave);
-  }
-  // next is never null here: self is alive, so pick_next cannot conclude the run has ended.
-  switch_to(&self.context_, *next);
-  if (self.handlers_ != nullptr) {
-    run_handlers(self.handlers_->enter);
-  }
-}
-
-void scheduler_core::yield() {
-  if (current_ == nullptr) {
-    current_or_throw("weft::yield");
-  }
-  coroutine& self = *current_;
-  check_cancel(self);
-  self.state_ = coroutine_state::ready;
-  push_ready(self);
-  suspend_current(self);
-  check_cancel(self);
-}
 
 wait_source& scheduler_core::wait(wait_source* const* sources, std::size_t count) {
   coroutine& self = current_or_throw("a weft wait");

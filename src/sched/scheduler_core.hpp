@@ -43,7 +43,20 @@ class scheduler_core {
   void enqueue_new(coroutine& fresh);
   wait_source& wait(wait_source* const* sources, std::size_t count);
   void wake(coroutine& sleeper, wait_source* by) noexcept;
-  void yield();
+  // Lets every other ready coroutine run once. Inline with everything it calls on the common
+  // path, so that a yield is one function around the switch: call depth is what makes a
+  // switch expensive (see switch_x86_64.S).
+  __attribute__((always_inline)) void yield() {
+    if (current_ == nullptr) {
+      current_or_throw("weft::yield");
+    }
+    coroutine& self = *current_;
+    check_cancel(self);
+    self.state_ = coroutine_state::ready;
+    push_ready(self);
+    suspend_current(self);
+    check_cancel(self);
+  }
   void cancel(coroutine& target, std::string reason, bool forced = false);
   void graceful_shutdown();
   void report_uncaught(std::exception_ptr error) noexcept;
@@ -84,14 +97,14 @@ class scheduler_core {
     coroutine& target_;
   };
 
-  [[noreturn]] static void coroutine_entry(transfer_t arrival);
+  [[noreturn]] static void coroutine_entry();
   [[noreturn]] void coroutine_loop();
   [[noreturn]] void raise_cancel(coroutine& self);
 
   // The tick. The inline part is the common case of a busy scheduler (no microtask queued, no
   // reactor poll due, FIFO order): pop the next ready coroutine. Everything else is the slow
   // path.
-  coroutine* pick_next() {
+  __attribute__((always_inline)) coroutine* pick_next() {
     if (!slow_tick_ && poll_countdown_ > 1) {
       coroutine* next = queue_.pop();
       if (next != nullptr && !(next->cancel_pending_ && next->state_ == coroutine_state::created)) {
@@ -105,8 +118,35 @@ class scheduler_core {
     return pick_next_slow();
   }
   coroutine* pick_next_slow();
-  void suspend_current(coroutine& self);
-  void switch_to(execution_context* from, coroutine& next);
+
+  // Gives the CPU to the next ready coroutine (self must already be queued or waiting).
+  __attribute__((always_inline)) void suspend_current(coroutine& self) {
+    coroutine* next = pick_next();
+    if (next == &self) {
+      self.state_ = coroutine_state::running;
+      return;
+    }
+    if (self.handlers_ != nullptr) {
+      run_leave_handlers(self);
+    }
+    // next is never null here: self is alive, so pick_next cannot conclude the run has ended.
+    switch_to(&self.context_, *next);
+    if (self.handlers_ != nullptr) {
+      run_enter_handlers(self);
+    }
+  }
+  __attribute__((always_inline)) void switch_to(execution_context* from, coroutine& next) {
+    if (next.state_ == coroutine_state::created) {
+      start_fresh(next);
+    }
+    next.state_ = coroutine_state::running;
+    current_ = &next;
+    ++stats_.switches;
+    jump(from, next.context_);
+  }
+  void start_fresh(coroutine& next);
+  void run_leave_handlers(coroutine& self) noexcept;
+  void run_enter_handlers(coroutine& self) noexcept;
   void give_stack(coroutine& starting, const stack& on);
   void execute(coroutine& self) noexcept;
   void finish(coroutine& self) noexcept;
@@ -151,7 +191,8 @@ class scheduler_core {
 
 // The core running on this thread, or null. initial-exec TLS: it is read on every yield, and the
 // general-dynamic model would cost a __tls_get_addr call each time (weft is a static library).
-extern __attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core;
+extern constinit __attribute__((tls_model("initial-exec"))) thread_local scheduler_core*
+    this_thread_core;
 inline scheduler_core* current_core() noexcept { return this_thread_core; }
 
 }  // namespace detail

@@ -120,6 +120,7 @@ switch_handlers& coroutine::handlers() {
 }  // namespace detail
 
 void yield() {
+  // The whole yield (checks, queueing, the tick's fast path, the switch) inlines here.
   detail::scheduler_core* core = detail::current_core();
   if (core == nullptr) {
     throw std::logic_error(

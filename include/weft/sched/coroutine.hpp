@@ -108,7 +108,9 @@ class intrusive_list {
 // What a context switch needs to know about an execution context (a coroutine, or the thread's
 // own stack the scheduler started on). See src/context/switch.hpp.
 struct execution_context {
-  void* saved = nullptr;               // the fcontext to resume it at, while it is not running
+  // Saved registers while it is not running (native switch: rsp, rbx, rbp, r12-r15, rip;
+  // fcontext: registers[0] is the fcontext).
+  void* registers[8] = {};
   const void* stack_bottom = nullptr;  // lowest address of its stack (for ASan)
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;  // ASan's fake-stack handle while switched out

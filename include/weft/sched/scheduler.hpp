@@ -120,8 +120,9 @@ class scheduler {
 
   // Queues fn to run before the next context switch (FIFO). cleanup, when given, runs once the
   // microtask is done with: after fn ran, or when it was cancelled or the run ended first. An
-  // exception from fn stops the current batch (the rest run before the next switch) and is
-  // treated as uncaught: the program shuts down gracefully and run() rethrows it.
+  // exception from fn stops the batch there and is reported as uncaught (the program starts a
+  // graceful shutdown and run() rethrows it); the remaining microtasks then still run before the
+  // next switch.
   microtask_handle add_microtask(detail::unique_function<void()> fn,
                                  detail::unique_function<void()> cleanup = {});
 
