@@ -24,7 +24,7 @@ build: deps build/release/build.ninja
 	cmake --build --preset release -j $(JOBS)
 
 demo: build
-	build/release/examples/tour/tour
+	build/release/examples/tour
 
 test: test-release test-asan test-chaos test-install bench-smoke
 
