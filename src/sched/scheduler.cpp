@@ -13,6 +13,9 @@
 #if defined(WEFT_SANITIZE_ADDRESS)
 #include <sanitizer/asan_interface.h>
 #endif
+#if defined(WEFT_SANITIZE_THREAD)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -106,6 +109,9 @@ scheduler_core::scheduler_core(scheduler& owner, const run_options& options)
   poll_countdown_ = poll_stride_;
   last_poll_ = std::chrono::steady_clock::now();
   thread_stack_bounds(root_);
+#if defined(WEFT_SANITIZE_THREAD)
+  root_.tsan_fiber = __tsan_get_current_fiber();
+#endif
 }
 
 scheduler_core::~scheduler_core() {
