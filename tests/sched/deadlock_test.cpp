@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,18 @@ namespace {
 
 using namespace std::chrono_literals;
 using weft_test::destructor_flag;
+
+// The part of a deadlock report about coroutine id: from "coroutine ID " up to the entry of the
+// other coroutine of the pair (or the end of the report when that one comes first).
+std::string report_entry(const std::string& report, std::uint64_t id, std::uint64_t other_id) {
+  const std::size_t start = report.find("coroutine " + std::to_string(id) + " ");
+  if (start == std::string::npos) {
+    ADD_FAILURE() << "no entry for coroutine " << id << " in:\n" << report;
+    return "";
+  }
+  const std::size_t end = report.find("coroutine " + std::to_string(other_id) + " ", start);
+  return report.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
 
 struct pair_outcome {
   bool alpha_caught = false;
@@ -74,13 +87,21 @@ TEST(Deadlock, TwoCoroutinesAwaitingEachOtherEndTheRunWithAReport) {
     const std::string& report = error.report();
     EXPECT_EQ(reports, 1);
     EXPECT_EQ(reported, report);
-    // Each coroutine: id, name, where it was spawned, and what it waits on.
-    for (const std::string& expected :
-         {std::to_string(alpha.id()), std::to_string(beta.id()), std::string("alpha"),
-          std::string("beta"), "deadlock_test.cpp:" + std::to_string(alpha_line),
-          "deadlock_test.cpp:" + std::to_string(beta_line)}) {
-      EXPECT_NE(report.find(expected), std::string::npos)
-          << "the report lacks '" << expected << "':\n"
+    // Each coroutine: id, name, where it was spawned, and what it waits on (the other one).
+    const std::string alpha_entry = report_entry(report, alpha.id(), beta.id());
+    const std::string beta_entry = report_entry(report, beta.id(), alpha.id());
+    for (const auto& [entry, expected] :
+         {std::pair{alpha_entry, std::string("alpha")},
+          {alpha_entry, "deadlock_test.cpp:" + std::to_string(alpha_line)},
+          {alpha_entry, "task " + std::to_string(beta.id())},
+          {alpha_entry, std::string("'beta'")},
+          {beta_entry, std::string("beta")},
+          {beta_entry, "deadlock_test.cpp:" + std::to_string(beta_line)},
+          {beta_entry, "task " + std::to_string(alpha.id())},
+          {beta_entry, std::string("'alpha'")}}) {
+      EXPECT_NE(entry.find(expected), std::string::npos)
+          << "the entry lacks '" << expected << "':\n"
+          << entry << "\nfull report:\n"
           << report;
     }
   }
@@ -165,6 +186,34 @@ TEST(Deadlock, MainWaitingOnADeadlockedPairCountsAsWaiting) {
   EXPECT_TRUE(main_cancelled);
   EXPECT_TRUE(alpha.exception() != nullptr);
   EXPECT_TRUE(beta.exception() != nullptr);
+}
+
+TEST(Deadlock, CoroutinesInsideProtectAreCancelledToo) {
+  // protect defers ordinary cancels, but nothing could ever wake these two: the run must still
+  // end (instead of hanging) with deadlock_error.
+  weft::run_options options;
+  options.deadlock_reporter = [](std::string_view) {};
+  weft::scheduler scheduler(std::move(options));
+  weft_test::clean_end_check check(scheduler);
+  weft::task<void> alpha;
+  weft::task<void> beta;
+  int cancelled = 0;
+  auto body = [&](weft::task<void>& other) {
+    try {
+      weft::protect([&] { other.await(); });
+    } catch (const weft::cancelled_error&) {
+      ++cancelled;
+      throw;
+    }
+  };
+  EXPECT_THROW(scheduler.run([&] {
+    alpha = weft::spawn([&] { body(beta); }, {.name = "alpha"});
+    beta = weft::spawn([&] { body(alpha); }, {.name = "beta"});
+  }),
+               weft::deadlock_error);
+  EXPECT_EQ(cancelled, 2);
+  alpha.exception();  // observed
+  beta.exception();
 }
 
 TEST(Deadlock, DefaultReporterWritesTheReportToStderr) {

@@ -98,6 +98,34 @@ TEST(Shutdown, FreeFunctionShutsDownFromASpawnedCoroutine) {
   EXPECT_TRUE(second.cleanup_finished);
 }
 
+TEST(Shutdown, ProtectedSectionFinishesBeforeTheShutdownCancelIsRaised) {
+  std::vector<std::string> log;
+  run_clean([&] {
+    bool inside = false;
+    auto worker = weft::spawn([&] {
+      weft::protect([&] {
+        inside = true;
+        weft::sleep_for(10ms);
+        log.push_back("protected work done");
+      });
+      try {
+        weft::yield();
+        log.push_back("not cancelled");
+      } catch (const weft::cancelled_error&) {
+        log.push_back("cancelled after protect");
+        throw;
+      }
+    });
+    yield_until([&] { return inside; });
+    weft::graceful_shutdown();
+    try {
+      worker.await();
+    } catch (const weft::cancelled_error&) {
+    }
+  });
+  EXPECT_EQ(log, (std::vector<std::string>{"protected work done", "cancelled after protect"}));
+}
+
 TEST(Shutdown, MainMayFinishItsCleanupAfterShutdown) {
   std::vector<std::string> log;
   run_clean([&] {
@@ -113,6 +141,21 @@ TEST(Shutdown, MainMayFinishItsCleanupAfterShutdown) {
     }
   });
   EXPECT_EQ(log, (std::vector<std::string>{"cancelled", "cleanup slept"}));
+}
+
+TEST(Shutdown, MainWithAResultThatIsCancelledMakesRunThrowCancelledError) {
+  // A void main cancelled by shutdown is a normal end; a main that owes a result cannot give
+  // one, so run() reports the cancellation.
+  try {
+    run_clean([]() -> int {
+      weft::graceful_shutdown();
+      weft::yield();
+      return 1;
+    });
+    ADD_FAILURE() << "run returned a result main never produced";
+  } catch (const weft::cancelled_error& error) {
+    EXPECT_FALSE(error.reason().empty());
+  }
 }
 
 TEST(Shutdown, UncaughtExceptionInADetachedCoroutineCancelsEveryoneAndRunRethrowsTheFirst) {

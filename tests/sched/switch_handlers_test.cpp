@@ -213,6 +213,19 @@ TEST(SwitchHandlers, OnMainStartRunsInOrderOnMainsStackBeforeMainsBody) {
   EXPECT_EQ(log, (log_type{"first hook in main", "second hook", "main body"}));
 }
 
+TEST(SwitchHandlers, OnMainStartHookThatThrowsFailsTheRunBeforeMainsBody) {
+  bool body_ran = false;
+  weft::run_options options;
+  options.on_main_start.push_back([] { throw std::runtime_error("hook failed"); });
+  try {
+    run_clean([&] { body_ran = true; }, std::move(options));
+    ADD_FAILURE() << "run did not rethrow the hook's exception";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "hook failed");
+  }
+  EXPECT_FALSE(body_ran);
+}
+
 TEST(SwitchHandlers, OnMainStartHookCanSpawn) {
   log_type log;
   weft::run_options options = fifo_options();
