@@ -25,7 +25,8 @@ class stack_pool {
   // the kernel refuses memory or mappings.
   stack acquire();
   // Returns a stack to the pool. Safe to call while still executing on that stack: the memory
-  // stays mapped; stacks released beyond the cap are trimmed from the other end of the pool.
+  // stays mapped; once the pool holds more than the cap (plus a batch), the oldest stacks are
+  // given back to the kernel in a batch.
   void release(stack released) noexcept;
 
   std::size_t pooled() const noexcept { return warm_.size() + cold_.size(); }
@@ -35,6 +36,8 @@ class stack_pool {
   static std::size_t page_size() noexcept;
 
  private:
+  static constexpr std::size_t trim_batch = 256;
+
   struct slab {
     void* base;
     std::size_t bytes;

@@ -41,8 +41,8 @@ using entry_function = void (*)();
 inline void before_jump([[maybe_unused]] execution_context* from,
                         [[maybe_unused]] execution_context& target) {
 #if defined(WEFT_SANITIZE_ADDRESS)
-  __sanitizer_start_switch_fiber(from != nullptr ? &from->fake_stack : nullptr,
-                                 target.stack_bottom, target.stack_size);
+  __sanitizer_start_switch_fiber(from != nullptr ? &from->fake_stack : nullptr, target.stack_bottom,
+                                 target.stack_size);
 #endif
 #if defined(WEFT_SANITIZE_THREAD)
   __tsan_switch_to_fiber(target.tsan_fiber, 0);

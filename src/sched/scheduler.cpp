@@ -88,8 +88,8 @@ std::string where(const std::source_location& location) {
 
 }  // namespace
 
-constinit __attribute__((tls_model("initial-exec"))) thread_local scheduler_core*
-    this_thread_core = nullptr;
+constinit __attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core =
+    nullptr;
 
 // ---------------------------------------------------------------------------------------------
 // construction

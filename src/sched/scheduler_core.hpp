@@ -191,8 +191,8 @@ class scheduler_core {
 
 // The core running on this thread, or null. initial-exec TLS: it is read on every yield, and the
 // general-dynamic model would cost a __tls_get_addr call each time (weft is a static library).
-extern constinit __attribute__((tls_model("initial-exec"))) thread_local scheduler_core*
-    this_thread_core;
+extern constinit
+    __attribute__((tls_model("initial-exec"))) thread_local scheduler_core* this_thread_core;
 inline scheduler_core* current_core() noexcept { return this_thread_core; }
 
 }  // namespace detail
