@@ -172,20 +172,24 @@ stack stack_pool::carve_unguarded() {
 void stack_pool::release(stack released) noexcept {
   --outstanding_;
   warm_.push_back(released);
-  if (warm_.size() > cap_ + trim_batch) {
+  if (warm_.size() > cap_) {
     trim_oldest();
   }
 }
 
-// Gives back the trim_batch oldest warm stacks: never the one just released (which the caller
-// may still be executing on: it is the newest, and cap_ >= 1 keeps it), and the coldest in cache
-// terms. Trimming in batches lets neighbouring slab stacks be decommitted with one madvise: a
-// burst of coroutines carved from the same slabs tends to end in the same order, so after a
-// million-coroutine burst this costs about one syscall per slab instead of one per stack.
+// Gives back a batch of the oldest warm stacks (up to trim_batch, leaving at least the floor,
+// so the pool then holds between cap - trim_batch and cap): never the one just released, which
+// the caller may still be executing on (it is the newest, and at least one stack always stays),
+// and the coldest in cache terms. Trimming in batches lets neighbouring slab stacks be decommitted
+// with one madvise: a burst of coroutines carved from the same slabs tends to end in the same
+// order, so after a million-coroutine burst this costs about one syscall per slab instead of one
+// per stack.
 void stack_pool::trim_oldest() noexcept {
+  std::size_t keep = std::max({floor_, cap_ > trim_batch ? cap_ - trim_batch : 0, std::size_t{1}});
+  std::size_t batch = warm_.size() - std::min(keep, warm_.size() - 1);
   std::vector<stack> slab_stacks;
-  slab_stacks.reserve(trim_batch);
-  for (std::size_t count = 0; count < trim_batch; ++count) {
+  slab_stacks.reserve(batch);
+  for (std::size_t count = 0; count < batch; ++count) {
     stack victim = warm_.front();
     warm_.pop_front();
     if (victim.guarded) {

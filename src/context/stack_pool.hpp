@@ -25,11 +25,12 @@ class stack_pool {
   // the kernel refuses memory or mappings.
   stack acquire();
   // Returns a stack to the pool. Safe to call while still executing on that stack: the memory
-  // stays mapped; once the pool holds more than the cap (plus a batch), the oldest stacks are
-  // given back to the kernel in a batch.
+  // stays mapped; once the pool holds more than the cap, a batch of the oldest stacks is given
+  // back to the kernel.
   void release(stack released) noexcept;
 
-  std::size_t pooled() const noexcept { return warm_.size() + cold_.size(); }
+  // Free stacks holding memory (decommitted ones are kept as address space only).
+  std::size_t pooled() const noexcept { return warm_.size(); }
   std::size_t allocated() const noexcept { return allocated_; }
   std::size_t guarded() const noexcept { return guarded_; }
   std::size_t stack_size() const noexcept { return size_; }
