@@ -38,43 +38,49 @@ TEST(Sleep, SleepUntilWakesAtOrAfterTheDeadline) {
 
 TEST(Sleep, SleepersWakeInDeadlineOrder) {
   log_type log;
-  run_clean([&] {
-    // Deadlines fixed up front, far enough ahead that every sleeper is asleep before the first.
-    const auto base = clock_type::now() + 50ms;
-    auto sleeper = [&](std::string name, clock_type::time_point deadline) {
-      return weft::spawn([&log, name, deadline] {
-        weft::sleep_until(deadline);
-        log.push_back(name);
-      });
-    };
-    auto a = sleeper("A", base + 20ms);
-    auto b = sleeper("B", base);
-    auto c = sleeper("C", base + 10ms);
-    auto d = sleeper("D", base + 30ms);
-    a.await();
-    b.await();
-    c.await();
-    d.await();
-    EXPECT_GE(clock_type::now(), base + 30ms);
-  });
+  run_clean(
+      [&] {
+        // Deadlines fixed up front, far enough ahead that every sleeper is asleep before the first.
+        const auto base = clock_type::now() + 50ms;
+        auto sleeper = [&](std::string name, clock_type::time_point deadline) {
+          return weft::spawn([&log, name, deadline] {
+            weft::sleep_until(deadline);
+            log.push_back(name);
+          });
+        };
+        auto a = sleeper("A", base + 20ms);
+        auto b = sleeper("B", base);
+        auto c = sleeper("C", base + 10ms);
+        auto d = sleeper("D", base + 30ms);
+        a.await();
+        b.await();
+        c.await();
+        d.await();
+        EXPECT_GE(clock_type::now(), base + 30ms);
+      },
+      // Sleepers whose timers fire in the same reactor poll become ready together; FIFO keeps
+      // them in deadline order (random order would pick among them at random).
+      weft_test::fifo_options());
   EXPECT_EQ(log, (log_type{"B", "C", "A", "D"}));
 }
 
 TEST(Sleep, SleepForDurationsWakeShortestFirst) {
   log_type log;
-  run_clean([&] {
-    std::vector<weft::task<void>> tasks;
-    for (int delay_ms : {60, 20, 40}) {
-      tasks.push_back(weft::spawn([&log, delay_ms] {
-        weft::sleep_for(std::chrono::milliseconds(delay_ms));
-        log.push_back(std::to_string(delay_ms));
-      }));
-    }
-    for (auto& task : tasks) {
-      task.await();
-    }
-  });
-  EXPECT_EQ(log, (log_type{"20", "40", "60"}));
+  run_clean(
+      [&] {
+        std::vector<weft::task<void>> tasks;
+        for (int delay_ms : {90, 30, 60}) {
+          tasks.push_back(weft::spawn([&log, delay_ms] {
+            weft::sleep_for(std::chrono::milliseconds(delay_ms));
+            log.push_back(std::to_string(delay_ms));
+          }));
+        }
+        for (auto& task : tasks) {
+          task.await();
+        }
+      },
+      weft_test::fifo_options());
+  EXPECT_EQ(log, (log_type{"30", "60", "90"}));
 }
 
 TEST(Sleep, EqualDeadlinesWakeInTheOrderTheySleptFifo) {
