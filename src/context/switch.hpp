@@ -30,6 +30,13 @@
 #if defined(WEFT_NATIVE_SWITCH)
 extern "C" void weft_switch_context(void** from_block, void** to_block);
 extern "C" [[noreturn]] void weft_resume_context(void** to_block);
+// Runs, on the resumed coroutine, what weft::yield would do after its switch (defined by the
+// scheduler); entered from the switch with the resume address as its return address.
+extern "C" void weft_resume_hook();
+#if !defined(WEFT_SANITIZE_ADDRESS)
+// weft::yield ends in a tail call to the switch (ASan needs code after every switch instead).
+#define WEFT_TAIL_SWITCH 1
+#endif
 #else
 #include <boost/context/detail/fcontext.hpp>
 #endif

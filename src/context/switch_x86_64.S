@@ -6,7 +6,14 @@
  * depth: loads from the new stack at the same rsp offsets as the stores just made to the old
  * one defeat the CPU's stack-pointer-based store forwarding.
  *
- * Block layout (execution_context::registers): rsp, rbx, rbp, r12, r13, r14, r15, rip.
+ * Block layout (execution_context::registers): rsp, rbx, rbp, r12, r13, r14, r15, rip, hook.
+ *
+ * hook: when the switching side stored a function there, the resumed context does not jump to
+ * rip directly but "calls" hook with rip as its return address. weft::yield tail-calls the
+ * switch, so its coroutine resumes straight in the code that called yield, popping nothing on
+ * the way (each pop after a stack switch costs a store-forwarding miss on Zen); work that must
+ * happen on resume (enter handlers, raising a pending cancellation) is the hook, which then
+ * returns into that code as if yield had returned, or throws from that call site.
  * Only the callee-saved general registers are saved: the switch is an ordinary function call
  * for the compiler, so caller-saved registers are already dead. The x87 control word and MXCSR
  * are deliberately not switched: they are thread state shared by the thread's coroutines (a
@@ -38,7 +45,12 @@ weft_switch_context:
     movq    32(%rsi), %r13
     movq    40(%rsi), %r14
     movq    48(%rsi), %r15
+    movq    64(%rsi), %rax
+    testq   %rax, %rax
+    jnz     1f
     jmpq    *56(%rsi)
+1:  pushq   56(%rsi)            /* the resume address becomes the hook's return address */
+    jmpq    *%rax
     .cfi_endproc
     .size weft_switch_context,.-weft_switch_context
 
@@ -56,7 +68,12 @@ weft_resume_context:
     movq    32(%rdi), %r13
     movq    40(%rdi), %r14
     movq    48(%rdi), %r15
+    movq    64(%rdi), %rax
+    testq   %rax, %rax
+    jnz     1f
     jmpq    *56(%rdi)
+1:  pushq   56(%rdi)
+    jmpq    *%rax
     .cfi_endproc
     .size weft_resume_context,.-weft_resume_context
 

@@ -105,7 +105,7 @@ scheduler_core::scheduler_core(scheduler& owner, const run_options& options)
   random_state_ = options.seed.has_value() ? *options.seed : seed_from_environment();
   random_state_ = random_state_ * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
   // Reading the clock costs ~20 ns; on the hot path it is read only every poll_stride_ ticks.
-  poll_stride_ = poll_interval_ <= std::chrono::steady_clock::duration::zero() ? 1 : 64;
+  poll_stride_ = poll_interval_ <= std::chrono::steady_clock::duration::zero() ? 1 : 256;
   poll_countdown_ = poll_stride_;
   last_poll_ = std::chrono::steady_clock::now();
   thread_stack_bounds(root_);
@@ -191,10 +191,7 @@ void scheduler_core::coroutine_loop() {
       current_ = nullptr;
       jump(nullptr, root_);
     } else {
-      next->state_ = coroutine_state::running;
-      current_ = next;
-      ++stats_.switches;
-      jump(nullptr, next->context_);
+      switch_to(nullptr, *next);
     }
     std::abort();  // unreachable: nobody resumes an abandoned stack
   }
@@ -575,6 +572,13 @@ void scheduler_core::await_finished(coroutine& target) {
 
 // =============================================================================================
 // public surface
+
+#if defined(WEFT_NATIVE_SWITCH)
+extern "C" void weft_resume_hook() {
+  detail::scheduler_core* core = detail::this_thread_core;
+  core->after_resume(*core->current());
+}
+#endif
 
 void microtask_handle::state::finish() noexcept {
   if (finished) {

@@ -54,9 +54,38 @@ class scheduler_core {
     check_cancel(self);
     self.state_ = coroutine_state::ready;
     push_ready(self);
+#if defined(WEFT_TAIL_SWITCH)
+    coroutine* next = pick_next();
+    if (next == &self) {
+      self.state_ = coroutine_state::running;
+      check_cancel(self);  // a microtask run by the tick may have cancelled us
+      return;
+    }
+    if (self.handlers_ != nullptr) {
+      run_leave_handlers(self);
+    }
+    // The last thing yield does: with the tail call, self resumes directly in yield's caller,
+    // and after_resume() (enter handlers, a pending cancel) runs as the switch's resume hook
+    // only when the switcher saw it was needed.
+    self.context_.resumes_through_hook = true;
+    prepare_switch(*next);
+    before_jump(&self.context_, next->context_);
+    weft_switch_context(self.context_.registers, next->context_.registers);
+#else
     suspend_current(self);
     check_cancel(self);
+#endif
   }
+
+  // What a coroutine does when it resumes from a yield: its enter handlers, then a pending
+  // cancellation.
+  void after_resume(coroutine& self) {
+    if (self.handlers_ != nullptr) {
+      run_enter_handlers(self);
+    }
+    check_cancel(self);
+  }
+
   void cancel(coroutine& target, std::string reason, bool forced = false);
   void graceful_shutdown();
   void report_uncaught(std::exception_ptr error) noexcept;
@@ -136,13 +165,27 @@ class scheduler_core {
     }
   }
   __attribute__((always_inline)) void switch_to(execution_context* from, coroutine& next) {
+    if (from != nullptr) {
+      from->resumes_through_hook = false;
+    }
+    prepare_switch(next);
+    jump(from, next.context_);
+  }
+  // Bookkeeping of every switch to next: its stack if it never ran, its state, and whether it
+  // must resume through the hook.
+  __attribute__((always_inline)) void prepare_switch(coroutine& next) {
     if (next.state_ == coroutine_state::created) {
       start_fresh(next);
     }
     next.state_ = coroutine_state::running;
     current_ = &next;
     ++stats_.switches;
-    jump(from, next.context_);
+#if defined(WEFT_TAIL_SWITCH)
+    next.context_.registers[8] =
+        next.context_.resumes_through_hook && (next.handlers_ != nullptr || next.cancel_pending_)
+            ? reinterpret_cast<void*>(&weft_resume_hook)
+            : nullptr;
+#endif
   }
   void start_fresh(coroutine& next);
   void run_leave_handlers(coroutine& self) noexcept;

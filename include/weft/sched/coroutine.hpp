@@ -108,9 +108,12 @@ class intrusive_list {
 // What a context switch needs to know about an execution context (a coroutine, or the thread's
 // own stack the scheduler started on). See src/context/switch.hpp.
 struct execution_context {
-  // Saved registers while it is not running (native switch: rsp, rbx, rbp, r12-r15, rip;
-  // fcontext: registers[0] is the fcontext).
-  void* registers[8] = {};
+  // Saved registers while it is not running (native switch: rsp, rbx, rbp, r12-r15, rip, and
+  // the resume hook; fcontext: registers[0] is the fcontext).
+  void* registers[9] = {};
+  // It suspended in weft::yield's tail-called switch: on resume, whatever yield would have done
+  // after the switch must run as the resume hook (see switch_x86_64.S).
+  bool resumes_through_hook = false;
   const void* stack_bottom = nullptr;  // lowest address of its stack (for ASan)
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;  // ASan's fake-stack handle while switched out
