@@ -241,4 +241,21 @@ TEST(Task, ManyAwaitersOfOneTaskAllGetTheValue) {
   });
 }
 
+TEST(Task, ReferenceResultRefersToTheReturnedObject) {
+  int shared = 1;
+  run_clean([&] {
+    auto task = weft::spawn([&]() -> int& {
+      weft::yield();
+      return shared;
+    });
+    int& first = task.await();
+    EXPECT_EQ(&first, &shared);
+    first = 5;
+    EXPECT_EQ(task.await(), 5) << "every await refers to the same object";
+    int& moved = std::move(task).await();
+    EXPECT_EQ(&moved, &shared);
+  });
+  EXPECT_EQ(shared, 5);
+}
+
 }  // namespace

@@ -227,6 +227,24 @@ class result_holder : public coroutine {
   bool has_value_ = false;
 };
 
+// A coroutine returning a reference settles on the referred object (which must outlive the
+// task's use of it, as for any returned reference).
+template <class T>
+class result_holder<T&> : public coroutine {
+ public:
+  using coroutine::coroutine;
+  T& value() noexcept { return *value_; }
+
+ protected:
+  template <class Function>
+  void invoke_and_store(Function& function) {
+    value_ = &function();
+  }
+
+ private:
+  T* value_ = nullptr;
+};
+
 template <>
 class result_holder<void> : public coroutine {
  public:

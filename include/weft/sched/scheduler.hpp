@@ -18,7 +18,10 @@
 //     cleanup run;
 //   - weft::deadlock_error, when coroutines were left waiting on each other with nothing that
 //     could ever wake them (after a report and cancellation of all of them, even if they caught
-//     the cancellation).
+//     the cancellation). A deadlock cancellation is delivered even inside weft::protect, since
+//     nothing else could ever wake those coroutines. Coroutines that catch it and wait again are
+//     cancelled again; after 1000 such rounds the process aborts with the report, rather than
+//     spin forever.
 #pragma once
 
 #include <chrono>
@@ -127,7 +130,8 @@ class scheduler {
                                  detail::unique_function<void()> cleanup = {});
 
   // Cancels every coroutine (those that never started never will), lets their cleanup run,
-  // and ends run() once all have ended. Idempotent.
+  // and ends run() once all have ended. Idempotent. Coroutines spawned by that cleanup run
+  // normally (a cleanup may need helpers); they are not cancelled unless shutdown is asked again.
   void graceful_shutdown();
   bool shutting_down() const noexcept;
 

@@ -73,7 +73,9 @@ class task {
   // On a temporary (spawn(f).await()) the value is moved out.
   T await() && {
     settle("await");
-    if constexpr (!std::is_void_v<T>) {
+    if constexpr (std::is_reference_v<T>) {
+      return coroutine_->value();
+    } else if constexpr (!std::is_void_v<T>) {
       return std::move(coroutine_->value());
     }
   }
@@ -107,8 +109,11 @@ class task {
     return coroutine_->error();
   }
 
-  // Switch handlers: run on this coroutine's stack when it is switched to (enter), switched away
-  // from (leave), and when it ends (finish). A handler returning false is unregistered.
+  // Switch handlers: run on this coroutine's stack when it starts and each time it is switched
+  // back to (enter), each time it is switched away from while still alive (leave), and once
+  // when it ends (finish: a finished coroutine runs finish handlers, not leave handlers). No
+  // switch, no handler: a yield with nothing else ready runs neither. A handler returning false
+  // is unregistered.
   void on_enter(std::function<bool()> handler) { handlers().enter.push_back(std::move(handler)); }
   void on_leave(std::function<bool()> handler) { handlers().leave.push_back(std::move(handler)); }
   void on_finish(std::function<bool()> handler) { handlers().finish.push_back(std::move(handler)); }

@@ -15,8 +15,9 @@ namespace weft {
 
 using clock = std::chrono::steady_clock;
 
-// Lets every other ready coroutine run once, then continues. Returns at once (no switch) when
-// nothing else is ready.
+// Lets every other ready coroutine run once, then continues (FIFO order). Returns at once (no
+// switch) when nothing else is ready. In chaos order (WEFT_SCHED=random) the next coroutine is
+// picked at random among the ready ones and may be the caller itself.
 void yield();
 
 void sleep_until(clock::time_point deadline);
