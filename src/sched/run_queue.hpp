@@ -28,6 +28,12 @@ class pointer_ring {
     slots_[tail_++ & mask_] = item;
   }
   T* pop_front() noexcept { return slots_[head_++ & mask_]; }
+  T* front() const noexcept { return slots_[head_ & mask_]; }
+  // Pops the head and pushes item in one go (no growth needed: the size does not change).
+  void rotate(T* item) noexcept {
+    ++head_;
+    slots_[tail_++ & mask_] = item;
+  }
   // Removes the item at position offset from the head, moving the head item into its place.
   T* take_at(std::size_t offset) noexcept {
     T*& slot = slots_[(head_ + offset) & mask_];
@@ -72,6 +78,9 @@ class run_queue {
     }
     return normal_.empty() ? nullptr : normal_.pop_front();
   }
+  bool high_empty() const noexcept { return high_.empty(); }
+  pointer_ring<coroutine>& normal() noexcept { return normal_; }
+
   // Chaos order: a uniformly random ready coroutine of the highest non-empty priority.
   coroutine* pop_random(std::uint64_t random) noexcept {
     pointer_ring<coroutine>& ring = high_.empty() ? normal_ : high_;

@@ -149,6 +149,8 @@ void scheduler_core::give_stack(coroutine& starting, const stack& on) {
   ++stats_.started;
 }
 
+void scheduler_core::yield_general() { yield(); }
+
 void scheduler_core::start_fresh(coroutine& next) {
   give_stack(next, stacks_.acquire());
   prepare<&coroutine_entry>(next.context_, next.stack_.top(), next.stack_.size);

@@ -120,14 +120,13 @@ switch_handlers& coroutine::handlers() {
 }  // namespace detail
 
 void yield() {
-  // The whole yield (checks, queueing, the tick's fast path, the switch) inlines here.
   detail::scheduler_core* core = detail::current_core();
-  if (core == nullptr) {
+  if (core == nullptr) [[unlikely]] {
     throw std::logic_error(
         "weft::yield called outside a coroutine; call it from weft::run's main or from a "
         "coroutine started with weft::spawn");
   }
-  core->yield();
+  core->yield_fast();
 }
 
 void sleep_until(clock::time_point deadline) {
