@@ -22,22 +22,33 @@ struct free_block {
   free_block* next;
 };
 
+// Trivially destructible and constant-initialized, so the hot path reads it with no TLS
+// initialization check; the blocks are given back at thread exit by block_cache_release,
+// registered the first time a thread allocates fresh memory.
 struct block_cache {
-  free_block* heads[class_count] = {};
-  std::size_t counts[class_count] = {};
+  free_block* heads[class_count];
+  std::size_t counts[class_count];
+};
 
-  ~block_cache() {
+constinit thread_local block_cache cache{};
+
+struct block_cache_release {
+  ~block_cache_release() {
     for (std::size_t index = 0; index < class_count; ++index) {
-      while (heads[index] != nullptr) {
-        free_block* block = heads[index];
-        heads[index] = block->next;
+      while (cache.heads[index] != nullptr) {
+        free_block* block = cache.heads[index];
+        cache.heads[index] = block->next;
         ::operator delete(block);
       }
+      cache.counts[index] = 0;
     }
   }
 };
 
-thread_local block_cache cache;
+void register_release_at_thread_exit() {
+  thread_local block_cache_release release;
+  (void)release;
+}
 
 std::size_t class_of(std::size_t size) noexcept { return (size + granule - 1) / granule - 1; }
 
@@ -56,6 +67,7 @@ void* allocate_block(std::size_t size) {
       --cache.counts[index];
       return block;
     }
+    register_release_at_thread_exit();
     return ::operator new((index + 1) * granule);
   }
   return ::operator new(size);

@@ -227,6 +227,8 @@ class scheduler_core {
         next.context_.resumes_through_hook && (next.handlers_ != nullptr || next.cancel_pending_)
             ? reinterpret_cast<void*>(&weft_resume_hook)
             : nullptr;
+#elif defined(WEFT_NATIVE_SWITCH)
+    next.context_.registers[8] = nullptr;  // no resume hook without the tail-called yield
 #endif
   }
   void start_fresh(coroutine& next);

@@ -79,8 +79,8 @@ void leave_protected() noexcept {
 
 // --- the control block -----------------------------------------------------------------------
 
-coroutine::coroutine(scheduler& owner, std::string name, weft::priority priority,
-                     std::source_location spawned_at) noexcept
+coroutine::coroutine(scheduler& owner, std::string&& name, weft::priority priority,
+                     const std::source_location& spawned_at) noexcept
     : owner_(&owner), priority_(priority), name_(std::move(name)), spawned_at_(spawned_at) {}
 
 coroutine::~coroutine() { delete handlers_; }

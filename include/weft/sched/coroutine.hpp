@@ -110,7 +110,9 @@ class intrusive_list {
 struct execution_context {
   // Saved registers while it is not running (native switch: rsp, rbx, rbp, r12-r15, rip, and
   // the resume hook; fcontext: registers[0] is the fcontext).
-  void* registers[9] = {};
+  // Not zeroed on construction: prepare() fills what a fresh start needs and every switch to
+  // the context sets the hook slot.
+  void* registers[9];
   // It suspended in weft::yield's tail-called switch: on resume, whatever yield would have done
   // after the switch must run as the resume hook (see switch_x86_64.S).
   bool resumes_through_hook = false;
@@ -128,8 +130,8 @@ struct switch_handlers {
 
 class coroutine {
  public:
-  coroutine(scheduler& owner, std::string name, weft::priority priority,
-            std::source_location spawned_at) noexcept;
+  coroutine(scheduler& owner, std::string&& name, weft::priority priority,
+            const std::source_location& spawned_at) noexcept;
   coroutine(const coroutine&) = delete;
   coroutine& operator=(const coroutine&) = delete;
 
@@ -261,13 +263,13 @@ template <class Function, class T>
 class coroutine_impl final : public result_holder<T> {
  public:
   template <class F>
-  coroutine_impl(F&& function, scheduler& owner, std::string name, weft::priority priority,
-                 std::source_location spawned_at)
+  coroutine_impl(F&& function, scheduler& owner, std::string&& name, weft::priority priority,
+                 const std::source_location& spawned_at)
       : result_holder<T>(owner, std::move(name), priority, spawned_at),
         function_(std::forward<F>(function)) {}
 
-  static coroutine_impl* create(Function&& function, scheduler& owner, std::string name,
-                                weft::priority priority, std::source_location spawned_at) {
+  static coroutine_impl* create(Function&& function, scheduler& owner, std::string&& name,
+                                weft::priority priority, const std::source_location& spawned_at) {
     void* memory = allocate_block(sizeof(coroutine_impl));
     try {
       return ::new (memory)

@@ -162,8 +162,8 @@ auto scheduler::run(Function&& main) -> std::invoke_result_t<std::decay_t<Functi
   using result = std::invoke_result_t<std::decay_t<Function>&>;
   using block = detail::coroutine_impl<std::decay_t<Function>, result>;
   std::decay_t<Function> function(std::forward<Function>(main));
-  block* coroutine = block::create(std::move(function), *this, "main", priority::normal,
-                                   std::source_location::current());
+  block* coroutine = block::create(std::move(function), *this, std::string("main"),
+                                   priority::normal, std::source_location::current());
   task<result> main_task(coroutine);  // adopts the creation reference; run_main adds its own
   run_main(*coroutine);               // rethrows the first uncaught exception, or deadlock_error
   if constexpr (std::is_void_v<result>) {
