@@ -303,6 +303,22 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def weft_revision() -> str:
+    """The commit the library was built from, as far as git can tell (marked when src/ or
+    include/ had uncommitted changes)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_DIR,
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "include"],
+                               cwd=REPO_DIR, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if not commit:
+        return "unknown"
+    return commit + (" with uncommitted changes" if dirty else "")
+
+
 def write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text)
@@ -317,6 +333,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     cpu = None if arguments.no_pin else pick_cpu()
     weft_ok = True
 
+    revision = weft_revision()  # before the runs: the binaries were built from this tree
     log(f"== suite {suite_name}: {arguments.runs} round(s){' (smoke)' if smoke else ''}, "
         f"{'pinned to cpu ' + str(cpu) if cpu is not None else 'unpinned'}")
     commands: dict[str, list[str]] = {}
@@ -381,7 +398,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     header = [
         f"# Suite `{suite_name}`{' (smoke sizes)' if smoke else ''}",
         "",
-        f"Median of {arguments.runs} round(s); {cpu_model()}, Linux {platform.release()}, "
+        f"weft {revision}. Median of {arguments.runs} round(s); {cpu_model()}, "
+        f"Linux {platform.release()}, "
         f"every program pinned to one core"
         f"{'' if cpu is not None else ' (not pinned: taskset missing)'}. "
         "How each number is computed: the comment at the top of each program "
