@@ -187,33 +187,49 @@ void stack_pool::release(stack released) noexcept {
 void stack_pool::trim_oldest() noexcept {
   std::size_t keep = std::max({floor_, cap_ > trim_batch ? cap_ - trim_batch : 0, std::size_t{1}});
   std::size_t batch = warm_.size() - std::min(keep, warm_.size() - 1);
+  std::vector<stack> guarded_stacks;
   std::vector<stack> slab_stacks;
-  slab_stacks.reserve(batch);
   for (std::size_t count = 0; count < batch; ++count) {
-    stack victim = warm_.front();
+    (warm_.front().guarded ? guarded_stacks : slab_stacks).push_back(warm_.front());
     warm_.pop_front();
-    if (victim.guarded) {
-      unmap(victim);
-    } else {
-      slab_stacks.push_back(victim);
-    }
   }
+  std::size_t page = page_size();
+  // Guarded stacks are unmapped with their guard page. mmap hands out neighbouring addresses,
+  // so stacks mapped one after another usually sit back to back and go in one munmap.
+  for_each_run(
+      guarded_stacks, page, [](void* start, std::size_t bytes) { ::munmap(start, bytes); },
+      [this](stack& victim) {
+        deregister_for_tools(victim);
+        guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+        --guarded_;
+      });
   // Slab stacks cannot be unmapped one by one without splitting the slab's mapping (which would
   // cost the mappings the slabs exist to save), so their memory is decommitted instead.
-  std::sort(slab_stacks.begin(), slab_stacks.end(),
+  for_each_run(
+      slab_stacks, 0,
+      [](void* start, std::size_t bytes) { ::madvise(start, bytes, MADV_DONTNEED); },
+      [](stack&) {});
+  cold_.insert(cold_.end(), slab_stacks.begin(), slab_stacks.end());
+}
+
+template <class Release, class Each>
+void stack_pool::for_each_run(std::vector<stack>& stacks, std::size_t guard, Release release,
+                              Each each) {
+  std::sort(stacks.begin(), stacks.end(),
             [](const stack& a, const stack& b) { return a.base < b.base; });
-  for (std::size_t first = 0; first < slab_stacks.size();) {
+  for (std::size_t first = 0; first < stacks.size();) {
     std::size_t last = first;
-    while (last + 1 < slab_stacks.size() && slab_stacks[last + 1].base == slab_stacks[last].top()) {
+    while (last + 1 < stacks.size() &&
+           static_cast<char*>(stacks[last + 1].base) - guard == stacks[last].top()) {
       ++last;
     }
-    ::madvise(
-        slab_stacks[first].base,
-        static_cast<char*>(slab_stacks[last].top()) - static_cast<char*>(slab_stacks[first].base),
-        MADV_DONTNEED);
+    char* start = static_cast<char*>(stacks[first].base) - guard;
+    release(start, static_cast<std::size_t>(static_cast<char*>(stacks[last].top()) - start));
+    for (std::size_t index = first; index <= last; ++index) {
+      each(stacks[index]);
+    }
     first = last + 1;
   }
-  cold_.insert(cold_.end(), slab_stacks.begin(), slab_stacks.end());
 }
 
 void stack_pool::unmap(stack& victim) noexcept {

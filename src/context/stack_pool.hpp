@@ -48,6 +48,11 @@ class stack_pool {
   stack carve_unguarded();
   void unmap(stack& victim) noexcept;
   void trim_oldest() noexcept;
+  // Sorts stacks by address and calls release(start, bytes) once per run of neighbours (each
+  // stack's region starting guard bytes below its base), then each(stack) for its stacks.
+  template <class Release, class Each>
+  static void for_each_run(std::vector<stack>& stacks, std::size_t guard, Release release,
+                           Each each);
   static void register_for_tools(stack& fresh) noexcept;
   static void deregister_for_tools(stack& old) noexcept;
 
