@@ -5,3 +5,4 @@
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/this_coroutine.hpp"
+#include "weft/sched/timeout.hpp"

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "context/overflow.hpp"
+#include "sched/deadline_wait.hpp"
 #include "weft/error.hpp"
 
 namespace weft {
@@ -130,6 +131,9 @@ void scheduler_core::enqueue_new(coroutine& fresh) {
   live_.push_back(fresh.live_link_);
   ++stats_.spawned;
   ++stats_.live_coroutines;
+  if (!fresh.background_) {
+    ++foreground_live_;
+  }
   if (stats_.live_coroutines > stats_.max_live_coroutines) {
     stats_.max_live_coroutines = stats_.live_coroutines;
   }
@@ -229,6 +233,13 @@ void scheduler_core::finish(coroutine& self) noexcept {
   intrusive_list::remove(self.live_link_);
   --stats_.live_coroutines;
   ++stats_.finished;
+  if (!self.background_ && --foreground_live_ == 0 && stats_.live_coroutines > 0) {
+    // Only background coroutines are left: they do not keep the run going.
+    live_.for_each([this](list_node& node) {
+      cancel(*static_cast<coroutine::live_link&>(node).self,
+             "run ending: every foreground coroutine has ended");
+    });
+  }
   while (list_node* node = self.awaiters_.pop_front()) {
     task_wait& waiting = *static_cast<task_wait::link*>(node)->wait;
     wake(*waiting.waiter_, &waiting);
@@ -556,18 +567,42 @@ void scheduler_core::task_wait::describe(std::string& out) const {
   }
 }
 
-void scheduler_core::await_finished(coroutine& target) {
-  if (target.done()) {
-    return;
-  }
+coroutine& scheduler_core::awaiter_for(coroutine& target) {
   coroutine& self = current_or_throw("weft::task::await");
   if (&target == &self) {
     throw std::logic_error("weft: coroutine " + std::to_string(self.id()) +
                            " awaits its own task, which can never finish while it waits");
   }
+  return self;
+}
+
+void scheduler_core::await_finished(coroutine& target) {
+  if (target.done()) {
+    return;
+  }
+  awaiter_for(target);
   task_wait until_done(target);
   wait_source* sources[] = {&until_done};
   wait(sources, 1);
+}
+
+void scheduler_core::await_finished(coroutine& target, const timeout& limit) {
+  if (target.done()) {
+    return;
+  }
+  coroutine& self = awaiter_for(target);
+  task_wait until_done(target);
+  deadline_wait until(*this, limit.deadline(), self.background_);
+  wait_source* sources[] = {&until_done, &until};
+  if (&wait(sources, 2) == &until) {
+    std::string message = "weft: awaiting ";
+    until_done.describe(message);
+    message += " timed out after " +
+               std::to_string(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
+               " ms; it is still running (cancel it if its result is no longer wanted)";
+    throw timeout_error(message);
+  }
 }
 
 }  // namespace detail
@@ -715,6 +750,31 @@ scheduler* current_scheduler_or_null() noexcept {
 void graceful_shutdown() { current_scheduler().graceful_shutdown(); }
 
 namespace detail {
+
+namespace {
+scheduler_core& owner_core_for_await(coroutine& target) {
+  scheduler_core* core = this_thread_core;
+  if (core == nullptr || &target.owner() != &core->owner()) {
+    throw std::logic_error(
+        "weft: task " + std::to_string(target.id()) +
+        " awaited from a thread that does not run its scheduler; a task can only be awaited "
+        "by coroutines of the scheduler that spawned it (use a trigger or channel to cross "
+        "threads)");
+  }
+  return *core;
+}
+}  // namespace
+
+void await_finished(coroutine& target, const timeout& limit) {
+  if (target.done()) {
+    return;
+  }
+  if (!limit.bounded()) {
+    owner_core_for_await(target).await_finished(target);
+  } else {
+    owner_core_for_await(target).await_finished(target, limit);
+  }
+}
 
 void await_finished(coroutine& target) {
   if (target.done()) {

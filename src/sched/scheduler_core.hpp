@@ -16,6 +16,7 @@
 #include "sched/run_queue.hpp"
 #include "weft/sched/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
+#include "weft/sched/timeout.hpp"
 
 namespace weft {
 
@@ -134,6 +135,7 @@ class scheduler_core {
   microtask_handle add_microtask(unique_function<void()> fn, unique_function<void()> cleanup);
 
   void await_finished(coroutine& target);
+  void await_finished(coroutine& target, const timeout& limit);
 
   coroutine* current() const noexcept { return current_; }
   coroutine& current_or_throw(const char* operation) const;
@@ -150,6 +152,8 @@ class scheduler_core {
   }
 
  private:
+  coroutine& awaiter_for(coroutine& target);
+
   // Waiting for a coroutine's end: linked into the target's awaiters list while armed.
   class task_wait final : public wait_source {
    public:
@@ -258,6 +262,7 @@ class scheduler_core {
   execution_context root_{};  // the thread's own stack
   std::uint64_t next_id_ = 0;
   std::size_t suspended_ = 0;
+  std::size_t foreground_live_ = 0;  // unfinished coroutines that are not background ones
 
   bool chaos_ = false;
   bool slow_tick_ = false;  // chaos_ or microtasks queued: pick_next must take the slow path

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/this_coroutine.hpp"
@@ -27,45 +28,6 @@ scheduler_core& core_or_throw(const char* operation) {
 coroutine& self_or_throw(const char* operation) {
   return core_or_throw(operation).current_or_throw(operation);
 }
-
-// Sleeping until a deadline: one timer entry in the reactor's heap.
-class sleep_wait final : public wait_source {
- public:
-  sleep_wait(scheduler_core& core, clock::time_point deadline) : core_(core) {
-    entry_.deadline = deadline;
-    entry_.fire = &sleep_wait::on_fire;
-    entry_.owner = this;
-  }
-
-  bool arm(coroutine& waiter) override {
-    if (entry_.deadline <= clock::now()) {
-      return false;
-    }
-    waiter_ = &waiter;
-    core_.driver().add_timer(entry_);
-    return true;
-  }
-  void disarm() noexcept override { core_.driver().remove_timer(entry_); }
-  void describe(std::string& out) const override {
-    auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(entry_.deadline - clock::now());
-    out += "sleep (deadline in " + std::to_string(remaining.count()) + " ms)";
-  }
-
- private:
-  static void on_fire(timer_entry& entry) {
-    sleep_wait* self = static_cast<sleep_entry&>(entry).owner;
-    self->core_.wake(*self->waiter_, self);
-  }
-
-  struct sleep_entry : timer_entry {
-    sleep_wait* owner = nullptr;
-  };
-
-  scheduler_core& core_;
-  coroutine* waiter_ = nullptr;
-  sleep_entry entry_{};
-};
 
 }  // namespace
 
@@ -131,8 +93,8 @@ void yield() {
 
 void sleep_until(clock::time_point deadline) {
   detail::scheduler_core& core = detail::core_or_throw("weft::sleep_until");
-  core.current_or_throw("weft::sleep_until");
-  detail::sleep_wait until(core, deadline);
+  detail::coroutine& self = core.current_or_throw("weft::sleep_until");
+  detail::deadline_wait until(core, deadline, self.background());
   detail::wait_source* sources[] = {&until};
   core.wait(sources, 1);
 }

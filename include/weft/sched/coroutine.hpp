@@ -145,6 +145,8 @@ class coroutine {
   const std::exception_ptr& error() const noexcept { return error_; }
   bool was_cancelled() const noexcept { return cancelled_; }
   bool is_main() const noexcept { return is_main_; }
+  bool background() const noexcept { return background_; }
+  void set_background(bool background) noexcept { background_ = background; }
   // The stack it runs on (empty before it starts and after it ends).
   const detail::stack& stack() const noexcept { return stack_; }
 
@@ -183,6 +185,7 @@ class coroutine {
   bool cancelled_ = false;
   bool error_observed_ = false;
   bool is_main_ = false;
+  bool background_ = false;
   std::uint32_t protect_depth_ = 0;
   std::uint32_t refs_ = 1;  // the scheduler's reference
   switch_handlers* handlers_ = nullptr;

@@ -22,18 +22,25 @@
 
 #include "weft/sched/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
+#include "weft/sched/timeout.hpp"
 
 namespace weft {
 
 struct spawn_options {
   std::string name{};
   weft::priority priority = weft::priority::normal;
+  // A background coroutine (a healthcheck loop, a metrics flusher) does not keep run() going:
+  // once every other coroutine has ended, background ones are cancelled (their cleanup runs)
+  // and run() returns. Its sleeps do not count against deadlock detection either.
+  bool background = false;
 };
 
 namespace detail {
 // Suspends the current coroutine until target has finished (returns at once if it has).
 // Throws std::logic_error on misuse and cancelled_error if the awaiter is cancelled.
 void await_finished(coroutine& target);
+// Same, giving up at limit with weft::timeout_error (the target keeps running).
+void await_finished(coroutine& target, const timeout& limit);
 [[noreturn]] void throw_invalid_task(const char* operation);
 }  // namespace detail
 
@@ -70,6 +77,14 @@ class task {
       return static_cast<T&>(coroutine_->value());
     }
   }
+  // Same, but gives up with weft::timeout_error when limit passes first; the coroutine keeps
+  // running (cancel it if its result is no longer wanted) and can be awaited again.
+  decltype(auto) await(const timeout& limit) & {
+    valid_or_throw("await");
+    detail::await_finished(*coroutine_, limit);
+    return await();
+  }
+
   // On a temporary (spawn(f).await()) the value is moved out.
   T await() && {
     settle("await");
@@ -152,6 +167,7 @@ auto spawn(Function&& fn, spawn_options options = {},
   std::decay_t<Function> function(std::forward<Function>(fn));
   block* coroutine = block::create(std::move(function), owner, std::move(options.name),
                                    options.priority, spawned_at);
+  coroutine->set_background(options.background);
   coroutine->add_ref();  // the task's reference
   owner.enqueue_new(*coroutine);
   return task<result>(coroutine);

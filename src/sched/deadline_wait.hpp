@@ -1,0 +1,57 @@
+// A wait source that fires at a deadline (see scheduler.hpp for the wait protocol).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "reactor/timer_queue.hpp"
+#include "sched/scheduler_core.hpp"
+#include "weft/sched/this_coroutine.hpp"
+
+namespace weft::detail {
+
+// Waiting for a deadline: one entry in the reactor's timer heap. Used by sleeps and as the
+// timeout half of any wait with a time limit. A background deadline does not keep the reactor
+// alive (a coroutine sleeping in the background does not count against deadlock detection).
+class deadline_wait final : public wait_source {
+ public:
+  deadline_wait(scheduler_core& core, clock::time_point deadline, bool background = false)
+      : core_(core) {
+    entry_.deadline = deadline;
+    entry_.background = background;
+    entry_.fire = &deadline_wait::on_fire;
+    entry_.owner = this;
+  }
+
+  bool arm(coroutine& waiter) override {
+    if (entry_.deadline <= clock::now()) {
+      return false;
+    }
+    waiter_ = &waiter;
+    core_.driver().add_timer(entry_);
+    return true;
+  }
+  void disarm() noexcept override { core_.driver().remove_timer(entry_); }
+  void describe(std::string& out) const override {
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(entry_.deadline - clock::now());
+    out += entry_.background ? "background " : "";
+    out += "deadline in " + std::to_string(remaining.count()) + " ms";
+  }
+
+ private:
+  static void on_fire(timer_entry& entry) {
+    deadline_wait* self = static_cast<sleep_entry&>(entry).owner;
+    self->core_.wake(*self->waiter_, self);
+  }
+
+  struct sleep_entry : timer_entry {
+    deadline_wait* owner = nullptr;
+  };
+
+  scheduler_core& core_;
+  coroutine* waiter_ = nullptr;
+  sleep_entry entry_{};
+};
+
+}  // namespace weft::detail
