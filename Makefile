@@ -26,7 +26,8 @@ build: deps build/release/build.ninja
 demo: build
 	build/release/examples/tour
 
-test: test-release test-asan test-chaos test-install bench-smoke
+# The benchmark smoke run and the install check go first so that the last lines are ctest's.
+test: bench-smoke test-install test-release test-asan test-chaos
 
 test-release: build
 	ctest --preset release
