@@ -32,6 +32,21 @@ class timeout_error : public error {
   using error::error;
 };
 
+// A failed I/O operation: the errno-style code (a negative libuv code such as UV_ECONNREFUSED),
+// the operation and what it was applied to ("connect 127.0.0.1:1: connection refused").
+class io_error : public error {
+ public:
+  io_error(int code, std::string operation, std::string subject, const std::string& message);
+  int code() const noexcept { return code_; }
+  const std::string& operation() const noexcept { return operation_; }
+  const std::string& subject() const noexcept { return subject_; }
+
+ private:
+  int code_;
+  std::string operation_;
+  std::string subject_;
+};
+
 // Thrown by run() when the scheduler found coroutines waiting on each other with nothing left
 // that could wake them. report() holds the full "who waits on what" report.
 class deadlock_error : public error {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weft/error.hpp"
+#include "weft/reactor/thread_pool.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/this_coroutine.hpp"

@@ -8,6 +8,9 @@
 // Background sources (issue-tracker example: a pool's healthcheck timer) do not count.
 #pragma once
 
+#include <uv.h>
+
+#include <cstddef>
 #include <memory>
 
 #include "reactor/timer_queue.hpp"
@@ -29,6 +32,18 @@ class reactor {
   // Closes the driver's own handles and checks that nothing else is left open; a leftover
   // handle is a std::logic_error naming what was left.
   virtual void close() = 0;
+
+  // Operations whose waiter left before they completed (see weft/reactor/operation.hpp). They
+  // are bound to complete soon; close() waits for them before closing the loop.
+  void operation_abandoned() noexcept { ++abandoned_; }
+  void abandoned_operation_completed() noexcept { --abandoned_; }
+  std::size_t abandoned_operations() const noexcept { return abandoned_; }
+
+  // The libuv loop behind the driver (the I/O layer is built on libuv).
+  virtual uv_loop_t& uv_loop() noexcept = 0;
+
+ private:
+  std::size_t abandoned_ = 0;
 };
 
 std::unique_ptr<reactor> make_uv_reactor();

@@ -47,6 +47,8 @@ class uv_reactor final : public reactor {
 
   bool alive() override { return uv_loop_alive(&loop_) != 0; }
 
+  uv_loop_t& uv_loop() noexcept override { return loop_; }
+
   void add_timer(timer_entry& entry) override {
     timers_.push(entry);
     if (timers_.top() == &entry) {
@@ -71,6 +73,11 @@ class uv_reactor final : public reactor {
 
   void close() override {
     closed_ = true;
+    // Abandoned operations (a cancelled thread-pool job, a timed-out request) end on their own
+    // soon; their callbacks must run before the loop goes away.
+    while (abandoned_operations() > 0) {
+      uv_run(&loop_, UV_RUN_ONCE);
+    }
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
     uv_run(&loop_, UV_RUN_NOWAIT);
     if (uv_loop_close(&loop_) == UV_EBUSY) {
