@@ -2,7 +2,9 @@
 #pragma once
 
 #include "weft/error.hpp"
+#include "weft/reactor/thread.hpp"
 #include "weft/reactor/thread_pool.hpp"
+#include "weft/reactor/trigger.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/this_coroutine.hpp"

@@ -12,10 +12,22 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "reactor/timer_queue.hpp"
 
 namespace weft::detail {
+
+// Per-loop state of an event source (the fd poll registry, the signal handles): created on
+// first use, closed with the reactor, before the loop itself closes.
+class reactor_extension {
+ public:
+  virtual ~reactor_extension() = default;
+  // Closes every handle the extension owns (uv_close); their callbacks run before the loop
+  // closes.
+  virtual void close() noexcept = 0;
+};
 
 class reactor {
  public:
@@ -42,8 +54,32 @@ class reactor {
   // The libuv loop behind the driver (the I/O layer is built on libuv).
   virtual uv_loop_t& uv_loop() noexcept = 0;
 
+  // The extension of type Extension (constructed from uv_loop() on first use).
+  template <class Extension>
+  Extension& extension() {
+    static const char key = 0;
+    for (auto& [tag, existing] : extensions_) {
+      if (tag == &key) {
+        return static_cast<Extension&>(*existing);
+      }
+    }
+    auto created = std::make_unique<Extension>(uv_loop());
+    Extension& result = *created;
+    extensions_.emplace_back(&key, std::move(created));
+    return result;
+  }
+
+ protected:
+  void close_extensions() noexcept {
+    for (auto& [tag, existing] : extensions_) {
+      existing->close();
+    }
+  }
+  void destroy_extensions() noexcept { extensions_.clear(); }
+
  private:
   std::size_t abandoned_ = 0;
+  std::vector<std::pair<const void*, std::unique_ptr<reactor_extension>>> extensions_;
 };
 
 std::unique_ptr<reactor> make_uv_reactor();

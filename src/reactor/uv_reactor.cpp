@@ -78,8 +78,10 @@ class uv_reactor final : public reactor {
     while (abandoned_operations() > 0) {
       uv_run(&loop_, UV_RUN_ONCE);
     }
+    close_extensions();
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
     uv_run(&loop_, UV_RUN_NOWAIT);
+    destroy_extensions();
     if (uv_loop_close(&loop_) == UV_EBUSY) {
       std::string open;
       uv_walk(
