@@ -1,0 +1,3 @@
+module weft.bench/io
+
+go 1.19
