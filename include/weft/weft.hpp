@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weft/error.hpp"
+#include "weft/reactor/fd.hpp"
 #include "weft/reactor/thread.hpp"
 #include "weft/reactor/thread_pool.hpp"
 #include "weft/reactor/trigger.hpp"

@@ -1,0 +1,194 @@
+// fd readiness on uv_poll_t, one handle per fd shared by every waiter of that fd.
+#include "weft/reactor/fd.hpp"
+
+#include <uv.h>
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+
+#include "reactor/reactor.hpp"
+#include "sched/deadline_wait.hpp"
+#include "sched/scheduler_core.hpp"
+#include "weft/error.hpp"
+#include "weft/reactor/operation.hpp"
+
+namespace weft::detail {
+namespace {
+
+class fd_wait;
+
+// One polled fd. Heap-allocated; freed from the handle's close callback, since libuv may still
+// touch the handle between uv_close and that callback.
+struct fd_watch {
+  uv_poll_t poll{};
+  int fd = -1;
+  int events = 0;  // what the handle is started for
+  intrusive_list readers;
+  intrusive_list writers;
+  std::size_t waiters = 0;
+  int error = 0;  // a poll error reported to the waiters it woke
+};
+
+class fd_registry final : public reactor_extension {
+ public:
+  explicit fd_registry(uv_loop_t& loop) : loop_(loop) {}
+
+  fd_watch& watch(int fd, const char* operation) {
+    auto found = watches_.find(fd);
+    if (found != watches_.end()) {
+      return *found->second;
+    }
+    auto* created = new fd_watch();
+    created->fd = fd;
+    int status = uv_poll_init(&loop_, &created->poll, fd);
+    if (status < 0) {
+      delete created;
+      throw_uv_error(status, operation, "fd " + std::to_string(fd));
+    }
+    created->poll.data = created;
+    watches_.emplace(fd, created);
+    return *created;
+  }
+
+  // Restarts the handle for what its waiters want, or closes it once nobody waits.
+  void update(fd_watch& watch) noexcept {
+    int wanted =
+        (watch.readers.empty() ? 0 : UV_READABLE) | (watch.writers.empty() ? 0 : UV_WRITABLE);
+    if (watch.waiters == 0) {
+      watches_.erase(watch.fd);
+      uv_close(reinterpret_cast<uv_handle_t*>(&watch.poll),
+               [](uv_handle_t* handle) { delete static_cast<fd_watch*>(handle->data); });
+      return;
+    }
+    if (wanted != watch.events) {
+      watch.events = wanted;
+      if (wanted == 0) {
+        uv_poll_stop(&watch.poll);
+      } else {
+        uv_poll_start(&watch.poll, wanted, &fd_registry::on_poll);
+      }
+    }
+  }
+
+  void close() noexcept override {
+    // Only reachable with waiters gone (a waiter keeps its coroutine, hence run(), alive).
+    for (auto& [fd, watch] : watches_) {
+      uv_close(reinterpret_cast<uv_handle_t*>(&watch->poll),
+               [](uv_handle_t* handle) { delete static_cast<fd_watch*>(handle->data); });
+    }
+    watches_.clear();
+  }
+
+ private:
+  static void on_poll(uv_poll_t* handle, int status, int events);
+
+  uv_loop_t& loop_;
+  std::unordered_map<int, fd_watch*> watches_;
+};
+
+class fd_wait final : public wait_source {
+ public:
+  fd_wait(scheduler_core& core, fd_registry& registry, fd_watch& watch, bool writing)
+      : core_(core), registry_(registry), watch_(watch), writing_(writing) {}
+
+  bool arm(coroutine& waiter) override {
+    waiter_ = &waiter;
+    link_.wait = this;
+    (writing_ ? watch_.writers : watch_.readers).push_back(link_);
+    ++watch_.waiters;
+    registry_.update(watch_);
+    return true;
+  }
+  void disarm() noexcept override {
+    if (link_.linked()) {
+      intrusive_list::remove(link_);
+    }
+    --watch_.waiters;
+    registry_.update(watch_);  // may close and free the watch
+  }
+  void describe(std::string& out) const override {
+    out += (writing_ ? "fd " : "fd ") + std::to_string(watch_.fd) +
+           (writing_ ? " writable" : " readable");
+  }
+
+  void fire(int error) noexcept {
+    error_ = error;
+    core_.wake(*waiter_, this);
+  }
+  int error() const noexcept { return error_; }
+
+  struct link : list_node {
+    fd_wait* wait = nullptr;
+  };
+
+ private:
+  scheduler_core& core_;
+  fd_registry& registry_;
+  fd_watch& watch_;
+  bool writing_;
+  coroutine* waiter_ = nullptr;
+  link link_{};
+  int error_ = 0;
+};
+
+void fd_registry::on_poll(uv_poll_t* handle, int status, int events) {
+  auto* watch = static_cast<fd_watch*>(handle->data);
+  // Wake the waiters the event concerns (all of them on an error); each unlinks itself from
+  // the lists here, and leaves the watch (possibly closing it) when it resumes and disarms.
+  auto wake_all = [status](intrusive_list& list) {
+    while (list_node* node = list.pop_front()) {
+      static_cast<fd_wait::link*>(node)->wait->fire(status < 0 ? status : 0);
+    }
+  };
+  if (status < 0 || (events & UV_READABLE) != 0) {
+    wake_all(watch->readers);
+  }
+  if (status < 0 || (events & UV_WRITABLE) != 0) {
+    wake_all(watch->writers);
+  }
+}
+
+void wait_for(int fd, bool writing, const timeout& limit) {
+  const char* operation = writing ? "weft::wait_writable" : "weft::wait_readable";
+  scheduler_core* core = current_core();
+  if (core == nullptr) {
+    current_uv_loop(operation);  // throws the outside-a-coroutine logic_error
+  }
+  coroutine& self = core->current_or_throw(operation);
+  if (fd < 0) {
+    throw std::invalid_argument(std::string("weft: ") + operation + " needs an open fd, got " +
+                                std::to_string(fd));
+  }
+  auto& registry = core->driver().extension<fd_registry>();
+  fd_watch& watch = registry.watch(fd, operation);
+  fd_wait ready(*core, registry, watch, writing);
+  if (limit.bounded()) {
+    deadline_wait until(*core, limit.deadline(), self.background());
+    wait_source* sources[] = {&ready, &until};
+    if (&core->wait(sources, 2) == &until) {
+      throw timeout_error(
+          std::string("weft: ") + operation + " fd " + std::to_string(fd) + " timed out after " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
+          " ms");
+    }
+  } else {
+    wait_source* sources[] = {&ready};
+    core->wait(sources, 1);
+  }
+  if (ready.error() < 0) {
+    throw_uv_error(ready.error(), operation, "fd " + std::to_string(fd));
+  }
+}
+
+}  // namespace
+}  // namespace weft::detail
+
+namespace weft {
+
+void wait_readable(int fd, const timeout& limit) { detail::wait_for(fd, false, limit); }
+
+void wait_writable(int fd, const timeout& limit) { detail::wait_for(fd, true, limit); }
+
+}  // namespace weft

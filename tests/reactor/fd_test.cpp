@@ -1,0 +1,127 @@
+// weft::wait_readable / weft::wait_writable: fd readiness for other libraries' I/O.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using weft_test::run_clean;
+
+// A connected pair of non-blocking unix sockets, closed at the end of the test.
+struct socket_pair {
+  int ends[2] = {-1, -1};
+  socket_pair() {
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
+  }
+  ~socket_pair() {
+    ::close(ends[0]);
+    ::close(ends[1]);
+  }
+};
+
+TEST(Fd, WaitReadableReturnsOnceThePeerWrote) {
+  socket_pair pair;
+  run_clean([&] {
+    auto reader = weft::spawn([&] {
+      char buffer[16];
+      ssize_t got = ::read(pair.ends[0], buffer, sizeof(buffer));
+      EXPECT_EQ(got, -1) << "nothing written yet";
+      weft::wait_readable(pair.ends[0], weft::timeout(5s));
+      got = ::read(pair.ends[0], buffer, sizeof(buffer));
+      return std::string(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
+    });
+    weft::spawn([&] {
+      weft::yield();
+      EXPECT_EQ(::write(pair.ends[1], "ping", 4), 4);
+    });
+    EXPECT_EQ(reader.await(), "ping");
+  });
+}
+
+TEST(Fd, ReaderAndWriterShareOneFd) {
+  socket_pair pair;
+  run_clean([&] {
+    auto reader = weft::spawn([&] { weft::wait_readable(pair.ends[0], weft::timeout(5s)); });
+    auto writer = weft::spawn([&] { weft::wait_writable(pair.ends[0], weft::timeout(5s)); });
+    writer.await();  // an empty socket buffer is writable at once
+    EXPECT_FALSE(reader.done());
+    EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+    reader.await();
+  });
+}
+
+TEST(Fd, ManyReadersOfOneFdAreAllWoken) {
+  socket_pair pair;
+  run_clean([&] {
+    int woken = 0;
+    std::vector<weft::task<void>> readers;
+    for (int index = 0; index < 4; ++index) {
+      readers.push_back(weft::spawn([&] {
+        weft::wait_readable(pair.ends[0], weft::timeout(5s));
+        ++woken;
+      }));
+    }
+    weft::spawn([&] {
+      weft::yield();
+      EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+    });
+    for (auto& reader : readers) {
+      reader.await();
+    }
+    EXPECT_EQ(woken, 4);
+  });
+}
+
+TEST(Fd, ATimeoutLeavesNothingBehind) {
+  socket_pair pair;
+  run_clean([&] {
+    EXPECT_THROW(weft::wait_readable(pair.ends[0], weft::timeout(10ms)), weft::timeout_error);
+    // The fd can be waited on again afterwards.
+    EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+    weft::wait_readable(pair.ends[0], weft::timeout(5s));
+  });
+}
+
+TEST(Fd, ACancelledWaiterLeavesTheOthersWaiting) {
+  socket_pair pair;
+  run_clean([&] {
+    auto cancelled = weft::spawn([&] { weft::wait_readable(pair.ends[0]); });
+    auto patient = weft::spawn([&] { weft::wait_readable(pair.ends[0], weft::timeout(5s)); });
+    weft::yield();
+    cancelled.cancel("not needed");
+    EXPECT_THROW(cancelled.await(), weft::cancelled_error);
+    EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+    patient.await();
+  });
+}
+
+TEST(Fd, ARegularFileIsAnIoErrorNamingTheFd) {
+  FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  int fd = ::fileno(file);
+  run_clean([&] {
+    try {
+      weft::wait_readable(fd, weft::timeout(1s));
+      ADD_FAILURE() << "a regular file cannot be polled";
+    } catch (const weft::io_error& error) {
+      std::string message = error.what();
+      EXPECT_NE(message.find("weft::wait_readable fd " + std::to_string(fd)), std::string::npos)
+          << message;
+    }
+  });
+  std::fclose(file);
+}
+
+TEST(Fd, ANegativeFdIsInvalidArgument) {
+  run_clean([] { EXPECT_THROW(weft::wait_writable(-1), std::invalid_argument); });
+}
+
+}  // namespace
