@@ -3,6 +3,7 @@
 
 #include "weft/error.hpp"
 #include "weft/reactor/fd.hpp"
+#include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"
 #include "weft/reactor/thread_pool.hpp"
 #include "weft/reactor/trigger.hpp"

@@ -1,0 +1,178 @@
+// Signals on uv_signal_t: one handle per signal number per scheduler, fanned out to waiters.
+#include "weft/reactor/signals.hpp"
+
+#include <uv.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "reactor/reactor.hpp"
+#include "sched/deadline_wait.hpp"
+#include "sched/scheduler_core.hpp"
+#include "weft/error.hpp"
+#include "weft/reactor/operation.hpp"
+
+namespace weft::detail {
+namespace {
+
+struct signal_watch {
+  uv_signal_t handle{};
+  int number = 0;
+  intrusive_list waiters;
+  std::size_t waiting = 0;
+  bool pending = false;  // delivered while nobody waited
+  scheduler_core* core = nullptr;
+};
+
+class signal_wait;
+
+class signal_registry final : public reactor_extension {
+ public:
+  explicit signal_registry(uv_loop_t& loop) : loop_(loop) {}
+
+  signal_watch& watch(int number, scheduler_core& core) {
+    auto found = watches_.find(number);
+    if (found != watches_.end()) {
+      return *found->second;
+    }
+    auto* created = new signal_watch();
+    created->number = number;
+    created->core = &core;
+    int status = uv_signal_init(&loop_, &created->handle);
+    if (status == 0) {
+      created->handle.data = created;
+      status = uv_signal_start(&created->handle, &signal_registry::on_signal, number);
+      if (status < 0) {
+        uv_close(reinterpret_cast<uv_handle_t*>(&created->handle), &signal_registry::on_closed);
+      }
+    } else {
+      delete created;
+    }
+    if (status < 0) {
+      throw_uv_error(status, "weft::signals::wait", "signal " + std::to_string(number));
+    }
+    uv_unref(reinterpret_cast<uv_handle_t*>(&created->handle));
+    watches_.emplace(number, created);
+    return *created;
+  }
+
+  void close() noexcept override {
+    for (auto& [number, watch] : watches_) {
+      uv_close(reinterpret_cast<uv_handle_t*>(&watch->handle), &signal_registry::on_closed);
+    }
+    watches_.clear();
+  }
+
+ private:
+  static void on_signal(uv_signal_t* handle, int number);
+  static void on_closed(uv_handle_t* handle) { delete static_cast<signal_watch*>(handle->data); }
+
+  uv_loop_t& loop_;
+  std::unordered_map<int, signal_watch*> watches_;
+};
+
+class signal_wait final : public wait_source {
+ public:
+  explicit signal_wait(signal_watch& watch) : watch_(&watch) {}
+
+  bool arm(coroutine& waiter) override {
+    if (watch_->pending) {
+      watch_->pending = false;
+      return false;
+    }
+    waiter_ = &waiter;
+    link_.wait = this;
+    watch_->waiters.push_back(link_);
+    if (watch_->waiting++ == 0) {
+      uv_ref(reinterpret_cast<uv_handle_t*>(&watch_->handle));
+    }
+    return true;
+  }
+  void disarm() noexcept override {
+    if (link_.linked()) {
+      intrusive_list::remove(link_);
+    }
+    if (--watch_->waiting == 0) {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&watch_->handle));
+    }
+  }
+  void describe(std::string& out) const override {
+    const char* name = ::sigabbrev_np(watch_->number);
+    out +=
+        "signal " + (name != nullptr ? "SIG" + std::string(name) : std::to_string(watch_->number));
+  }
+  int number() const noexcept { return watch_->number; }
+
+  struct link : list_node {
+    signal_wait* wait = nullptr;
+  };
+  coroutine* waiter_ = nullptr;
+  link link_{};
+
+ private:
+  signal_watch* watch_;
+};
+
+void signal_registry::on_signal(uv_signal_t* handle, int) {
+  auto* watch = static_cast<signal_watch*>(handle->data);
+  if (watch->waiters.empty()) {
+    watch->pending = true;
+    return;
+  }
+  while (list_node* node = watch->waiters.pop_front()) {
+    signal_wait& waiting = *static_cast<signal_wait::link*>(node)->wait;
+    watch->core->wake(*waiting.waiter_, &waiting);
+  }
+}
+
+}  // namespace
+}  // namespace weft::detail
+
+namespace weft::signals {
+
+int wait(std::initializer_list<int> signal_numbers, const timeout& limit) {
+  detail::scheduler_core* core = detail::current_core();
+  if (core == nullptr) {
+    detail::current_uv_loop("weft::signals::wait");  // throws the outside-a-coroutine error
+  }
+  detail::coroutine& self = core->current_or_throw("weft::signals::wait");
+  if (signal_numbers.size() == 0) {
+    throw std::invalid_argument("weft::signals::wait needs at least one signal number");
+  }
+  for (int number : signal_numbers) {
+    if (number <= 0 || number >= NSIG || number == SIGKILL || number == SIGSTOP) {
+      throw std::invalid_argument("weft::signals::wait: " + std::to_string(number) +
+                                  " is not a signal that can be caught");
+    }
+  }
+  auto& registry = core->driver().extension<detail::signal_registry>();
+  std::vector<detail::signal_wait> waits;
+  waits.reserve(signal_numbers.size());
+  for (int number : signal_numbers) {
+    waits.emplace_back(registry.watch(number, *core));
+  }
+  std::vector<detail::wait_source*> sources;
+  for (auto& each : waits) {
+    sources.push_back(&each);
+  }
+  detail::deadline_wait until(*core, limit.deadline(), self.background());
+  if (limit.bounded()) {
+    sources.push_back(&until);
+  }
+  detail::wait_source& fired = core->wait(sources.data(), sources.size());
+  if (&fired == &until) {
+    throw timeout_error(
+        "weft: waiting for a signal timed out after " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
+        " ms");
+  }
+  return static_cast<detail::signal_wait&>(fired).number();
+}
+
+}  // namespace weft::signals
