@@ -2,6 +2,8 @@
 #pragma once
 
 #include "weft/error.hpp"
+#include "weft/io/file.hpp"
+#include "weft/io/fs.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"

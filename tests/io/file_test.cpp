@@ -1,0 +1,181 @@
+// weft::file and weft::fs: files and paths from coroutines.
+#include <sys/stat.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+#include "weft/io/file.hpp"
+#include "weft/io/fs.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using weft_test::run_clean;
+
+// A fresh directory under /tmp for one test, removed with everything in it at the end.
+class temporary_directory {
+ public:
+  temporary_directory() {
+    std::string pattern = "/tmp/weft-file-test-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("mkdtemp failed");
+    }
+    path_ = pattern;
+  }
+  ~temporary_directory() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(File, WrittenReadBackStatedRenamedAndUnlinked) {
+  temporary_directory directory;
+  run_clean([&] {
+    const std::string path = directory / "data.txt";
+    {
+      weft::file output = weft::file::open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+      output.write("hello ");
+      output.write("world");
+      EXPECT_EQ(output.position(), 11u);
+      output.write_at(0, "H");
+      output.sync();
+      output.close();
+      output.close();  // idempotent
+      EXPECT_FALSE(output.is_open());
+    }
+    weft::file input = weft::file::open(path);
+    char buffer[64];
+    std::size_t count = input.read(buffer);
+    EXPECT_EQ(std::string(buffer, count), "Hello world");
+    EXPECT_EQ(input.read(buffer), 0u) << "end of file";
+    count = input.read_at(6, std::span<char>(buffer, 3));
+    EXPECT_EQ(std::string(buffer, count), "wor");
+    weft::fs::file_status by_handle = input.stat();
+    input.close();
+    EXPECT_EQ(by_handle.size, 11u);
+    EXPECT_EQ(by_handle.type, weft::fs::entry_type::file);
+    EXPECT_EQ(
+        by_handle.mode & 0777, 0640u & ~[] {
+          mode_t mask = ::umask(0);
+          ::umask(mask);
+          return mask;
+        }());
+    auto age = std::chrono::system_clock::now() - by_handle.modified;
+    EXPECT_LT(age, 1h) << "mtime is recent";
+    EXPECT_GT(age, -1h);
+
+    const std::string renamed = directory / "renamed.txt";
+    weft::fs::rename(path, renamed);
+    EXPECT_THROW(weft::fs::stat(path), weft::io_error);
+    EXPECT_EQ(weft::fs::stat(renamed).size, 11u);
+    EXPECT_EQ(weft::fs::read_file(renamed), "Hello world");
+    weft::fs::unlink(renamed);
+    EXPECT_THROW(weft::fs::stat(renamed), weft::io_error);
+  });
+}
+
+TEST(File, ReadFileOfAMissingPathNamesIt) {
+  temporary_directory directory;
+  run_clean([&] {
+    const std::string missing = directory / "nope/x";
+    try {
+      weft::fs::read_file(missing);
+      ADD_FAILURE() << "reading a missing file must fail";
+    } catch (const weft::io_error& error) {
+      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.operation(), "open");
+      EXPECT_EQ(error.subject(), missing);
+      EXPECT_EQ(std::string(error.what()), "open " + missing + ": no such file or directory");
+    }
+  });
+}
+
+TEST(File, WholeFileHelpersRoundTripBigContent) {
+  temporary_directory directory;
+  run_clean([&] {
+    std::string content;
+    for (int index = 0; content.size() < 3'000'000; ++index) {
+      content += std::to_string(index) + '\n';
+    }
+    weft::fs::write_file(directory / "big", content);
+    EXPECT_EQ(weft::fs::stat(directory / "big").size, content.size());
+    EXPECT_EQ(weft::fs::read_file(directory / "big"), content);
+    weft::fs::write_file(directory / "big", "short");  // truncates
+    EXPECT_EQ(weft::fs::read_file(directory / "big"), "short");
+  });
+}
+
+TEST(File, DirectoriesAreMadeListedAndRemoved) {
+  temporary_directory directory;
+  run_clean([&] {
+    weft::fs::mkdir(directory / "sub");
+    weft::fs::write_file(directory / "a.txt", "a");
+    auto entries = weft::fs::readdir(directory.path());
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& left, const auto& right) { return left.name < right.name; });
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0].name, "a.txt");
+    EXPECT_EQ(entries[0].type, weft::fs::entry_type::file);
+    EXPECT_EQ(entries[1].name, "sub");
+    EXPECT_EQ(entries[1].type, weft::fs::entry_type::directory);
+    EXPECT_EQ(weft::fs::stat(directory / "sub").type, weft::fs::entry_type::directory);
+    try {
+      weft::fs::mkdir(directory / "sub");
+      ADD_FAILURE() << "mkdir of an existing directory must fail";
+    } catch (const weft::io_error& error) {
+      EXPECT_EQ(error.code(), UV_EEXIST);
+      EXPECT_EQ(std::string(error.what()),
+                "mkdir " + (directory / "sub") + ": file already exists");
+    }
+    weft::fs::rmdir(directory / "sub");
+    EXPECT_THROW(weft::fs::rmdir(directory / "sub"), weft::io_error);
+    EXPECT_EQ(weft::fs::readdir(directory.path()).size(), 1u);
+  });
+}
+
+TEST(File, ACancelledReaderLeavesTheRunClean) {
+  // The request may still be on a worker when its caller leaves: it must free itself later,
+  // touching only its own buffer (ASan checks that).
+  temporary_directory directory;
+  run_clean([&] {
+    weft::fs::write_file(directory / "f", std::string(1 << 20, 'x'));
+    std::vector<weft::task<void>> readers;
+    for (int index = 0; index < 8; ++index) {
+      readers.push_back(weft::spawn([&] {
+        std::vector<char> buffer(1 << 20);
+        weft::file input = weft::file::open(directory / "f");
+        for (;;) {
+          input.read_at(0, buffer);
+        }
+      }));
+    }
+    weft::yield();
+    weft::yield();
+    for (auto& reader : readers) {
+      reader.cancel("test over");
+    }
+    for (auto& reader : readers) {
+      EXPECT_THROW(reader.await(), weft::cancelled_error);
+    }
+  });
+}
+
+TEST(File, MisuseOfAClosedFileIsALogicError) {
+  run_clean([] {
+    weft::file closed;
+    char buffer[4];
+    EXPECT_THROW(closed.read(buffer), std::logic_error);
+    EXPECT_NO_THROW(closed.close());
+  });
+  EXPECT_THROW(weft::fs::stat("/"), std::logic_error) << "outside a coroutine";
+}
+
+}  // namespace
