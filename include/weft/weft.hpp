@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weft/error.hpp"
+#include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"
 #include "weft/reactor/fd.hpp"
