@@ -5,6 +5,7 @@
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"
+#include "weft/io/process.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"

@@ -1,0 +1,228 @@
+// weft::process: running child processes from coroutines.
+#include <sys/types.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+#include "weft/io/process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using weft_test::run_clean;
+
+// The pids of this process's children, zombies included (from /proc/PID/stat's ppid field).
+std::vector<int> children_of_this_process() {
+  std::vector<int> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream stat_file(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat_file, line)) {
+      continue;  // it ended meanwhile
+    }
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    char state = 0;
+    int parent = 0;
+    fields >> state >> parent;
+    if (parent == ::getpid()) {
+      children.push_back(std::stoi(name));
+    }
+  }
+  return children;
+}
+
+TEST(Process, ExecCapturesStdoutStderrAndTheExitCode) {
+  run_clean([] {
+    auto result = weft::process::exec({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+    EXPECT_EQ(result.exit_status, 3);
+    EXPECT_EQ(result.term_signal, 0);
+    EXPECT_EQ(result.standard_output, "out\n");
+    EXPECT_EQ(result.standard_error, "err\n");
+  });
+  EXPECT_TRUE(children_of_this_process().empty());
+}
+
+TEST(Process, ExecFeedsStdinData) {
+  run_clean([] {
+    weft::process::options options;
+    options.stdin_data = "line one\nline two\n";
+    auto result = weft::process::exec({"cat"}, options);
+    EXPECT_EQ(result.exit_status, 0);
+    EXPECT_EQ(result.standard_output, "line one\nline two\n");
+    EXPECT_EQ(result.standard_error, "");
+  });
+}
+
+TEST(Process, ExecPassesEnvironmentAndWorkingDirectory) {
+  run_clean([] {
+    weft::process::options options;
+    options.env = {"WEFT_TEST_VALUE=forty two"};
+    options.cwd = "/tmp";
+    auto result = weft::process::exec({"/bin/sh", "-c", "echo \"$WEFT_TEST_VALUE\"; pwd"}, options);
+    EXPECT_EQ(result.standard_output, "forty two\n/tmp\n");
+  });
+}
+
+TEST(Process, ExecCapturesABigOutputFullyFromBothPipes) {
+  // Far more than a pipe holds, on both streams at once: only concurrent reading finishes.
+  run_clean([] {
+    auto result = weft::process::exec(
+        {"/bin/sh", "-c", "head -c 1000000 /dev/zero; head -c 700000 /dev/zero >&2"});
+    EXPECT_EQ(result.exit_status, 0);
+    EXPECT_EQ(result.standard_output, std::string(1000000, '\0'));
+    EXPECT_EQ(result.standard_error.size(), 700000u);
+  });
+}
+
+TEST(Process, ExecOfABigStdinThroughCat) {
+  run_clean([] {
+    std::string input;
+    for (int index = 0; input.size() < 2'000'000; ++index) {
+      input += std::to_string(index) + '\n';
+    }
+    weft::process::options options;
+    options.stdin_data = input;
+    auto result = weft::process::exec({"cat"}, options);
+    EXPECT_EQ(result.standard_output, input);
+  });
+}
+
+TEST(Process, ExecPastItsTimeoutKillsAndReapsTheChild) {
+  auto started = std::chrono::steady_clock::now();
+  run_clean([] {
+    weft::process::options options;
+    options.limit = weft::timeout(100ms);
+    try {
+      weft::process::exec({"sleep", "5"}, options);
+      ADD_FAILURE() << "exec must time out";
+    } catch (const weft::timeout_error& error) {
+      EXPECT_NE(std::string(error.what()).find("process sleep (pid "), std::string::npos)
+          << error.what();
+    }
+    EXPECT_TRUE(children_of_this_process().empty()) << "killed and reaped before exec returned";
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);
+}
+
+TEST(Process, ACancelledExecKillsAndReapsTheChild) {
+  run_clean([] {
+    auto runner = weft::spawn([] { weft::process::exec({"sleep", "5"}); });
+    ASSERT_TRUE(weft_test::yield_until([] { return !children_of_this_process().empty(); }));
+    runner.cancel("test over");
+    EXPECT_THROW(runner.await(), weft::cancelled_error);
+    EXPECT_TRUE(children_of_this_process().empty());
+  });
+}
+
+TEST(Process, AMissingProgramIsAnIoErrorNamingIt) {
+  run_clean([] {
+    try {
+      weft::process::exec({"nosuch-program"});
+      ADD_FAILURE() << "spawning a missing program must fail";
+    } catch (const weft::io_error& error) {
+      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_STREQ(error.what(), "spawn nosuch-program: no such file or directory");
+    }
+    EXPECT_THROW(weft::process::spawn({"nosuch-program"}), weft::io_error);
+  });
+}
+
+TEST(Process, SpawnAndKillReportsTheTermSignal) {
+  run_clean([] {
+    weft::child sleeper = weft::process::spawn({"sleep", "5"});
+    EXPECT_GT(sleeper.pid(), 0);
+    EXPECT_FALSE(sleeper.exited());
+    EXPECT_THROW(sleeper.wait(weft::timeout(10ms)), weft::timeout_error);
+    sleeper.kill(SIGTERM);
+    weft::process::status ended = sleeper.wait(weft::timeout(10s));
+    EXPECT_EQ(ended.term_signal, SIGTERM);
+    EXPECT_TRUE(sleeper.exited());
+    EXPECT_NO_THROW(sleeper.kill(SIGTERM)) << "a reaped child is left alone";
+    EXPECT_EQ(sleeper.wait().term_signal, SIGTERM) << "waiting again returns the same";
+  });
+}
+
+TEST(Process, SpawnTalksToTheChildThroughItsPipes) {
+  run_clean([] {
+    weft::child cat = weft::process::spawn({"cat"});
+    cat.write_stdin("ping\n");
+    char buffer[64];
+    std::string echoed;
+    while (echoed.size() < 5) {
+      std::size_t count = cat.read_stdout(buffer, weft::timeout(10s));
+      ASSERT_GT(count, 0u);
+      echoed.append(buffer, count);
+    }
+    EXPECT_EQ(echoed, "ping\n");
+    cat.close_stdin();
+    EXPECT_EQ(cat.read_stdout(buffer, weft::timeout(10s)), 0u) << "end of file";
+    EXPECT_EQ(cat.read_stderr(buffer, weft::timeout(10s)), 0u);
+    EXPECT_EQ(cat.wait(weft::timeout(10s)).exit_status, 0);
+    EXPECT_THROW(cat.write_stdin("late"), std::logic_error);
+  });
+}
+
+TEST(Process, SpawnedChildOutputReadByOneCoroutineWhileAnotherWaits) {
+  run_clean([] {
+    weft::child chatty =
+        weft::process::spawn({"/bin/sh", "-c", "head -c 500000 /dev/zero; exit 7"});
+    auto reader = weft::spawn([&] {
+      std::size_t total = 0;
+      char buffer[8192];
+      while (std::size_t count = chatty.read_stdout(buffer)) {
+        total += count;
+      }
+      return total;
+    });
+    EXPECT_EQ(chatty.wait(weft::timeout(10s)).exit_status, 7);
+    EXPECT_EQ(reader.await(), 500000u);
+  });
+}
+
+TEST(Process, AChildThatOutlivesItsHandleIsKilledAndReaped) {
+  run_clean([] {
+    int pid = 0;
+    {
+      weft::child sleeper = weft::process::spawn({"sleep", "5"});
+      pid = sleeper.pid();
+    }
+    // The reaping happens in the background; run() waits for it before it returns.
+    (void)pid;
+  });
+  EXPECT_TRUE(children_of_this_process().empty()) << "no zombie once run() returned";
+}
+
+TEST(Process, WritingToAChildThatIsGoneIsAnIoError) {
+  run_clean([] {
+    weft::process::options options;
+    options.stdout_mode = weft::process::stdio::ignore;
+    options.stderr_mode = weft::process::stdio::ignore;
+    weft::child quitter = weft::process::spawn({"true"}, options);
+    quitter.wait(weft::timeout(10s));
+    try {
+      for (int attempt = 0; attempt < 100; ++attempt) {
+        quitter.write_stdin(std::string(65536, 'x'), weft::timeout(10s));
+      }
+      ADD_FAILURE() << "writing to a gone reader must fail";
+    } catch (const weft::io_error& error) {
+      EXPECT_EQ(error.code(), UV_EPIPE);
+      EXPECT_STREQ(error.what(), "write stdin of true: broken pipe");
+    }
+    char buffer[4];
+    EXPECT_THROW(quitter.read_stdout(buffer), std::logic_error) << "stdout was not piped";
+  });
+}
+
+}  // namespace
