@@ -103,8 +103,12 @@ TEST(FsWatch, ClosingWakesAWaiterWithAnError) {
   temporary_directory directory;
   run_clean([&] {
     weft::fs::watcher watcher = weft::fs::watch(directory.path());
-    auto waiter = weft::spawn([&] { watcher.next(); });
-    weft::yield();
+    bool entered = false;
+    auto waiter = weft::spawn([&] {
+      entered = true;
+      watcher.next();  // its only suspension point: once entered, it waits in there
+    });
+    ASSERT_TRUE(weft_test::yield_until([&] { return entered; }));
     watcher.close();
     EXPECT_THROW(waiter.await(), weft::error);
   });
@@ -114,8 +118,12 @@ TEST(FsWatch, AWaiterCanBeCancelled) {
   temporary_directory directory;
   run_clean([&] {
     weft::fs::watcher watcher = weft::fs::watch(directory.path());
-    auto waiter = weft::spawn([&] { watcher.next(); });
-    weft::yield();
+    bool entered = false;
+    auto waiter = weft::spawn([&] {
+      entered = true;
+      watcher.next();  // its only suspension point: once entered, it waits in there
+    });
+    ASSERT_TRUE(weft_test::yield_until([&] { return entered; }));
     waiter.cancel("not needed");
     EXPECT_THROW(waiter.await(), weft::cancelled_error);
   });
