@@ -5,7 +5,9 @@
 #include <uv.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,42 @@ TEST(Dns, CancelledLookupsLeaveTheRunClean) {
         lookup.await();
       } catch (const weft::cancelled_error&) {
       }
+    }
+  });
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Dns, ALookupStuckBehindABusyPoolTimesOut) {
+  // Every worker of libuv's pool (4 by default) is held, so the lookup stays queued: the timeout
+  // must abandon it (uv_cancel) and the run still end clean.
+  constexpr int workers = 4;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  run_clean([&] {
+    std::vector<weft::task<void>> blockers;
+    for (int index = 0; index < workers; ++index) {
+      blockers.push_back(weft::spawn([&] {
+        weft::thread_pool::run([&] {
+          ++started;
+          released.wait();
+        });
+      }));
+    }
+    ASSERT_TRUE(weft_test::yield_until([&] { return started.load() == workers; }));
+    try {
+      weft::dns::resolve("localhost", 80, weft::timeout(20ms));
+      ADD_FAILURE() << "the lookup cannot run while the pool is busy";
+    } catch (const weft::timeout_error& error) {
+      EXPECT_NE(std::string(error.what()).find("getaddrinfo localhost:80"), std::string::npos)
+          << error.what();
+    }
+    release.set_value();
+    for (auto& blocker : blockers) {
+      blocker.await();
     }
   });
 }

@@ -3,9 +3,11 @@
 #include <uv.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -176,6 +178,42 @@ TEST(File, MisuseOfAClosedFileIsALogicError) {
     EXPECT_NO_THROW(closed.close());
   });
   EXPECT_THROW(weft::fs::stat("/"), std::logic_error) << "outside a coroutine";
+}
+
+}  // namespace
+
+namespace {
+
+TEST(File, ARequestStuckBehindABusyPoolTimesOutAndNamesThePath) {
+  constexpr int workers = 4;  // libuv's default pool size
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  temporary_directory directory;
+  run_clean([&] {
+    std::vector<weft::task<void>> blockers;
+    for (int index = 0; index < workers; ++index) {
+      blockers.push_back(weft::spawn([&] {
+        weft::thread_pool::run([&] {
+          ++started;
+          released.wait();
+        });
+      }));
+    }
+    ASSERT_TRUE(weft_test::yield_until([&] { return started.load() == workers; }));
+    const std::string path = directory / "never";
+    try {
+      weft::file::open(path, O_WRONLY | O_CREAT, 0666, weft::timeout(20ms));
+      ADD_FAILURE() << "the open cannot run while the pool is busy";
+    } catch (const weft::timeout_error& error) {
+      EXPECT_EQ(std::string(error.what()), "weft: open " + path + " timed out after 20 ms");
+    }
+    release.set_value();
+    for (auto& blocker : blockers) {
+      blocker.await();
+    }
+  });
+  EXPECT_FALSE(std::filesystem::exists(directory / "never")) << "the cancelled open never ran";
 }
 
 }  // namespace

@@ -74,7 +74,9 @@ struct result {
   std::string standard_error;
 };
 
-// Runs argv (argv[0] is looked up in PATH) to its end. Throws io_error when it cannot be started,
+// Runs argv (argv[0] is looked up in PATH) to its end: it returns once the child has exited and
+// both output pipes reached end of file (a background grandchild that keeps them open keeps
+// exec waiting: bound it with options.limit). Throws io_error when it cannot be started,
 // timeout_error past options.limit and cancelled_error, both after killing and reaping it.
 result exec(const std::vector<std::string>& argv, const options& options = {});
 
