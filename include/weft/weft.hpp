@@ -2,6 +2,8 @@
 #pragma once
 
 #include "weft/error.hpp"
+#include "weft/io/stream.hpp"
+#include "weft/io/tcp.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"

@@ -1,0 +1,89 @@
+// TCP for coroutines: weft::tcp::listener (listen, accept) and weft::tcp::connect, both giving a
+// weft::tcp::stream (a weft::stream with TCP options). IPv4 and IPv6.
+//
+// Blocking: accept() and connect() suspend only the calling coroutine; both take a
+// weft::timeout and are cancellable. Threads, ownership and errors: as for weft::stream (see
+// stream.hpp); a listener, like a stream, must be closed or destroyed before run() returns.
+//
+// Hosts: a numeric address ("127.0.0.1", "::1", "[::1]") is used as is; anything else is
+// resolved with getaddrinfo on libuv's thread pool (a cancellable wait too), and connect tries
+// each address in turn.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "weft/io/stream.hpp"
+#include "weft/sched/timeout.hpp"
+
+namespace weft {
+namespace detail {
+struct stream_access;
+}
+
+namespace tcp {
+
+class stream : public weft::stream {
+ public:
+  stream() noexcept = default;
+
+  // TCP_NODELAY: send small writes at once instead of coalescing them (Nagle).
+  void set_nodelay(bool enabled);
+  // SO_KEEPALIVE with the first probe after delay_seconds of silence (ignored when disabling).
+  void set_keepalive(bool enabled, unsigned delay_seconds = 60);
+  // Closes the connection with a reset (RST) instead of an orderly FIN: the peer's next read or
+  // write fails with ECONNRESET / EPIPE. Idempotent with close().
+  void close_reset() noexcept;
+
+ private:
+  friend struct detail::stream_access;
+  explicit stream(detail::stream_state* state) noexcept : weft::stream(state) {}
+};
+
+struct listen_options {
+  int backlog = 511;          // pending connections the kernel holds before refusing more
+  bool reuse_address = true;  // SO_REUSEADDR (libuv sets it on every TCP bind on Unix)
+  bool reuse_port = false;    // SO_REUSEPORT: several listeners share the port (load balanced)
+  bool ipv6_only = false;     // for "::": accept IPv6 only, not IPv4-mapped connections too
+};
+
+class listener {
+ public:
+  listener() noexcept = default;
+  // Binds host:port (port 0: an ephemeral port, see port()) and starts listening.
+  // io_error "listen 127.0.0.1:80: permission denied".
+  static listener listen(const std::string& host, std::uint16_t port,
+                         const listen_options& options = {});
+
+  listener(listener&& other) noexcept;
+  listener& operator=(listener&& other) noexcept;
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+  ~listener();
+
+  // Waits for the next connection. Connections that arrive while nobody accepts are held (by
+  // libuv and the kernel backlog) for the next accept. One acceptor at a time (a second
+  // concurrent accept is a std::logic_error). io_error UV_ECANCELED once the listener is closed.
+  tcp::stream accept(const timeout& limit = timeout::never());
+
+  std::uint16_t port() const;
+  std::string local_address() const;  // "127.0.0.1:41234", "[::]:8080"
+  bool is_open() const noexcept;
+  // Stops listening; a coroutine waiting in accept() gets io_error UV_ECANCELED. Idempotent.
+  void close() noexcept;
+
+ private:
+  detail::stream_state* state_ = nullptr;
+};
+
+struct connect_options {
+  bool nodelay = false;
+};
+
+// Connects to host:port. io_error "connect 127.0.0.1:1: connection refused"; timeout_error when
+// limit passes first (the half-open attempt is closed).
+tcp::stream connect(const std::string& host, std::uint16_t port,
+                    const timeout& limit = timeout::never(), const connect_options& options = {});
+
+}  // namespace tcp
+}  // namespace weft

@@ -1,0 +1,116 @@
+// The state block behind weft::stream and the stream listeners (see stream_handle.hpp for who
+// owns it and when it is freed).
+//
+// Reading: libuv reads into inbound (this block's buffer, never a caller's), and read_cb wakes the
+// reader once it has what it waits for. While no reader waits the stream reads ahead until
+// read_ahead_limit bytes are buffered, then stops; a reader that times out or is cancelled stops
+// reading, so a stream nobody reads from is not polled.
+//
+// Listening: libuv accepts one connection, calls connection_cb and stops polling the listening
+// socket until uv_accept takes it; the kernel backlog holds the others. pending_connections
+// counts the ones announced and not yet accepted, so none is lost between two accept() calls.
+#pragma once
+
+#include <uv.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "io/stream_handle.hpp"
+
+namespace weft::detail {
+
+enum class stream_kind { tcp, pipe, tty };
+
+struct stream_state final : handle_state {
+  stream_state(stream_kind kind, std::string subject)
+      : handle_state(std::move(subject)), kind(kind) {}
+
+  uv_handle_t* handle() noexcept override { return &uv.handle; }
+  uv_stream_t* stream() noexcept { return &uv.stream; }
+  // Call right after the uv_*_init succeeded.
+  void mark_initialized() noexcept { initialized(); }
+
+  // --- reading ---
+  std::size_t buffered() const noexcept { return end - begin; }
+  const char* data() const noexcept { return inbound.get() + begin; }
+  void consume(std::size_t bytes) noexcept {
+    begin += bytes;
+    if (begin == end) {
+      begin = end = 0;
+    }
+  }
+  // True when a reader waiting for want buffered bytes need not wait (any more).
+  bool read_ready(std::size_t want) const noexcept {
+    return buffered() >= want || eof || read_error != 0 || closing();
+  }
+  // Waits until read_ready(want). Throws timeout_error / cancelled_error (stopping the read).
+  void fill(std::size_t want, const timeout& limit, const char* operation);
+  // After a fill that did not get want bytes: throws the stream's error, or returns (eof).
+  void throw_if_failed(const char* operation) const;
+  void start_reading();
+  void stop_reading() noexcept;
+
+  // --- listening ---
+  int pending_connections = 0;
+  int listen_error = 0;
+
+  // --- TTY ---
+  bool raw_mode = false;
+
+  // --- TCP ---
+  bool reset_on_close = false;  // close with RST (uv_tcp_close_reset)
+
+  stream_kind kind;
+  union {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+    uv_tty_t tty;
+  } uv{};
+
+  std::unique_ptr<char[]> inbound;
+  std::size_t capacity = 0;
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  std::size_t want = 1;  // what the waiting reader waits for (bytes buffered)
+  bool reading = false;  // uv_read_start is in effect
+  bool eof = false;
+  int read_error = 0;
+
+  static constexpr std::size_t read_ahead_limit = 256 * 1024;
+
+ protected:
+  void on_close_requested() noexcept override;
+  void close_handle(uv_close_cb on_closed) noexcept override;
+};
+
+// Makes the public stream types from their state (their constructor from a state is private).
+struct stream_access {
+  template <class Stream>
+  static Stream make(stream_state* state) noexcept {
+    return Stream(state);
+  }
+  template <class Stream>
+  static stream_state* state_of(const Stream& stream) noexcept {
+    return stream.state_;
+  }
+};
+
+// Starts listening on an initialized, bound server handle: connection_cb counts pending
+// connections and wakes the acceptor. io_error "listen SUBJECT: ...".
+void listen_on(stream_state& server, int backlog);
+// Waits for a pending connection on server and accepts it into client (an initialized handle
+// of the same kind). Throws timeout_error / cancelled_error / io_error.
+void accept_from(stream_state& server, stream_state& client, const timeout& limit);
+
+// Frees a state that no weft object owns yet (setup failed): closes it if initialized.
+struct state_deleter {
+  void operator()(handle_state* state) const noexcept;
+};
+template <class State>
+using owned_state = std::unique_ptr<State, state_deleter>;
+
+}  // namespace weft::detail
