@@ -2,12 +2,15 @@
 #pragma once
 
 #include "weft/error.hpp"
-#include "weft/io/stream.hpp"
-#include "weft/io/tcp.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"
+#include "weft/io/pipe.hpp"
 #include "weft/io/process.hpp"
+#include "weft/io/stream.hpp"
+#include "weft/io/tcp.hpp"
+#include "weft/io/tty.hpp"
+#include "weft/io/udp.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"

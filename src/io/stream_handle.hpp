@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,13 @@ class handle_state {
   bool handle_closed_ = false;
   bool owner_gone_ = false;
 };
+
+// Frees a state that no weft object owns yet (setup failed): closes it if initialized.
+struct state_deleter {
+  void operator()(handle_state* state) const noexcept;
+};
+template <class State>
+using owned_state = std::unique_ptr<State, state_deleter>;
 
 // Marks handle_state::busy for the duration of one waiting call, or throws std::logic_error
 // ("weft: stream 127.0.0.1:80 already has a reader ...") if another call holds it.

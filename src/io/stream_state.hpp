@@ -106,11 +106,4 @@ void listen_on(stream_state& server, int backlog);
 // of the same kind). Throws timeout_error / cancelled_error / io_error.
 void accept_from(stream_state& server, stream_state& client, const timeout& limit);
 
-// Frees a state that no weft object owns yet (setup failed): closes it if initialized.
-struct state_deleter {
-  void operator()(handle_state* state) const noexcept;
-};
-template <class State>
-using owned_state = std::unique_ptr<State, state_deleter>;
-
 }  // namespace weft::detail

@@ -1,0 +1,82 @@
+// weft::udp::socket: UDP datagrams for coroutines, IPv4 and IPv6, with multicast basics.
+//
+// Blocking: recv_from and send_to suspend only the calling coroutine, take a weft::timeout and
+// are cancellable. Datagrams that arrive while nobody receives are queued in the socket (up to
+// queue_limit of them; beyond that the socket stops reading and the kernel's buffer, then the
+// network, drops the rest, as UDP does). A receive that times out or is cancelled loses nothing.
+// One receiver at a time (a second concurrent receive is a std::logic_error); sends are sent in
+// the order they were called.
+// Threads and lifetimes: as for weft::stream (see stream.hpp): close or destroy the socket
+// before run() returns. Errors: weft::io_error naming the operation and the address
+// ("send_to 127.0.0.1:9: message too long").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "weft/sched/timeout.hpp"
+
+namespace weft {
+namespace detail {
+struct udp_state;
+}
+
+namespace udp {
+
+struct datagram {
+  std::size_t bytes = 0;   // bytes copied into the buffer
+  std::string peer;        // "127.0.0.1:5353" / "[::1]:5353"
+  bool truncated = false;  // the datagram was longer than the buffer; the rest is lost
+};
+
+struct bind_options {
+  bool reuse_address = false;  // SO_REUSEADDR: several sockets on one port (multicast receivers)
+  bool ipv6_only = false;
+};
+
+class socket {
+ public:
+  socket() noexcept = default;
+  // A socket bound to host:port (port 0: an ephemeral port).
+  static socket bind(const std::string& host, std::uint16_t port, const bind_options& options = {});
+
+  socket(socket&& other) noexcept;
+  socket& operator=(socket&& other) noexcept;
+  socket(const socket&) = delete;
+  socket& operator=(const socket&) = delete;
+  ~socket();
+
+  // Sets the default peer: send() goes there, and only its datagrams are received.
+  void connect(const std::string& host, std::uint16_t port);
+
+  void send_to(std::string_view data, const std::string& host, std::uint16_t port,
+               const timeout& limit = timeout::never());
+  void send(std::string_view data, const timeout& limit = timeout::never());  // after connect
+  datagram recv_from(std::span<char> buffer, const timeout& limit = timeout::never());
+
+  void join_group(const std::string& group, const std::string& interface_address = "");
+  void leave_group(const std::string& group, const std::string& interface_address = "");
+  void set_multicast_ttl(int ttl);
+  void set_multicast_loop(bool enabled);
+  void set_broadcast(bool enabled);
+
+  std::string local_address() const;
+  std::uint16_t port() const;
+  bool is_open() const noexcept;
+  // Idempotent; a receiver still waiting gets io_error UV_ECANCELED.
+  void close() noexcept;
+
+  static constexpr std::size_t queue_limit = 1024;
+
+ private:
+  detail::udp_state& state(const char* operation) const;
+  void send_to_address(std::string_view data, const void* address, const std::string& subject,
+                       const char* operation, const timeout& limit);
+  detail::udp_state* state_ = nullptr;
+};
+
+}  // namespace udp
+}  // namespace weft

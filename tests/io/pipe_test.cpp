@@ -1,0 +1,152 @@
+// weft::pipe: unix-domain sockets and wrapped descriptors through the weft::stream interface.
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using weft_test::run_clean;
+
+// A fresh directory for socket files (short: unix socket paths are limited to 107 bytes).
+class socket_directory {
+ public:
+  socket_directory() {
+    char pattern[] = "/tmp/weft-pipe-XXXXXX";
+    path_ = mkdtemp(pattern);
+  }
+  ~socket_directory() { std::filesystem::remove_all(path_); }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_all(weft::stream& stream) {
+  std::string all;
+  std::array<char, 4096> buffer;
+  while (std::size_t bytes = stream.read_some(buffer)) {
+    all.append(buffer.data(), bytes);
+  }
+  return all;
+}
+
+TEST(Pipe, UnixSocketEchoRoundTrip) {
+  socket_directory directory;
+  const std::string path = directory.file("echo.sock");
+  run_clean([&] {
+    auto server = weft::pipe::listener::listen(path);
+    EXPECT_EQ(server.path(), path);
+    EXPECT_TRUE(std::filesystem::exists(path));
+    auto echo = weft::spawn([&] {
+      weft::pipe connection = server.accept();
+      std::array<char, 256> buffer;
+      while (std::size_t bytes = connection.read_some(buffer)) {
+        connection.write_all(std::string_view(buffer.data(), bytes));
+      }
+    });
+    weft::pipe client = weft::pipe::connect(path);
+    EXPECT_EQ(client.peer_address(), path);
+    client.write_all("over a unix socket\n");
+    std::string line;
+    client.read_until(line, "\n");
+    EXPECT_EQ(line, "over a unix socket\n");
+    client.shutdown();
+    EXPECT_EQ(read_all(client), "");
+    echo.await();
+    server.close();
+  });
+  EXPECT_FALSE(std::filesystem::exists(path)) << "closing the listener removes the socket file";
+}
+
+TEST(Pipe, ConnectToAMissingSocketNamesThePath) {
+  socket_directory directory;
+  const std::string path = directory.file("missing.sock");
+  run_clean([&] {
+    try {
+      weft::pipe::connect(path);
+      ADD_FAILURE() << "there is nothing at " << path;
+    } catch (const weft::io_error& error) {
+      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(std::string(error.what()), "connect " + path + ": no such file or directory");
+    }
+  });
+}
+
+TEST(Pipe, ListeningOnATakenPathFails) {
+  socket_directory directory;
+  const std::string path = directory.file("taken.sock");
+  run_clean([&] {
+    auto first = weft::pipe::listener::listen(path);
+    EXPECT_THROW(weft::pipe::listener::listen(path), weft::io_error);
+  });
+}
+
+TEST(Pipe, WrappedSocketpairEchoAndEndOfStream) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  run_clean([&] {
+    weft::pipe left = weft::pipe::open(fds[0]);
+    weft::pipe right = weft::pipe::open(fds[1]);
+    left.write_all("ping");
+    std::array<char, 4> buffer;
+    right.read_exactly(buffer);
+    EXPECT_EQ(std::string_view(buffer.data(), 4), "ping");
+    right.write_all("pong");
+    left.read_exactly(buffer);
+    EXPECT_EQ(std::string_view(buffer.data(), 4), "pong");
+    left.close();  // closes fds[0]: the pipe owns it
+    EXPECT_EQ(right.read_some(buffer), 0u);
+  });
+}
+
+TEST(Pipe, WrappedPipeTimedOutReadLosesNothing) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  run_clean([&] {
+    weft::pipe reader = weft::pipe::open(fds[0]);
+    weft::pipe writer = weft::pipe::open(fds[1]);
+    std::array<char, 16> buffer;
+    EXPECT_THROW(reader.read_some(buffer, weft::timeout(20ms)), weft::timeout_error);
+    bool reading = false;
+    auto cancelled = weft::spawn([&] {
+      reading = true;
+      reader.read_some(buffer);
+    });
+    ASSERT_TRUE(weft_test::yield_until([&] { return reading; }));
+    cancelled.cancel("test");
+    EXPECT_THROW(cancelled.await(), weft::cancelled_error);
+    writer.write_all("still here");
+    writer.close();
+    EXPECT_EQ(read_all(reader), "still here");
+  });
+}
+
+TEST(Pipe, AcceptedConnectionsQueueUntilAccepted) {
+  socket_directory directory;
+  const std::string path = directory.file("queue.sock");
+  run_clean([&] {
+    auto server = weft::pipe::listener::listen(path);
+    std::vector<weft::pipe> clients;
+    for (int index = 0; index < 3; ++index) {
+      clients.push_back(weft::pipe::connect(path));
+      clients.back().write_all(std::to_string(index));
+    }
+    for (int index = 0; index < 3; ++index) {
+      weft::pipe connection = server.accept(weft::timeout(5s));
+      std::array<char, 1> digit;
+      connection.read_exactly(digit);
+      EXPECT_EQ(digit[0], '0' + index);
+    }
+  });
+}
+
+}  // namespace
