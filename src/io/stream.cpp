@@ -216,8 +216,8 @@ void accept_from(stream_state& server, stream_state& client, const timeout& limi
   busy_guard guard(server, "listener", "an acceptor");
   accept_wait until_connection(server);
   wait_on_handle(server, until_connection, limit, "accept");
-  if (server.pending_connections == 0) {
-    if (server.listen_error != 0) {
+  if (server.pending_connections == 0 || server.closing()) {
+    if (server.listen_error != 0 && !server.closing()) {
       int status = std::exchange(server.listen_error, 0);
       throw_uv_error(status, "accept", server.subject());
     }
