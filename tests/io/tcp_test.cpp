@@ -382,6 +382,47 @@ TEST(Tcp, ConcurrentWritesAreDeliveredInOrderAndWhole) {
   });
 }
 
+TEST(Tcp, ATimedOutWriteKeepsItsBytesQueuedInOrder) {
+  constexpr std::size_t size = 32 << 20;  // far beyond what the socket buffers hold
+  run_clean([] {
+    auto [client, server] = connected_pair();
+    std::string payload(size, 'w');
+    payload.back() = '!';
+    EXPECT_THROW(client.write_all(payload, weft::timeout(20ms)), weft::timeout_error);
+    payload.assign(payload.size(), 'x');  // the queued bytes are the write's own copy
+    // Queued behind the timed-out bytes: it completes once the server has read those.
+    auto closer = weft::spawn([&client = client] {
+      client.write_all("tail");
+      client.shutdown();
+    });
+    std::string received = read_all(server);
+    ASSERT_EQ(received.size(), size + 4);
+    EXPECT_EQ(received.substr(size - 1), "!tail");
+    EXPECT_EQ(received.find('x'), std::string::npos);
+    closer.await();
+  });
+}
+
+TEST(Tcp, ClosingAStreamWithAQueuedWriteFailsThatWrite) {
+  run_clean([] {
+    auto [client, server] = connected_pair();
+    bool writing = false;
+    auto writer = weft::spawn([&client = client, &writing] {
+      writing = true;
+      client.write_all(std::string(32 << 20, 'w'));
+    });
+    ASSERT_TRUE(weft_test::yield_until([&] { return writing; }));
+    weft::yield();
+    client.close();
+    try {
+      writer.await();
+      ADD_FAILURE() << "the write cannot have completed: nobody read";
+    } catch (const weft::io_error& error) {
+      EXPECT_EQ(error.code(), UV_ECANCELED) << error.what();
+    }
+  });
+}
+
 TEST(Tcp, WritevSendsTheBuffersInOrder) {
   run_clean([] {
     auto [client, server] = connected_pair();
