@@ -158,7 +158,7 @@ SUITES: dict[str, Suite] = {
         timeout_s=120,
         smoke_timeout_s=30,
         client="bench/bench_io_load_client",
-        weft_pending=True,
+        weft_pending=False,
         note=(
             "tcp_echo_pingpong and tcp_pump are measured by one load client "
             "(bench/io/load_client.c), pinned to its own core, against each program running as "

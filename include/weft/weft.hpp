@@ -14,6 +14,7 @@
 #include "weft/reactor/fd.hpp"
 #include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"
+#include "weft/reactor/timer.hpp"
 #include "weft/reactor/thread_pool.hpp"
 #include "weft/reactor/trigger.hpp"
 #include "weft/sched/scheduler.hpp"

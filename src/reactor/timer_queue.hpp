@@ -11,21 +11,9 @@
 #include <limits>
 #include <vector>
 
+#include "weft/detail/timer_entry.hpp"
+
 namespace weft::detail {
-
-using timer_clock = std::chrono::steady_clock;
-
-struct timer_entry {
-  static constexpr std::size_t not_queued = std::numeric_limits<std::size_t>::max();
-
-  timer_clock::time_point deadline{};
-  void (*fire)(timer_entry& entry) = nullptr;
-  bool background = false;  // does not keep the reactor alive
-  std::uint64_t sequence = 0;
-  std::size_t heap_index = not_queued;
-
-  bool queued() const noexcept { return heap_index != not_queued; }
-};
 
 class timer_queue {
  public:
@@ -36,6 +24,16 @@ class timer_queue {
   std::size_t size() const noexcept { return heap_.size(); }
   // Entries that keep the reactor alive.
   std::size_t foreground() const noexcept { return foreground_; }
+
+  // Forgets every entry (the reactor is closing): entries read as not queued afterwards, so a
+  // timer destroyed after its run ended does not touch the queue.
+  void clear() noexcept {
+    for (timer_entry* entry : heap_) {
+      entry->heap_index = timer_entry::not_queued;
+    }
+    heap_.clear();
+    foreground_ = 0;
+  }
 
   // Fires every entry due at now that was queued before this call (an entry a callback adds is
   // left for the next round, so a zero-delay repeat cannot spin here). Returns how many fired.

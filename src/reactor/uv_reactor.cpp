@@ -79,6 +79,7 @@ class uv_reactor final : public reactor {
       uv_run(&loop_, UV_RUN_ONCE);
     }
     close_extensions();
+    timers_.clear();
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
     uv_run(&loop_, UV_RUN_NOWAIT);
     destroy_extensions();
