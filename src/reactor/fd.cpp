@@ -163,20 +163,9 @@ void wait_for(int fd, bool writing, const timeout& limit) {
   auto& registry = core->driver().extension<fd_registry>();
   fd_watch& watch = registry.watch(fd, operation);
   fd_wait ready(*core, registry, watch, writing);
-  if (limit.bounded()) {
-    deadline_wait until(*core, limit.deadline(), self.background());
-    wait_source* sources[] = {&ready, &until};
-    if (&core->wait(sources, 2) == &until) {
-      throw timeout_error(
-          std::string("weft: ") + operation + " fd " + std::to_string(fd) + " timed out after " +
-          std::to_string(
-              std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-          " ms");
-    }
-  } else {
-    wait_source* sources[] = {&ready};
-    core->wait(sources, 1);
-  }
+  wait_source* sources[] = {&ready};
+  wait_with_limit(*core, self, sources, limit,
+                  [&] { return std::string(operation) + " fd " + std::to_string(fd); });
   if (ready.error() < 0) {
     throw_uv_error(ready.error(), operation, "fd " + std::to_string(fd));
   }

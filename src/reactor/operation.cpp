@@ -79,10 +79,7 @@ void await_operation(std::unique_ptr<pending_operation>& operation, const timeou
   if (timed_out && !operation->completed()) {
     std::string message;
     operation->describe(message);
-    message += " timed out after " +
-               std::to_string(
-                   std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-               " ms";
+    message += " " + timed_out_after(limit);
     abandon(operation, *core);
     throw timeout_error("weft: " + message);
   }

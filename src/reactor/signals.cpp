@@ -160,18 +160,8 @@ int wait(std::initializer_list<int> signal_numbers, const timeout& limit) {
   for (auto& each : waits) {
     sources.push_back(&each);
   }
-  detail::deadline_wait until(*core, limit.deadline(), self.background());
-  if (limit.bounded()) {
-    sources.push_back(&until);
-  }
-  detail::wait_source& fired = core->wait(sources.data(), sources.size());
-  if (&fired == &until) {
-    throw timeout_error(
-        "weft: waiting for a signal timed out after " +
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-        " ms");
-  }
+  detail::wait_source& fired =
+      detail::wait_with_limit(*core, self, sources, limit, [] { return "waiting for a signal"; });
   return static_cast<detail::signal_wait&>(fired).number();
 }
 

@@ -125,20 +125,8 @@ void trigger::wait(const timeout& limit) {
   }
   detail::coroutine& self = core->current_or_throw("weft::trigger::wait");
   detail::trigger_wait notified(*state_);
-  if (!limit.bounded()) {
-    detail::wait_source* sources[] = {&notified};
-    core->wait(sources, 1);
-    return;
-  }
-  detail::deadline_wait until(*core, limit.deadline(), self.background());
-  detail::wait_source* sources[] = {&notified, &until};
-  if (&core->wait(sources, 2) == &until) {
-    throw timeout_error(
-        "weft: waiting on a trigger timed out after " +
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-        " ms");
-  }
+  detail::wait_source* sources[] = {&notified};
+  detail::wait_with_limit(*core, self, sources, limit, [] { return "waiting on a trigger"; });
 }
 
 }  // namespace weft

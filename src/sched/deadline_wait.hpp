@@ -2,11 +2,15 @@
 #pragma once
 
 #include <chrono>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "reactor/timer_queue.hpp"
 #include "sched/scheduler_core.hpp"
+#include "weft/error.hpp"
 #include "weft/sched/this_coroutine.hpp"
+#include "weft/sched/timeout.hpp"
 
 namespace weft::detail {
 
@@ -53,5 +57,25 @@ class deadline_wait final : public wait_source {
   coroutine* waiter_ = nullptr;
   sleep_entry entry_{};
 };
+
+// Waits on sources and, when limit is bounded, on its deadline too. Returns the source that
+// fired; throws timeout_error "weft: <describe()> timed out after N ms" when the deadline came
+// first (describe is only called then).
+template <class Describe>
+wait_source& wait_with_limit(scheduler_core& core, coroutine& self,
+                             std::span<wait_source* const> sources, const timeout& limit,
+                             Describe&& describe) {
+  if (!limit.bounded()) {
+    return core.wait(sources.data(), sources.size());
+  }
+  deadline_wait until(core, limit.deadline(), self.background());
+  std::vector<wait_source*> all(sources.begin(), sources.end());
+  all.push_back(&until);
+  wait_source& fired = core.wait(all.data(), all.size());
+  if (&fired == &until) {
+    throw timeout_error("weft: " + std::string(describe()) + " " + timed_out_after(limit));
+  }
+  return fired;
+}
 
 }  // namespace weft::detail

@@ -592,17 +592,12 @@ void scheduler_core::await_finished(coroutine& target, const timeout& limit) {
   }
   coroutine& self = awaiter_for(target);
   task_wait until_done(target);
-  deadline_wait until(*this, limit.deadline(), self.background_);
-  wait_source* sources[] = {&until_done, &until};
-  if (&wait(sources, 2) == &until) {
-    std::string message = "weft: awaiting ";
-    until_done.describe(message);
-    message += " timed out after " +
-               std::to_string(
-                   std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-               " ms; it is still running (cancel it if its result is no longer wanted)";
-    throw timeout_error(message);
-  }
+  wait_source* sources[] = {&until_done};
+  wait_with_limit(*this, self, sources, limit, [&] {
+    std::string subject = "awaiting ";
+    until_done.describe(subject);
+    return subject + " (the task keeps running)";
+  });
 }
 
 }  // namespace detail
@@ -780,15 +775,7 @@ void await_finished(coroutine& target) {
   if (target.done()) {
     return;
   }
-  scheduler_core* core = this_thread_core;
-  if (core == nullptr || &target.owner() != &core->owner()) {
-    throw std::logic_error(
-        "weft: task " + std::to_string(target.id()) +
-        " awaited from a thread that does not run its scheduler; a task can only be awaited "
-        "by coroutines of the scheduler that spawned it (use a trigger or channel to cross "
-        "threads)");
-  }
-  core->await_finished(target);
+  owner_core_for_await(target).await_finished(target);
 }
 
 void throw_invalid_task(const char* operation) {

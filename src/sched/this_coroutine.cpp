@@ -10,6 +10,7 @@
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/this_coroutine.hpp"
+#include "weft/sched/timeout.hpp"
 
 namespace weft {
 namespace detail {
@@ -77,6 +78,13 @@ switch_handlers& coroutine::handlers() {
     handlers_ = new switch_handlers();
   }
   return *handlers_;
+}
+
+std::string timed_out_after(const timeout& limit) {
+  return "timed out after " +
+         std::to_string(
+             std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
+         " ms";
 }
 
 }  // namespace detail

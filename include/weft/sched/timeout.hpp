@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 
 namespace weft {
 
@@ -34,5 +35,10 @@ class timeout {
   clock::duration limit_{};
   bool bounded_ = false;
 };
+
+namespace detail {
+// "timed out after 250 ms": the common tail of every timeout_error message.
+std::string timed_out_after(const timeout& limit);
+}  // namespace detail
 
 }  // namespace weft
