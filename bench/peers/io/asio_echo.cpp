@@ -11,13 +11,13 @@
 // sink: async_read_some and discard, counting bytes (the total goes to stderr at exit).
 // At end of stream (or an error) the connection is closed.
 #define BOOST_COROUTINES_NO_DEPRECATION_WARNING 1  // Boost 1.74: spawn is built on it
-#define BOOST_ALLOW_DEPRECATED_HEADERS 1            // Boost 1.74 Asio includes some itself
+#define BOOST_ALLOW_DEPRECATED_HEADERS 1           // Boost 1.74 Asio includes some itself
+#include <unistd.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/spawn.hpp>
 #include <boost/asio/write.hpp>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
