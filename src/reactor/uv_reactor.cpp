@@ -43,7 +43,17 @@ class uv_reactor final : public reactor {
     }
   }
 
-  void poll(bool block) override { uv_run(&loop_, block ? UV_RUN_ONCE : UV_RUN_NOWAIT); }
+  void poll(bool block) override {
+    if (!block) {
+      // Due timers first, straight from weft's heap at nanosecond precision: libuv would only
+      // see them on its millisecond clock, up to a millisecond late.
+      if (timer_entry* first = timers_.top();
+          first != nullptr && first->deadline <= timer_clock::now()) {
+        run_due_timers();
+      }
+    }
+    uv_run(&loop_, block ? UV_RUN_ONCE : UV_RUN_NOWAIT);
+  }
 
   bool alive() override { return uv_loop_alive(&loop_) != 0; }
 
@@ -103,11 +113,18 @@ class uv_reactor final : public reactor {
   static void on_timer(uv_timer_t* handle) {
     auto* self = static_cast<uv_reactor*>(handle->data);
     self->armed_for_ = timer_clock::time_point::max();
-    self->timers_.fire_due(timer_clock::now());
-    if (!self->timers_.empty()) {
-      self->arm();
-    } else if (self->timers_.foreground() == 0) {
-      uv_unref(reinterpret_cast<uv_handle_t*>(&self->timer_));
+    self->run_due_timers();
+  }
+
+  // Fires what is due and re-arms the uv timer for what is left.
+  void run_due_timers() {
+    timers_.fire_due(timer_clock::now());
+    if (!timers_.empty()) {
+      arm();
+    } else {
+      uv_timer_stop(&timer_);
+      armed_for_ = timer_clock::time_point::max();
+      uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
     }
   }
 
