@@ -103,4 +103,26 @@ void wait_until(handle_waiters& waiters, Condition&& ready, const timeout& limit
   }
 }
 
+// Frees state (on the heap, shared by weft objects and open libuv handles) once no user is left
+// and no handle is open. While libuv alone still holds it, it counts as an abandoned operation,
+// so run() waits for the close callbacks before closing the loop. Call it last: it may free
+// state.
+template <class State>
+void free_when_unused(State& state, bool handles_open) noexcept {
+  if (state.users > 0) {
+    return;
+  }
+  if (!handles_open) {
+    if (state.counted_as_abandoned) {
+      state.driver.abandoned_operation_completed();
+    }
+    delete &state;
+    return;
+  }
+  if (!state.counted_as_abandoned) {
+    state.driver.operation_abandoned();
+    state.counted_as_abandoned = true;
+  }
+}
+
 }  // namespace weft::detail

@@ -51,22 +51,7 @@ struct watch_state {
 
 namespace {
 
-void maybe_free(watch_state& state) noexcept {
-  if (state.users > 0) {
-    return;
-  }
-  if (!state.handle_open) {
-    if (state.counted_as_abandoned) {
-      state.driver.abandoned_operation_completed();
-    }
-    delete &state;
-    return;
-  }
-  if (!state.counted_as_abandoned) {
-    state.driver.operation_abandoned();
-    state.counted_as_abandoned = true;
-  }
-}
+void maybe_free(watch_state& state) noexcept { free_when_unused(state, state.handle_open); }
 
 void on_closed(uv_handle_t* handle) {
   auto& state = *static_cast<watch_state*>(handle->data);

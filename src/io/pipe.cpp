@@ -88,8 +88,7 @@ pipe::listener::listener(listener&& other) noexcept
 pipe::listener& pipe::listener::operator=(listener&& other) noexcept {
   if (this != &other) {
     if (state_ != nullptr) {
-      state_->close();
-      state_->release_owner();
+      state_->close_and_release_owner();
     }
     state_ = std::exchange(other.state_, nullptr);
     path_ = std::move(other.path_);
@@ -98,10 +97,8 @@ pipe::listener& pipe::listener::operator=(listener&& other) noexcept {
 }
 
 pipe::listener::~listener() {
-  // As for weft::stream: after its run() ended, the loop is gone; leak rather than touch it.
-  if (state_ != nullptr && &state_->core() == detail::current_core()) {
-    state_->close();
-    state_->release_owner();
+  if (state_ != nullptr) {
+    state_->close_and_release_owner();
   }
 }
 

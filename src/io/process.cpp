@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "io/file_handle_wait.hpp"
+#include "io/stream_handle.hpp"
 #include "reactor/reactor.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -89,23 +90,7 @@ struct child_state {
 
 namespace {
 
-void maybe_free(child_state& state) noexcept {
-  if (state.users > 0) {
-    return;
-  }
-  if (state.handles_open == 0) {
-    if (state.counted_as_abandoned) {
-      state.driver.abandoned_operation_completed();
-    }
-    delete &state;
-    return;
-  }
-  if (!state.counted_as_abandoned) {
-    // Nobody owns it any more but libuv still does: run() must wait for the close callbacks.
-    state.driver.operation_abandoned();
-    state.counted_as_abandoned = true;
-  }
-}
+void maybe_free(child_state& state) noexcept { free_when_unused(state, state.handles_open > 0); }
 
 void on_handle_closed(uv_handle_t* handle) {
   auto& state = *static_cast<child_state*>(handle->data);
@@ -252,23 +237,6 @@ class state_user {
  private:
   child_state& state_;
 };
-
-void ignore_sigpipe_once() {
-  // A write to a pipe whose reader has gone raises SIGPIPE, which kills the process by default;
-  // weft reports it as an EPIPE io_error instead. A handler the program installed is kept.
-  // (libuv resets every signal to its default in the child before exec.)
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
-        current.sa_handler == SIG_DFL) {
-      struct sigaction ignore {};
-      ignore.sa_handler = SIG_IGN;
-      sigemptyset(&ignore.sa_mask);
-      sigaction(SIGPIPE, &ignore, nullptr);
-    }
-  });
-}
 
 std::size_t read_output(child_state& state, output_pipe& output, std::span<char> buffer,
                         const timeout& limit, const char* operation) {

@@ -75,52 +75,6 @@ void on_read(uv_stream_t* handle, ssize_t nread, const uv_buf_t*) noexcept {
   state.wake_waiter();
 }
 
-class read_wait final : public wait_source {
- public:
-  explicit read_wait(stream_state& state) : state_(state) {}
-  bool arm(coroutine& waiter) override {
-    if (state_.read_ready(state_.want)) {
-      return false;
-    }
-    state_.waiter = &waiter;
-    state_.waiting_on = this;
-    state_.hold();
-    return true;
-  }
-  void disarm() noexcept override {
-    state_.waiter = nullptr;
-    state_.waiting_on = nullptr;
-    state_.release();
-  }
-  void describe(std::string& out) const override { out += "read from " + state_.subject(); }
-
- private:
-  stream_state& state_;
-};
-
-class accept_wait final : public wait_source {
- public:
-  explicit accept_wait(stream_state& server) : server_(server) {}
-  bool arm(coroutine& waiter) override {
-    if (server_.pending_connections > 0 || server_.listen_error != 0 || server_.closing()) {
-      return false;
-    }
-    server_.waiter = &waiter;
-    server_.waiting_on = this;
-    server_.hold();
-    return true;
-  }
-  void disarm() noexcept override {
-    server_.waiter = nullptr;
-    server_.waiting_on = nullptr;
-    server_.release();
-  }
-  void describe(std::string& out) const override { out += "accept on " + server_.subject(); }
-
- private:
-  stream_state& server_;
-};
-
 void on_connection(uv_stream_t* server, int status) noexcept {
   stream_state& state = state_of(reinterpret_cast<uv_handle_t*>(server));
   if (status < 0) {
@@ -169,7 +123,7 @@ void stream_state::fill(std::size_t wanted, const timeout& limit, const char* op
   want = wanted;
   while (!read_ready(want)) {
     start_reading();
-    read_wait until_readable(*this);
+    single_waiter until_readable(*this, "read from", [this] { return read_ready(want); });
     try {
       wait_on_handle(*this, until_readable, limit, operation);
     } catch (...) {
@@ -214,7 +168,9 @@ void listen_on(stream_state& server, int backlog) {
 
 void accept_from(stream_state& server, stream_state& client, const timeout& limit) {
   busy_guard guard(server, "listener", "an acceptor");
-  accept_wait until_connection(server);
+  single_waiter until_connection(server, "accept on", [&server] {
+    return server.pending_connections > 0 || server.listen_error != 0 || server.closing();
+  });
   wait_on_handle(server, until_connection, limit, "accept");
   if (server.pending_connections == 0 || server.closing()) {
     if (server.listen_error != 0 && !server.closing()) {
@@ -236,9 +192,8 @@ stream::stream(stream&& other) noexcept : state_(std::exchange(other.state_, nul
 
 stream& stream::operator=(stream&& other) noexcept {
   if (this != &other) {
-    close();
     if (state_ != nullptr) {
-      state_->release_owner();
+      state_->close_and_release_owner();
     }
     state_ = std::exchange(other.state_, nullptr);
   }
@@ -247,13 +202,7 @@ stream& stream::operator=(stream&& other) noexcept {
 
 stream::~stream() {
   if (state_ != nullptr) {
-    if (&state_->core() != detail::current_core()) {
-      // Destroyed after its run() ended: the loop is gone and reported the open handle
-      // already; touching libuv now would be a use after free, so leak the block instead.
-      return;
-    }
-    state_->close();
-    state_->release_owner();
+    state_->close_and_release_owner();
   }
 }
 

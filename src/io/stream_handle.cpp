@@ -59,6 +59,14 @@ void handle_state::release_owner() noexcept {
   }
 }
 
+void handle_state::close_and_release_owner() noexcept {
+  if (core_ != current_core()) {
+    return;
+  }
+  close();
+  release_owner();
+}
+
 void handle_state::hold() noexcept {
   if (holds_++ == 0 && initialized_) {
     uv_ref(handle());
@@ -120,11 +128,13 @@ void ignore_sigpipe_once() noexcept {
   // not ignore SIGPIPE itself (Node.js does that in its own startup). A write to a connection
   // the peer reset would then kill the process instead of failing with EPIPE. So the first
   // stream made ignores SIGPIPE for the process, unless the program installed its own handler
-  // (which we leave alone).
+  // (which we leave alone). Child processes need the same: a write to a child that has gone
+  // is an EPIPE io_error (libuv resets every signal to its default in the child before exec).
   static std::once_flag once;
   std::call_once(once, [] {
     struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
+        current.sa_handler == SIG_DFL) {
       struct sigaction ignore {};
       ignore.sa_handler = SIG_IGN;
       sigemptyset(&ignore.sa_mask);

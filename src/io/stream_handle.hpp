@@ -47,6 +47,11 @@ class handle_state {
   // The weft object lets go; frees the block if libuv is done with the handle.
   void release_owner() noexcept;
 
+  // What the owning weft object does when it is destroyed or assigned over: closes the handle
+  // and lets go. Once its run() has ended the loop is gone (and reported the open handle), so
+  // touching libuv would be a use after free: the block is leaked instead.
+  void close_and_release_owner() noexcept;
+
   // A coroutine starts/stops waiting on the handle: it keeps the loop alive meanwhile.
   void hold() noexcept;
   void release() noexcept;
@@ -95,6 +100,40 @@ struct state_deleter {
 };
 template <class State>
 using owned_state = std::unique_ptr<State, state_deleter>;
+
+// The one coroutine waiting on a handle (a reader, an acceptor, a receiver): while armed it is
+// the handle's waiter (woken by handle_state::wake_waiter) and keeps the loop alive. ready()
+// says there is no need to wait; what ("read from") names the wait in deadlock reports.
+template <class Ready>
+class single_waiter final : public wait_source {
+ public:
+  single_waiter(handle_state& state, const char* what, Ready ready)
+      : state_(state), what_(what), ready_(std::move(ready)) {}
+  bool arm(coroutine& waiter) override {
+    if (ready_()) {
+      return false;
+    }
+    state_.waiter = &waiter;
+    state_.waiting_on = this;
+    state_.hold();
+    return true;
+  }
+  void disarm() noexcept override {
+    state_.waiter = nullptr;
+    state_.waiting_on = nullptr;
+    state_.release();
+  }
+  void describe(std::string& out) const override {
+    out += what_;
+    out += ' ';
+    out += state_.subject();
+  }
+
+ private:
+  handle_state& state_;
+  const char* what_;
+  Ready ready_;
+};
 
 // Marks handle_state::busy for the duration of one waiting call, or throws std::logic_error
 // ("weft: stream 127.0.0.1:80 already has a reader ...") if another call holds it.

@@ -201,8 +201,7 @@ listener::listener(listener&& other) noexcept : state_(std::exchange(other.state
 listener& listener::operator=(listener&& other) noexcept {
   if (this != &other) {
     if (state_ != nullptr) {
-      state_->close();
-      state_->release_owner();
+      state_->close_and_release_owner();
     }
     state_ = std::exchange(other.state_, nullptr);
   }
@@ -210,10 +209,8 @@ listener& listener::operator=(listener&& other) noexcept {
 }
 
 listener::~listener() {
-  // As for weft::stream: after its run() ended, the loop is gone; leak rather than touch it.
-  if (state_ != nullptr && &state_->core() == detail::current_core()) {
-    state_->close();
-    state_->release_owner();
+  if (state_ != nullptr) {
+    state_->close_and_release_owner();
   }
 }
 

@@ -88,29 +88,6 @@ void on_receive(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buffer, const s
   }
 }
 
-class receive_wait final : public wait_source {
- public:
-  explicit receive_wait(udp_state& state) : state_(state) {}
-  bool arm(coroutine& waiter) override {
-    if (state_.receive_ready()) {
-      return false;
-    }
-    state_.waiter = &waiter;
-    state_.waiting_on = this;
-    state_.hold();
-    return true;
-  }
-  void disarm() noexcept override {
-    state_.waiter = nullptr;
-    state_.waiting_on = nullptr;
-    state_.release();
-  }
-  void describe(std::string& out) const override { out += "recv_from " + state_.subject(); }
-
- private:
-  udp_state& state_;
-};
-
 // A datagram the kernel could not take at once: the bytes are copied here so that the queued
 // uv_udp_send never points at the caller's buffer.
 class buffered_send final : public request_operation<uv_udp_send_t> {
@@ -167,8 +144,7 @@ socket::socket(socket&& other) noexcept : state_(std::exchange(other.state_, nul
 socket& socket::operator=(socket&& other) noexcept {
   if (this != &other) {
     if (state_ != nullptr) {
-      state_->close();
-      state_->release_owner();
+      state_->close_and_release_owner();
     }
     state_ = std::exchange(other.state_, nullptr);
   }
@@ -176,10 +152,8 @@ socket& socket::operator=(socket&& other) noexcept {
 }
 
 socket::~socket() {
-  // As for weft::stream: after its run() ended, the loop is gone; leak rather than touch it.
-  if (state_ != nullptr && &state_->core() == detail::current_core()) {
-    state_->close();
-    state_->release_owner();
+  if (state_ != nullptr) {
+    state_->close_and_release_owner();
   }
 }
 
@@ -250,7 +224,8 @@ datagram socket::recv_from(std::span<char> buffer, const timeout& limit) {
   detail::busy_guard guard(state, "udp socket", "a receiver");
   while (!state.receive_ready()) {
     state.start_receiving();
-    detail::receive_wait until_received(state);
+    detail::single_waiter until_received(state, "recv_from",
+                                         [&state] { return state.receive_ready(); });
     try {
       detail::wait_on_handle(state, until_received, limit, "recv_from");
     } catch (...) {
