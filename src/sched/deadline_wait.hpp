@@ -1,6 +1,8 @@
 // A wait source that fires at a deadline (see scheduler.hpp for the wait protocol).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <span>
 #include <string>
@@ -69,9 +71,18 @@ wait_source& wait_with_limit(scheduler_core& core, coroutine& self,
     return core.wait(sources.data(), sources.size());
   }
   deadline_wait until(core, limit.deadline(), self.background());
-  std::vector<wait_source*> all(sources.begin(), sources.end());
-  all.push_back(&until);
-  wait_source& fired = core.wait(all.data(), all.size());
+  // Every I/O call with a time limit comes through here: no allocation for the usual handful.
+  constexpr std::size_t inline_sources = 8;
+  std::array<wait_source*, inline_sources> few;
+  std::vector<wait_source*> many;
+  wait_source** all = few.data();
+  if (sources.size() >= inline_sources) {
+    many.resize(sources.size() + 1);
+    all = many.data();
+  }
+  std::copy(sources.begin(), sources.end(), all);
+  all[sources.size()] = &until;
+  wait_source& fired = core.wait(all, sources.size() + 1);
   if (&fired == &until) {
     throw timeout_error("weft: " + std::string(describe()) + " " + timed_out_after(limit));
   }
