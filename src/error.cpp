@@ -8,6 +8,9 @@ namespace weft {
 cancelled_error::cancelled_error(std::string reason)
     : error("coroutine cancelled: " + reason), reason_(std::move(reason)) {}
 
+channel_closed_error::channel_closed_error(std::string reason)
+    : error("channel closed: " + reason), reason_(std::move(reason)) {}
+
 deadlock_error::deadlock_error(std::size_t waiting, std::string report)
     : error("deadlock: no active coroutines, " + std::to_string(waiting) +
             " coroutines waiting; nothing is left that could wake them (see report())"),

@@ -47,6 +47,17 @@ class io_error : public error {
   std::string subject_;
 };
 
+// A channel was closed: thrown by send() after close, and by recv() once the buffered values
+// are drained. reason() is the reason given to the first close().
+class channel_closed_error : public error {
+ public:
+  explicit channel_closed_error(std::string reason);
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
 // Thrown by run() when the scheduler found coroutines waiting on each other with nothing left
 // that could wake them. report() holds the full "who waits on what" report.
 class deadlock_error : public error {

@@ -1,0 +1,106 @@
+// FIFO hand-off queue: see include/weft/sync/waiter_queue.hpp.
+#include "weft/sync/waiter_queue.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "sched/deadline_wait.hpp"
+#include "sched/scheduler_core.hpp"
+#include "weft/error.hpp"
+
+namespace weft::detail {
+
+bool queued_waiter::arm(coroutine& waiter) {
+  if (granted_) {
+    return false;
+  }
+  coroutine_ = &waiter;
+  queue_.link(*this);
+  return true;
+}
+
+void queued_waiter::disarm() noexcept {
+  if (link_.linked()) {
+    queue_.unlink(*this);  // left by timeout or cancel before any grant reached it
+  }
+}
+
+void queued_waiter::describe(std::string& out) const { queue_.describe(out); }
+
+waiter_queue::~waiter_queue() {
+  if (size_ != 0) {
+    std::string what;
+    describe(what);
+    std::fprintf(stderr,
+                 "weft: %s destroyed while %zu coroutines still wait on it; the object must "
+                 "outlive every wait on it\n",
+                 what.c_str(), size_);
+    std::abort();
+  }
+}
+
+queued_waiter* waiter_queue::front() const noexcept {
+  list_node* node = waiters_.front();
+  return node == nullptr ? nullptr : static_cast<queued_waiter::link_node*>(node)->owner;
+}
+
+void waiter_queue::link(queued_waiter& waiter) noexcept {
+  waiter.link_.owner = &waiter;
+  waiters_.push_back(waiter.link_);
+  ++size_;
+}
+
+void waiter_queue::unlink(queued_waiter& waiter) noexcept {
+  intrusive_list::remove(waiter.link_);
+  --size_;
+}
+
+queued_waiter* waiter_queue::grant_front(std::uint8_t outcome) noexcept {
+  queued_waiter* waiter = front();
+  if (waiter == nullptr) {
+    return nullptr;
+  }
+  unlink(*waiter);
+  waiter->granted_ = true;
+  waiter->outcome = outcome;
+  // The waiter may already be ready (its deadline fired, or it was cancelled, and it has not run
+  // yet): then this wake is ignored and wait_until_granted() sees granted_ when it runs.
+  waiter->coroutine_->owner().wake(*waiter->coroutine_, *waiter);
+  return waiter;
+}
+
+std::size_t waiter_queue::grant_all(std::uint8_t outcome) noexcept {
+  std::size_t woken = 0;
+  while (grant_front(outcome) != nullptr) {
+    ++woken;
+  }
+  return woken;
+}
+
+void waiter_queue::wait_until_granted(queued_waiter& waiter, const timeout& limit) {
+  scheduler_core* core = current_core();
+  if (core == nullptr || core->current() == nullptr) {
+    std::string what;
+    describe(what);
+    throw std::logic_error("weft: waiting on " + what +
+                           " outside a coroutine; call it from weft::run's main or from a "
+                           "coroutine started with weft::spawn");
+  }
+  coroutine& self = *core->current();
+  wait_source* sources[] = {&waiter};
+  try {
+    wait_with_limit(*core, self, sources, limit, [&] {
+      std::string what = "waiting on ";
+      describe(what);
+      return what;
+    });
+  } catch (const timeout_error&) {
+    if (waiter.granted()) {
+      return;  // the grant raced the deadline and won: the capacity is ours, keep it
+    }
+    throw;
+  }
+}
+
+}  // namespace weft::detail
