@@ -68,7 +68,7 @@ TEST(Process, ExecFeedsStdinData) {
 TEST(Process, ExecPassesEnvironmentAndWorkingDirectory) {
   run_clean([] {
     weft::process::options options;
-    options.env = {"WEFT_TEST_VALUE=forty two"};
+    options.env = std::vector<std::string>{"WEFT_TEST_VALUE=forty two"};
     options.cwd = "/tmp";
     auto result = weft::process::exec({"/bin/sh", "-c", "echo \"$WEFT_TEST_VALUE\"; pwd"}, options);
     EXPECT_EQ(result.standard_output, "forty two\n/tmp\n");
@@ -171,6 +171,69 @@ TEST(Process, SpawnTalksToTheChildThroughItsPipes) {
     EXPECT_EQ(cat.read_stderr(buffer, weft::timeout(10s)), 0u);
     EXPECT_EQ(cat.wait(weft::timeout(10s)).exit_status, 0);
     EXPECT_THROW(cat.write_stdin("late"), std::logic_error);
+  });
+}
+
+// Higher layers take any weft::stream; a child's pipes are just that.
+std::vector<std::string> read_lines(weft::stream& from) {
+  std::vector<std::string> lines;
+  std::string line;
+  while (from.read_until(line, "\n", 1024, weft::timeout(10s)) > 0) {
+    line.pop_back();
+    lines.push_back(std::move(line));
+    line.clear();
+  }
+  return lines;
+}
+
+TEST(Process, SpawnedChildStreamsAreWeftStreams) {
+  run_clean([] {
+    weft::child sorter = weft::process::spawn({"sort"});
+    std::string_view parts[] = {"pear\n", "apple\n", "fig\n"};
+    sorter.stdin_pipe().writev(parts, weft::timeout(10s));
+    sorter.stdin_pipe().shutdown(weft::timeout(10s));  // flushes, then sort sees end of file
+    EXPECT_EQ(read_lines(sorter.stdout_pipe()), (std::vector<std::string>{"apple", "fig", "pear"}));
+    EXPECT_EQ(sorter.wait(weft::timeout(10s)).exit_status, 0);
+    EXPECT_EQ(sorter.stdout_pipe().subject(), "stdout of sort");
+  });
+}
+
+TEST(Process, AStreamNotSpawnedAsAPipeIsALogicErrorNamingIt) {
+  run_clean([] {
+    weft::process::options options;
+    options.stdout_mode = weft::process::stdio::ignore;
+    weft::child quiet = weft::process::spawn({"true"}, options);
+    try {
+      quiet.stdout_pipe();
+      ADD_FAILURE() << "stdout was not piped";
+    } catch (const std::logic_error& error) {
+      EXPECT_NE(std::string(error.what()).find("stdout of process true (pid "), std::string::npos)
+          << error.what();
+    }
+    quiet.wait(weft::timeout(10s));
+  });
+}
+
+TEST(Process, AnEmptyEnvironmentIsPassedAsEmpty) {
+  run_clean([] {
+    weft::process::options options;
+    options.env = std::vector<std::string>{};
+    EXPECT_EQ(weft::process::exec({"/usr/bin/env"}, options).standard_output, "");
+    // Unset: the child inherits ours.
+    ::setenv("WEFT_TEST_INHERITED", "yes", 1);
+    auto inherited = weft::process::exec({"/usr/bin/env"});
+    ::unsetenv("WEFT_TEST_INHERITED");
+    EXPECT_NE(inherited.standard_output.find("WEFT_TEST_INHERITED=yes\n"), std::string::npos);
+  });
+}
+
+TEST(Process, ExecOfAChildThatIgnoresItsStdinStillEnds) {
+  run_clean([] {
+    weft::process::options options;
+    options.stdin_data = std::string(4 * 1024 * 1024, 'x');  // far more than a socket buffer
+    auto result = weft::process::exec({"/bin/sh", "-c", "echo done"}, options);
+    EXPECT_EQ(result.exit_status, 0);
+    EXPECT_EQ(result.standard_output, "done\n");
   });
 }
 

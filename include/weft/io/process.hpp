@@ -12,10 +12,15 @@
 // process is then reaped in the background (run() waits for that), so no zombie and no libuv
 // handle outlives the run.
 //
+// A piped standard stream is a weft::pipe (one end of a socketpair; the child has the other as
+// its fd 0, 1 or 2), so it is a weft::stream like any other: read_until, read_exactly, writev,
+// timeouts and cancellation all work on it, and code written for sockets takes it as is.
+//
 // Failures are weft::io_error with the libuv code and the program: "spawn nosuch-program: no
-// such file or directory". Writing to a child's stdin after it has gone is an io_error (EPIPE):
-// the first spawn ignores SIGPIPE for the whole process, unless the program installed its own
-// handler, because otherwise that write would kill this process.
+// such file or directory", "write stdin of cat: broken pipe". Writing to a child's stdin after
+// it has gone is an io_error (EPIPE): the first spawn ignores SIGPIPE for the whole process,
+// unless the program installed its own handler, because otherwise that write would kill this
+// process.
 //
 // Thread: call from a coroutine on the scheduler's thread (std::logic_error elsewhere).
 #pragma once
@@ -23,11 +28,13 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "weft/io/pipe.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft {
@@ -47,8 +54,9 @@ enum class stdio {
 };
 
 struct options {
-  // "NAME=value" entries making up the child's whole environment; empty: it inherits ours.
-  std::vector<std::string> env{};
+  // "NAME=value" entries making up the child's whole environment (an empty vector: an empty
+  // environment); unset: the child inherits ours.
+  std::optional<std::vector<std::string>> env{};
   // The child's working directory; empty: ours.
   std::string cwd{};
   // exec only: written to the child's stdin, which is then closed (the child sees end of file).
@@ -82,12 +90,11 @@ result exec(const std::vector<std::string>& argv, const options& options = {});
 
 }  // namespace process
 
-// A running (or finished) child process started by process::spawn. Movable, not copyable; used
-// by one coroutine at a time, except that one coroutine may read stdout, another stderr and a
-// third wait for the exit at the same time (the way to drain both pipes of a chatty child).
-//
-// The stdin/stdout/stderr calls are built directly on libuv pipes for now; they will move onto
-// weft::pipe (the streams layer) once that exists, keeping these semantics.
+// A running (or finished) child process started by process::spawn. Movable, not copyable. Its
+// piped standard streams are weft::pipe objects with the usual stream rules (one reader and
+// any number of writers per stream at a time), so one coroutine may read stdout, another stderr
+// and a third wait for the exit at the same time (the way to drain both pipes of a chatty
+// child).
 class child {
  public:
   child() noexcept = default;
@@ -108,16 +115,22 @@ class child {
   // then). io_error if the kernel refuses.
   void kill(int signal = SIGTERM);
 
-  // Writes all of data to the child's stdin; returns once the pipe has taken it. io_error
-  // (broken pipe) if the child closed its end; std::logic_error if stdin is not a pipe or was
-  // closed.
+  // The child's standard streams. std::logic_error if that stream was not spawned as
+  // stdio::pipe. Errors on them name the stream and the program ("read stdout of cat: ...").
+  // Output is read only while asked for (the stream's read-ahead limit), so a child whose
+  // output nobody reads blocks once the pipe is full.
+  weft::pipe& stdin_pipe();
+  weft::pipe& stdout_pipe();
+  weft::pipe& stderr_pipe();
+
+  // Shorthands for the calls above. write_stdin writes all of data (io_error "broken pipe" if
+  // the child closed its end; std::logic_error once close_stdin was called).
   void write_stdin(std::string_view data, const timeout& limit = timeout::never());
-  // Closes the child's stdin once pending writes are done (the child sees end of file).
-  // Idempotent.
+  // Closes our end of stdin: the child reads end of file once it has read what was written.
+  // Bytes of a write that timed out or was cancelled and is still queued are dropped (call
+  // stdin_pipe().shutdown() first to flush them). Idempotent.
   void close_stdin() noexcept;
-  // Reads what the child wrote: up to buffer.size() bytes, at least one unless at end of file
-  // (then 0). Output is read from the pipe only while asked for (up to 64 KiB ahead), so a child
-  // whose output nobody reads blocks once the pipe is full.
+  // read_some on stdout / stderr: at least one byte, or 0 at end of file.
   std::size_t read_stdout(std::span<char> buffer, const timeout& limit = timeout::never());
   std::size_t read_stderr(std::span<char> buffer, const timeout& limit = timeout::never());
 
@@ -126,8 +139,13 @@ class child {
   explicit child(detail::child_state* state) noexcept;
   void release() noexcept;
 
+  weft::pipe& piped(weft::pipe& stream, const char* name);
+
   detail::child_state* state_ = nullptr;
   int pid_ = 0;
+  weft::pipe stdin_;
+  weft::pipe stdout_;
+  weft::pipe stderr_;
 };
 
 namespace process {
