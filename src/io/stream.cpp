@@ -2,9 +2,11 @@
 // the listen/accept machinery shared by TCP and unix-domain listeners.
 #include "weft/io/stream.hpp"
 
+#include <unistd.h>
 #include <uv.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "io/stream_state.hpp"
+#include "weft/sched/this_coroutine.hpp"
 
 namespace weft {
 namespace detail {
@@ -25,6 +28,17 @@ void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buffer) noex
   // libuv calls alloc and read back to back within one poll, so the buffer handed out here is
   // used at once and never outlives the callback pair.
   stream_state& state = state_of(handle);
+  if (!state.direct_target.empty() && state.buffered() == 0) {
+    if (state.direct_bytes == 0) {
+      state.direct_allocated = true;
+      *buffer = uv_buf_init(state.direct_target.data(),
+                            static_cast<unsigned int>(state.direct_target.size()));
+    } else {
+      state.declined = true;  // the reader has its bytes: the rest can wait in the kernel
+      *buffer = uv_buf_init(nullptr, 0);
+    }
+    return;
+  }
   if (state.begin == state.end) {
     state.begin = state.end = 0;
   }
@@ -52,6 +66,14 @@ void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buffer) noex
 
 void on_read(uv_stream_t* handle, ssize_t nread, const uv_buf_t*) noexcept {
   stream_state& state = state_of(reinterpret_cast<uv_handle_t*>(handle));
+  if (std::exchange(state.declined, false)) {
+    return;  // UV_ENOBUFS for the buffer on_alloc declined to give
+  }
+  if (std::exchange(state.direct_allocated, false) && nread > 0) {
+    state.direct_bytes = static_cast<std::size_t>(nread);
+    state.wake_waiter();
+    return;
+  }
   if (nread > 0) {
     state.end += static_cast<std::size_t>(nread);
     if (state.waiter != nullptr) {
@@ -117,6 +139,72 @@ void stream_state::stop_reading() noexcept {
     uv_read_stop(stream());
     reading = false;
   }
+}
+
+std::ptrdiff_t stream_state::read_directly(std::span<char> buffer) {
+  // Cooperative budget (Tokio's idea): after a run of reads that never had to wait, let every
+  // other ready coroutine run once. yield() is a cancellation point like the read itself.
+  constexpr std::uint32_t direct_budget = 32;
+  if (++direct_streak > direct_budget) {
+    direct_streak = 0;
+    weft::yield();
+    if (buffered() > 0 || eof || read_error != 0 || closing()) {
+      return -1;  // the stream changed meanwhile: take the buffered path
+    }
+  }
+  uv_os_fd_t fd = -1;
+  if (uv_fileno(handle(), &fd) != 0) {
+    return -1;
+  }
+  ssize_t got;
+  do {
+    got = ::read(fd, buffer.data(), buffer.size());
+  } while (got < 0 && errno == EINTR);
+  if (got > 0) {
+    return got;
+  }
+  if (got == 0) {
+    eof = true;
+    stop_reading();
+    return 0;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    direct_streak = 0;  // the reader will wait: its budget starts over
+    return -1;
+  }
+  read_error = uv_translate_sys_error(errno);
+  stop_reading();
+  return 0;
+}
+
+direct_read_loan::direct_read_loan(stream_state& state, std::span<char> buffer) noexcept
+    : state_(state) {
+  state_.direct_target = buffer;
+  state_.direct_bytes = 0;
+}
+
+std::size_t direct_read_loan::take() noexcept {
+  state_.direct_target = {};
+  return std::exchange(state_.direct_bytes, 0);
+}
+
+direct_read_loan::~direct_read_loan() {
+  if (state_.direct_bytes == 0) {
+    state_.direct_target = {};
+    return;
+  }
+  // Left by a timeout or cancel after bytes had landed in the caller's buffer: they move into
+  // the stream's own buffer (empty: on_alloc declined every read after the direct one), so the
+  // next read returns them and nothing is lost.
+  std::size_t bytes = std::exchange(state_.direct_bytes, 0);
+  if (state_.capacity < bytes) {
+    state_.inbound.reset(new char[bytes]);
+    state_.capacity = bytes;
+  }
+  std::memcpy(state_.inbound.get(), state_.direct_target.data(), bytes);
+  state_.begin = 0;
+  state_.end = bytes;
+  state_.direct_target = {};
 }
 
 void stream_state::fill(std::size_t wanted, const timeout& limit, const char* operation) {
@@ -229,7 +317,21 @@ std::size_t stream::read_some(std::span<char> buffer, const timeout& limit) {
   if (buffer.empty()) {
     return 0;
   }
-  state.fill(1, limit, "read");
+  if (state.buffered() == 0 && !state.eof && state.read_error == 0 && !state.closing()) {
+    std::ptrdiff_t direct = state.read_directly(buffer);
+    if (direct > 0) {
+      return static_cast<std::size_t>(direct);
+    }
+    if (state.buffered() == 0) {
+      detail::direct_read_loan loan(state, buffer);
+      state.fill(1, limit, "read");
+      if (std::size_t bytes = loan.take()) {
+        return bytes;
+      }
+    }
+  } else {
+    state.fill(1, limit, "read");
+  }
   std::size_t bytes = std::min(buffer.size(), state.buffered());
   if (bytes > 0) {
     std::memcpy(buffer.data(), state.data(), bytes);

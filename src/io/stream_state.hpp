@@ -14,7 +14,9 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "io/stream_handle.hpp"
@@ -43,7 +45,7 @@ struct stream_state final : handle_state {
   }
   // True when a reader waiting for want buffered bytes need not wait (any more).
   bool read_ready(std::size_t want) const noexcept {
-    return buffered() >= want || eof || read_error != 0 || closing();
+    return buffered() >= want || direct_bytes > 0 || eof || read_error != 0 || closing();
   }
   // Waits until read_ready(want). Throws timeout_error / cancelled_error (stopping the read).
   void fill(std::size_t want, const timeout& limit, const char* operation);
@@ -51,6 +53,11 @@ struct stream_state final : handle_state {
   void throw_if_failed(const char* operation) const;
   void start_reading();
   void stop_reading() noexcept;
+  // With nothing buffered, reads straight from the socket into the caller's buffer, as Go's
+  // netpoller does: no read-ahead copy and, while data keeps coming, no wait at all. Returns the
+  // bytes read, 0 at end of stream (eof set), or -1 when the kernel has nothing yet (wait with
+  // fill) or a direct read is not possible; a read error is recorded in read_error and returns 0.
+  std::ptrdiff_t read_directly(std::span<char> buffer);
 
   // --- listening ---
   int pending_connections = 0;
@@ -77,6 +84,18 @@ struct stream_state final : handle_state {
   std::size_t end = 0;
   std::size_t want = 1;  // what the waiting reader waits for (bytes buffered)
   bool reading = false;  // uv_read_start is in effect
+  // Direct reads since the reader last suspended: a reader that always finds data would never
+  // give the other coroutines a turn (see read_directly).
+  std::uint32_t direct_streak = 0;
+  // A read_some that found nothing buffered and waits lends its buffer: libuv's next read lands
+  // there (no copy), direct_bytes says how much, and further reads in the same poll are declined
+  // (an empty buffer: libuv stops for this round, the socket stays level-triggered readable).
+  // The loan ends before read_some returns or throws (direct_read_loan); libuv calls alloc and
+  // read back to back, so the buffer is never written after that.
+  std::span<char> direct_target{};
+  std::size_t direct_bytes = 0;
+  bool direct_allocated = false;  // the current alloc handed out direct_target
+  bool declined = false;          // the current alloc handed out nothing (UV_ENOBUFS follows)
   bool eof = false;
   int read_error = 0;
 
@@ -85,6 +104,20 @@ struct stream_state final : handle_state {
  protected:
   void on_close_requested() noexcept override;
   void close_handle(uv_close_cb on_closed) noexcept override;
+};
+
+// The loan of a waiting read_some's buffer to on_alloc (see stream_state::direct_target).
+class direct_read_loan {
+ public:
+  direct_read_loan(stream_state& state, std::span<char> buffer) noexcept;
+  direct_read_loan(const direct_read_loan&) = delete;
+  direct_read_loan& operator=(const direct_read_loan&) = delete;
+  // Ends the loan; returns how many bytes landed in the buffer.
+  std::size_t take() noexcept;
+  ~direct_read_loan();
+
+ private:
+  stream_state& state_;
 };
 
 // Makes the public stream types from their state (their constructor from a state is private).

@@ -12,11 +12,15 @@
 // Ownership and lifetimes: the libuv handle lives on the heap in a state block that the stream
 // owns; close() (idempotent, also run by the destructor) asks libuv to close the handle, and the
 // block is freed once libuv's close callback has run AND the stream object let go of it, so
-// neither libuv nor a coroutine still inside a call ever points at freed memory. libuv reads
-// into the state block's own buffer, never into a caller's frame: a read that is abandoned
-// (timeout, cancel) leaves nothing of the caller behind, and data that arrived is kept for the
-// next read. Writes first try to write synchronously; what the kernel did not take is copied
-// into the pending write, so an abandoned write never leaves libuv reading the caller's buffer.
+// neither libuv nor a coroutine still inside a call ever points at freed memory. read_some
+// with nothing buffered reads straight from the socket into the caller's buffer (as Go does: no
+// copy, no wait while data keeps coming; after 32 reads in a row that never waited it yields
+// once, so a fast peer cannot starve the other coroutines); when it must wait it lends its
+// buffer to libuv's next read only for as long as it is inside the call. Otherwise libuv reads
+// into the stream's own buffer. A read that is abandoned (timeout, cancel) leaves nothing of the
+// caller behind, and data that arrived is kept for the next read. Writes first try to write
+// synchronously; what the kernel did not take is copied into the pending write, so an abandoned
+// write never leaves libuv reading the caller's buffer.
 //
 // Reading: one reader at a time (a second concurrent read is a std::logic_error). Between reads
 // the stream keeps reading ahead into its buffer up to a limit (so a request/response loop does
