@@ -151,10 +151,8 @@ class scheduler_core {
     }
   }
 
- private:
-  coroutine& awaiter_for(coroutine& target);
-
-  // Waiting for a coroutine's end: linked into the target's awaiters list while armed.
+  // Waiting for a coroutine's end: linked into the target's awaiters list while armed. Public so
+  // that the await combinators (src/sync/await.cpp) can wait on several tasks at once.
   class task_wait final : public wait_source {
    public:
     explicit task_wait(coroutine& target) : target_(target) {}
@@ -171,6 +169,9 @@ class scheduler_core {
    private:
     coroutine& target_;
   };
+
+ private:
+  coroutine& awaiter_for(coroutine& target);
 
   [[noreturn]] static void coroutine_entry();
   [[noreturn]] void coroutine_loop();

@@ -169,6 +169,39 @@ TEST(Pipe, BytesThatLandAsAReadTimesOutStayReadable) {
   });
 }
 
+// A reader whose data is always there never has to wait, so read_some yields on its own now and
+// then: a fast peer cannot starve the other coroutines of the scheduler.
+TEST(Pipe, AReaderThatNeverWaitsStillLetsOthersRun) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  run_clean(
+      [&] {
+        weft::pipe reader = weft::pipe::open(fds[0]);
+        weft::pipe writer = weft::pipe::open(fds[1]);
+        constexpr std::size_t total = 4096;
+        writer.write_all(std::string(total, 'x'));  // all of it waits in the socket already
+        bool done = false;
+        std::size_t ticks = 0;
+        auto ticker = weft::spawn([&] {
+          while (!done) {
+            ++ticks;
+            weft::yield();
+          }
+        });
+        weft::yield();  // the ticker starts
+        std::size_t ticks_before = ticks;
+        char byte;
+        for (std::size_t read = 0; read < total; ++read) {
+          ASSERT_EQ(reader.read_some(std::span<char>(&byte, 1)), 1u);
+        }
+        done = true;
+        ticker.await();
+        // One turn for the ticker per 32 reads that never waited.
+        EXPECT_GE(ticks - ticks_before, total / 33);
+      },
+      weft_test::fifo_options());
+}
+
 TEST(Pipe, AcceptedConnectionsQueueUntilAccepted) {
   socket_directory directory;
   const std::string path = directory.file("queue.sock");

@@ -104,6 +104,9 @@ class task {
   }
 
   bool valid() const noexcept { return coroutine_ != nullptr; }
+  // The control block (null for an empty task), for the layers that wait on tasks themselves
+  // (the await combinators wait on several at once). Not for application code.
+  detail::coroutine* control_block() const noexcept { return coroutine_; }
   bool done() const {
     valid_or_throw("done");
     return coroutine_->done();
