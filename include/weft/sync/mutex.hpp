@@ -1,0 +1,117 @@
+// weft::mutex: mutual exclusion between the coroutines of one scheduler.
+//
+// Contract:
+//   - Only coroutines of one scheduler use a given mutex, on that scheduler's thread (it is not
+//     a thread lock: it never blocks the thread, and another thread must not touch it).
+//   - lock() suspends the calling coroutine while another coroutine holds the mutex. A lock that
+//     has to wait is a cancellation point (cancelled_error) and takes an optional time limit
+//     (timeout_error); a lock that can be taken at once never suspends.
+//   - FIFO with hand-off: unlock() gives the mutex straight to the oldest waiter, which owns it
+//     from that moment, before it even runs. The unlocking coroutine cannot take it back by
+//     looping (a lock() while others wait queues behind them even if the mutex looks free), so
+//     no waiter is ever starved. A waiter granted the mutex and then cancelled before it runs
+//     passes it on to the next waiter.
+//   - The mutex records its owner (a coroutine): unlock by any other coroutine, unlock of an
+//     unlocked mutex and lock() by the owner (which would wait forever) are std::logic_error
+//     naming the coroutines involved. A deadlock report shows who holds it and how many wait.
+//   - Usable with std::unique_lock, std::lock_guard and std::scoped_lock (try_lock_for and
+//     try_lock_until make unique_lock's timed constructors work). Take several mutexes in one
+//     consistent order: std::lock's back-off (lock one, try the others, release and retry)
+//     assumes a released mutex can be retaken, but hand-off gives it to its oldest waiter, so
+//     coroutines taking the same mutexes in opposite orders can keep handing them round.
+//   - The mutex must outlive every wait on it. Destroying it while locked is allowed (the owner
+//     record is dropped); destroying it while coroutines wait on it aborts.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "weft/sched/coroutine.hpp"
+#include "weft/sched/timeout.hpp"
+#include "weft/sync/waiter_queue.hpp"
+
+namespace weft {
+
+namespace detail {
+
+// A timeout from a std::chrono duration of any representation, for the std-style timed calls
+// (try_lock_for, condition_variable::wait_for). Rounds up, so a wait never ends early; a
+// duration too long to represent as a deadline (hours::max()) means no limit.
+template <class Rep, class Period>
+timeout timeout_after(const std::chrono::duration<Rep, Period>& length) {
+  // About 290 years fit in steady_clock's nanoseconds; anything beyond a century is "never".
+  constexpr double century_seconds = 100.0 * 365 * 24 * 3600;
+  if (std::chrono::duration<double>(length).count() > century_seconds) {
+    return timeout::never();
+  }
+  if (length <= length.zero()) {
+    return timeout(timeout::clock::duration::zero());
+  }
+  return timeout(std::chrono::ceil<timeout::clock::duration>(length));
+}
+
+// Same for an absolute time on any clock (measured against that clock now).
+template <class Clock, class Duration>
+timeout timeout_at(const std::chrono::time_point<Clock, Duration>& deadline) {
+  if (deadline == std::chrono::time_point<Clock, Duration>::max()) {
+    return timeout::never();
+  }
+  return timeout_after(deadline - Clock::now());
+}
+
+// "task 3 'writer'", "task 0 (main)": how messages and deadlock reports name a coroutine.
+std::string describe_coroutine(const coroutine& who);
+
+}  // namespace detail
+
+class mutex {
+ public:
+  mutex() noexcept;
+  ~mutex();
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+
+  // Takes the mutex, waiting (FIFO) while another coroutine holds it. std::logic_error when the
+  // caller already holds it or is not a coroutine.
+  void lock();
+  // Same, giving up with timeout_error ("weft: waiting on mutex 0x.. held by task 3 'writer', 1
+  // waiting timed out after 50 ms") when limit passes first; the mutex is then not held.
+  void lock(const timeout& limit);
+  // Takes the mutex only if it is free and nobody waits for it; never suspends.
+  bool try_lock();
+  // lock(limit) that reports the timeout as false (std's timed-mutex interface).
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& length) {
+    return try_lock_within(detail::timeout_after(length));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return try_lock_within(detail::timeout_at(deadline));
+  }
+  // Releases the mutex, handing it to the oldest waiter if any. Never suspends. std::logic_error
+  // unless the calling coroutine holds it.
+  void unlock();
+
+  bool locked() const noexcept { return owner_ != nullptr; }
+  // The id of the coroutine holding it (task::id()), if any.
+  std::optional<std::uint64_t> owner_id() const noexcept;
+  // How many coroutines wait for it.
+  std::size_t waiting() const noexcept { return waiters_.size(); }
+
+ private:
+  bool try_lock_within(const timeout& limit);
+  // Passes ownership to the oldest waiter, or leaves the mutex free if none waits.
+  void hand_on() noexcept;
+  void set_owner(detail::coroutine* owner) noexcept;
+  static void describe(const void* self, std::string& out);
+
+  // Referenced (add_ref) while it holds the mutex, so a report can still name an owner that
+  // ended without unlocking.
+  detail::coroutine* owner_ = nullptr;
+  detail::waiter_queue waiters_;
+};
+
+}  // namespace weft

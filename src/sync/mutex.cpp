@@ -1,0 +1,160 @@
+// weft::mutex: see include/weft/sync/mutex.hpp.
+//
+// Ownership moves at grant time: unlock() records the oldest waiter as the owner before that
+// waiter runs, so there is never a moment where the mutex is free while coroutines wait for it,
+// and "free" needs no separate flag (owner_ == nullptr).
+#include "weft/sync/mutex.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "weft/error.hpp"
+#include "weft/sched/scheduler.hpp"
+
+namespace weft {
+namespace detail {
+
+std::string describe_coroutine(const coroutine& who) {
+  std::string out = "task " + std::to_string(who.id());
+  if (!who.name().empty()) {
+    out += " '" + who.name() + "'";
+  } else if (who.is_main()) {
+    out += " (main)";
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string address_of(const void* object) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", object);
+  return text;
+}
+
+// The calling coroutine, which a mutex records as its owner.
+detail::coroutine& calling_coroutine(const mutex& target, const char* operation) {
+  scheduler* running = current_scheduler_or_null();
+  detail::coroutine* self = running == nullptr ? nullptr : running->current();
+  if (self == nullptr) {
+    throw std::logic_error("weft::mutex " + address_of(&target) + ": " + operation +
+                           " called outside a coroutine; a weft::mutex is held by coroutines, so "
+                           "call it from weft::run's main or a coroutine started with weft::spawn");
+  }
+  return *self;
+}
+
+}  // namespace
+
+mutex::mutex() noexcept : waiters_(this, &mutex::describe) {}
+
+mutex::~mutex() {
+  // Waiters left behind make waiters_'s destructor abort with a report; a lock still held is
+  // tolerated (like a std::unique_lock going out of scope after its mutex in a cleanup path).
+  if (owner_ != nullptr) {
+    std::exchange(owner_, nullptr)->release();
+  }
+}
+
+void mutex::describe(const void* self, std::string& out) {
+  const mutex& target = *static_cast<const mutex*>(self);
+  out += "mutex " + address_of(self);
+  if (target.owner_ == nullptr) {
+    out += " (unlocked)";
+  } else {
+    out += " held by " + detail::describe_coroutine(*target.owner_);
+  }
+  out += ", " + std::to_string(target.waiters_.size()) + " waiting";
+}
+
+std::optional<std::uint64_t> mutex::owner_id() const noexcept {
+  if (owner_ == nullptr) {
+    return std::nullopt;
+  }
+  return owner_->id();
+}
+
+void mutex::set_owner(detail::coroutine* owner) noexcept {
+  owner->add_ref();
+  owner_ = owner;
+}
+
+void mutex::lock() { lock(timeout::never()); }
+
+void mutex::lock(const timeout& limit) {
+  detail::coroutine& self = calling_coroutine(*this, "lock");
+  if (owner_ == &self) {
+    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+                           detail::describe_coroutine(self) +
+                           " locks a mutex it already holds, which would wait forever; weft::mutex "
+                           "is not recursive: unlock it first or restructure the code");
+  }
+  if (owner_ == nullptr && waiters_.empty()) {
+    set_owner(&self);
+    return;
+  }
+  // slot carries the waiter's coroutine so that hand_on() can record it as the owner.
+  detail::queued_waiter me(waiters_, &self);
+  waiters_.wait(me, limit, [this](detail::queued_waiter&) {
+    // Granted (we are the owner now) but leaving by cancellation: the next waiter gets it.
+    hand_on();
+  });
+}
+
+bool mutex::try_lock() {
+  detail::coroutine& self = calling_coroutine(*this, "try_lock");
+  if (owner_ == &self) {
+    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+                           detail::describe_coroutine(self) +
+                           " tries to lock a mutex it already holds; weft::mutex is not "
+                           "recursive: unlock it first or restructure the code");
+  }
+  if (owner_ != nullptr || !waiters_.empty()) {
+    return false;
+  }
+  set_owner(&self);
+  return true;
+}
+
+bool mutex::try_lock_within(const timeout& limit) {
+  try {
+    lock(limit);
+    return true;
+  } catch (const timeout_error&) {
+    return false;
+  }
+}
+
+void mutex::unlock() {
+  detail::coroutine& self = calling_coroutine(*this, "unlock");
+  if (owner_ == nullptr) {
+    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+                           detail::describe_coroutine(self) +
+                           " unlocks a mutex that is not locked; every unlock must match a "
+                           "lock by the same coroutine");
+  }
+  if (owner_ != &self) {
+    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+                           detail::describe_coroutine(self) + " unlocks a mutex held by " +
+                           detail::describe_coroutine(*owner_) +
+                           "; only the coroutine that locked a mutex may unlock it");
+  }
+  hand_on();
+}
+
+void mutex::hand_on() noexcept {
+  detail::coroutine* previous = std::exchange(owner_, nullptr);
+  if (detail::queued_waiter* next = waiters_.front(); next != nullptr) {
+    set_owner(static_cast<detail::coroutine*>(next->slot));
+    waiters_.grant_front();
+  }
+  // The previous owner is the running coroutine (unlock) or the one leaving wait (pass on), so
+  // this is never its last reference.
+  previous->release();
+}
+
+}  // namespace weft
