@@ -318,14 +318,18 @@ std::size_t stream::read_some(std::span<char> buffer, const timeout& limit) {
     return 0;
   }
   if (state.buffered() == 0 && !state.eof && state.read_error == 0 && !state.closing()) {
-    std::ptrdiff_t direct = state.read_directly(buffer);
-    if (direct > 0) {
-      return static_cast<std::size_t>(direct);
+    if (state.try_direct) {
+      std::ptrdiff_t direct = state.read_directly(buffer);
+      if (direct > 0) {
+        state.try_direct = static_cast<std::size_t>(direct) == buffer.size();
+        return static_cast<std::size_t>(direct);
+      }
     }
     if (state.buffered() == 0) {
       detail::direct_read_loan loan(state, buffer);
       state.fill(1, limit, "read");
       if (std::size_t bytes = loan.take()) {
+        state.try_direct = bytes == buffer.size();
         return bytes;
       }
     }

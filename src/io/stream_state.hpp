@@ -92,6 +92,10 @@ struct stream_state final : handle_state {
   // (an empty buffer: libuv stops for this round, the socket stays level-triggered readable).
   // The loan ends before read_some returns or throws (direct_read_loan); libuv calls alloc and
   // read back to back, so the buffer is never written after that.
+  // Whether the next read_some should try the socket before waiting: yes while the data
+  // streams (the last read filled the caller's buffer), no in request/response traffic (the
+  // last read drained the socket), where the attempt would be a wasted EAGAIN syscall.
+  bool try_direct = true;
   std::span<char> direct_target{};
   std::size_t direct_bytes = 0;
   bool direct_allocated = false;  // the current alloc handed out direct_target
