@@ -11,6 +11,14 @@ cancelled_error::cancelled_error(std::string reason)
 channel_closed_error::channel_closed_error(std::string reason)
     : error("channel closed: " + reason), reason_(std::move(reason)) {}
 
+all_failed_error::all_failed_error(const std::string& message,
+                                   std::vector<std::exception_ptr> errors,
+                                   std::vector<std::size_t> indexes)
+    : error(message), errors_(std::move(errors)), indexes_(std::move(indexes)) {}
+
+scope_closed_error::scope_closed_error(const std::string& message, std::string reason)
+    : error(message), reason_(std::move(reason)) {}
+
 deadlock_error::deadlock_error(std::size_t waiting, std::string report)
     : error("deadlock: no active coroutines, " + std::to_string(waiting) +
             " coroutines waiting; nothing is left that could wake them (see report())"),

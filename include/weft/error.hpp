@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace weft {
 
@@ -52,6 +54,33 @@ class io_error : public error {
 class channel_closed_error : public error {
  public:
   explicit channel_closed_error(std::string reason);
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+// Every one of several alternatives failed: await_first_success and await_any_of (once too few
+// inputs can still succeed) and task_group::any. errors() holds the failures; indexes() says
+// where each came from (the input's position for the combinators, the order the tasks ended in
+// for task_group::any). The message quotes the first one.
+class all_failed_error : public error {
+ public:
+  all_failed_error(const std::string& message, std::vector<std::exception_ptr> errors,
+                   std::vector<std::size_t> indexes);
+  const std::vector<std::exception_ptr>& errors() const noexcept { return errors_; }
+  const std::vector<std::size_t>& indexes() const noexcept { return indexes_; }
+
+ private:
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::size_t> indexes_;
+};
+
+// spawn() into a weft::scope or task_group that no longer accepts work. reason() is the reason
+// the scope was closed with ("scope 'x' failed: ...", "scope cancelled", ...).
+class scope_closed_error : public error {
+ public:
+  scope_closed_error(const std::string& message, std::string reason);
   const std::string& reason() const noexcept { return reason_; }
 
  private:

@@ -19,11 +19,6 @@
 
 namespace weft {
 
-all_failed_error::all_failed_error(const std::string& message,
-                                   std::vector<std::exception_ptr> errors,
-                                   std::vector<std::size_t> indexes)
-    : error(message), errors_(std::move(errors)), indexes_(std::move(indexes)) {}
-
 namespace detail {
 
 namespace {

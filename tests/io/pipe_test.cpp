@@ -136,37 +136,39 @@ TEST(Pipe, WrappedPipeTimedOutReadLosesNothing) {
 TEST(Pipe, BytesThatLandAsAReadTimesOutStayReadable) {
   int fds[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  run_clean([&] {
-    weft::pipe reader = weft::pipe::open(fds[0]);
-    weft::pipe writer = weft::pipe::open(fds[1]);
-    bool timed_out = false;
-    auto waiting = weft::spawn([&] {
-      std::array<char, 16> buffer;
-      try {
-        std::size_t bytes = reader.read_some(buffer, weft::timeout(20ms));
-        return std::string(buffer.data(), bytes);
-      } catch (const weft::timeout_error&) {
-        timed_out = true;
-      }
-      return std::string();
-    });
-    weft::yield();  // the reader waits, its buffer on loan
-    writer.write_all("landed");
-    // Past the reader's deadline without suspending: the next poll fires the deadline and reads
-    // the bytes before the reader runs again.
-    auto until = std::chrono::steady_clock::now() + 40ms;
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    std::string got = waiting.await();
-    if (timed_out) {
-      EXPECT_EQ(got, "");
-      EXPECT_EQ(reader.buffered(), 6u) << "the bytes moved into the stream's buffer";
-      std::array<char, 16> buffer;
-      got.assign(buffer.data(), reader.read_some(buffer, weft::timeout(10s)));
-    }
-    EXPECT_EQ(got, "landed");
-    EXPECT_TRUE(timed_out) << "the deadline fires before the poll for I/O";
-  });
+  run_clean(
+      [&] {
+        weft::pipe reader = weft::pipe::open(fds[0]);
+        weft::pipe writer = weft::pipe::open(fds[1]);
+        bool timed_out = false;
+        auto waiting = weft::spawn([&] {
+          std::array<char, 16> buffer;
+          try {
+            std::size_t bytes = reader.read_some(buffer, weft::timeout(20ms));
+            return std::string(buffer.data(), bytes);
+          } catch (const weft::timeout_error&) {
+            timed_out = true;
+          }
+          return std::string();
+        });
+        weft::yield();  // the reader waits, its buffer on loan
+        writer.write_all("landed");
+        // Past the reader's deadline without suspending: the next poll fires the deadline and reads
+        // the bytes before the reader runs again.
+        auto until = std::chrono::steady_clock::now() + 40ms;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        std::string got = waiting.await();
+        if (timed_out) {
+          EXPECT_EQ(got, "");
+          EXPECT_EQ(reader.buffered(), 6u) << "the bytes moved into the stream's buffer";
+          std::array<char, 16> buffer;
+          got.assign(buffer.data(), reader.read_some(buffer, weft::timeout(10s)));
+        }
+        EXPECT_EQ(got, "landed");
+        EXPECT_TRUE(timed_out) << "the deadline fires before the poll for I/O";
+      },
+      weft_test::fifo_options());
 }
 
 // A reader whose data is always there never has to wait, so read_some yields on its own now and

@@ -29,6 +29,7 @@
 namespace weft {
 
 class scheduler;
+class scope;
 
 enum class priority : std::uint8_t { normal, high };
 
@@ -163,6 +164,11 @@ class coroutine {
   void enter_protected() noexcept { ++protect_depth_; }
   void leave_protected() noexcept { --protect_depth_; }
 
+  // The weft::scope (or task_group) this coroutine was spawned into, or null: a scope made inside
+  // the coroutine defaults to being its child, and joining it from inside is refused.
+  weft::scope* owning_scope() const noexcept { return owning_scope_; }
+  void set_owning_scope(weft::scope* owner) noexcept { owning_scope_ = owner; }
+
  protected:
   virtual ~coroutine();
   // Runs the body and stores its result or exception in the derived block.
@@ -203,6 +209,7 @@ class coroutine {
   std::string name_;
   std::string cancel_reason_;
   std::source_location spawned_at_;
+  weft::scope* owning_scope_ = nullptr;
 };
 
 // Allocation of control blocks from per-thread size-class free lists: spawn must not pay malloc.

@@ -56,20 +56,6 @@
 
 namespace weft {
 
-// Every input that could succeed failed: errors() holds their errors and indexes() their
-// positions among the inputs, both in input order.
-class all_failed_error : public error {
- public:
-  all_failed_error(const std::string& message, std::vector<std::exception_ptr> errors,
-                   std::vector<std::size_t> indexes);
-  const std::vector<std::exception_ptr>& errors() const noexcept { return errors_; }
-  const std::vector<std::size_t>& indexes() const noexcept { return indexes_; }
-
- private:
-  std::vector<std::exception_ptr> errors_;
-  std::vector<std::size_t> indexes_;
-};
-
 struct await_options {
   timeout limit{};
   // When the limit passes first, cancel the inputs still pending (default: they keep running).

@@ -1,0 +1,296 @@
+// weft::scope: structured concurrency. Coroutines spawned into a scope belong to it; the scope
+// can cancel them all, wait for them all, and decides what an exception escaping one of them
+// means. Scopes form a tree: cancelling or failing a scope reaches its descendants, never its
+// parent's other coroutines or its siblings (except through failure, below).
+//
+// Parent. `weft::scope s;` made inside a coroutine that belongs to scope P is P's child; made
+// elsewhere (main, a plain weft::spawn) it has no parent. `weft::scope s(parent)` picks the
+// parent; `weft::scope s(weft::detached_scope)` has none. A scope made under a closed parent
+// starts closed (cancelled with the parent's reason).
+//
+// Errors. An exception other than cancelled_error escaping a coroutine of the scope:
+//   - with an exception handler set: the handler gets it (on the failing coroutine's stack,
+//     right after the exception left the coroutine's function; it should not block) and the
+//     scope carries on. A handler that throws fails the scope with what it threw.
+//   - without one: the scope fails. The first error is kept; the scope closes and cancels its
+//     other coroutines and its child scopes; join() rethrows that error (every time); and the
+//     error propagates to the parent scope at once, as if a coroutine of the parent had failed
+//     with it (the parent's handler gets it, or the parent fails in turn, and so on up). An
+//     error reaches each scope once: when the coroutine owning a failed child scope lets the
+//     child's rethrown error escape, the parent does not see it a second time.
+// The task returned by spawn() still carries the coroutine's own outcome. A failure that no
+// join() or error() observed and no parent took is reported as uncaught when the scope is
+// destroyed (the program shuts down and weft::run rethrows it), never dropped silently.
+//
+// Closing. A scope is closed once cancelled, failed or being destroyed; spawn() into a closed
+// scope throws weft::scope_closed_error. join() does not close it.
+//
+// Destruction cancels the scope's live coroutines (and its child scopes) and waits for them to
+// end: the destructor never returns while one of them could still touch the scope. In a
+// coroutine it suspends (uninterruptibly: a cancel arriving meanwhile is raised at the caller's
+// next suspension point instead). Outside a coroutine, or inside one of the scope's own
+// coroutines, with live coroutines, there is nothing to wait with: it aborts with a message.
+// Otherwise the scope object must outlive every call on it, as any object.
+//
+// Threads: a scope belongs to the scheduler of the thread its coroutines run on; every call is
+// made on that thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/error.hpp"
+#include "weft/sched/coroutine.hpp"
+#include "weft/sched/scheduler.hpp"
+#include "weft/sched/task.hpp"
+#include "weft/sched/timeout.hpp"
+#include "weft/sync/waiter_queue.hpp"
+
+namespace weft {
+
+struct detached_scope_t {
+  explicit detached_scope_t() = default;
+};
+// weft::scope s(weft::detached_scope): a scope with no parent, wherever it is made.
+inline constexpr detached_scope_t detached_scope{};
+
+struct scope_stats {
+  std::uint64_t spawned = 0;
+  std::uint64_t live = 0;          // its own coroutines not yet ended
+  std::uint64_t live_in_tree = 0;  // ... plus those of every descendant scope
+  std::uint64_t succeeded = 0;
+  std::uint64_t failed = 0;     // ended with an exception other than cancelled_error
+  std::uint64_t cancelled = 0;  // ended with cancelled_error (or never started)
+};
+
+class scope;
+
+namespace detail {
+// Runs a scope member's function and reports an exception escaping it to the scope before it
+// settles on the task.
+template <class Function, class Result>
+class scope_body {
+ public:
+  scope_body(Function&& function, weft::scope& owner)
+      : function_(std::move(function)), owner_(&owner) {}
+  Result operator()();
+
+ private:
+  Function function_;
+  weft::scope* owner_;
+};
+}  // namespace detail
+
+class scope {
+ public:
+  using exception_handler = std::function<void(std::exception_ptr)>;
+
+  // A child of the calling coroutine's scope, if it has one; else a scope with no parent.
+  explicit scope(std::string name = {});
+  explicit scope(scope& parent, std::string name = {});
+  explicit scope(detached_scope_t, std::string name = {});
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+  virtual ~scope();
+
+  // Spawns fn as a coroutine of this scope (lazy and FIFO, like weft::spawn). Throws
+  // scope_closed_error if the scope is closed, std::logic_error outside a running scheduler.
+  template <class Function>
+  auto spawn(Function&& fn, spawn_options options = {},
+             std::source_location spawned_at = std::source_location::current())
+      -> task<std::invoke_result_t<std::decay_t<Function>&>>;
+
+  // Waits until the scope and its descendants have no live coroutine, then rethrows the
+  // scope's failure if it failed. Returns at once for an empty scope. A coroutine of this scope
+  // or of a descendant gets std::logic_error (it would wait for itself). A cancellation point;
+  // the timed version throws timeout_error and leaves the coroutines running.
+  void join();
+  void join(const timeout& limit);
+
+  // Closes the scope and cancels its coroutines (the caller too, if it is one of them) and its
+  // child scopes. Idempotent; the first reason stays.
+  void cancel(std::string reason = "scope cancelled");
+
+  // Replaces the handler (an empty one removes it). See the header comment.
+  void set_exception_handler(exception_handler handler);
+
+  const std::string& name() const noexcept { return name_; }
+  scope* parent() const noexcept { return parent_; }
+  bool closed() const noexcept { return closed_; }
+  bool failed() const noexcept { return static_cast<bool>(error_); }
+  // The reason it was closed with (empty while open).
+  const std::string& close_reason() const noexcept { return close_reason_; }
+  // The failure join() would rethrow, or null. Reading it counts as observing it.
+  std::exception_ptr error() noexcept;
+  std::size_t live() const noexcept { return live_; }
+  scope_stats stats() const noexcept;
+
+ protected:
+  // One coroutine of the scope: linked in members_ from spawn until it ends.
+  struct member : detail::list_node {
+    detail::coroutine* coroutine = nullptr;
+    weft::scope* owner = nullptr;
+    bool queued = false;      // task_group: made, not yet handed to the scheduler
+    bool holds_slot = false;  // task_group: counted against its concurrency
+  };
+
+  // For task_group: errors_are_results makes member failures outcomes of their tasks (the
+  // group hands them out) instead of failures of the scope.
+  scope(scope* parent, std::string name, bool errors_are_results);
+
+  // Creates the coroutine of fn as a member (not yet queued in the scheduler). Returns its
+  // control block with the scheduler's and the scope's references.
+  template <class Result, class Function>
+  detail::result_holder<Result>* make_member(Function&& fn, scheduler& owner,
+                                             spawn_options& options,
+                                             const std::source_location& spawned_at,
+                                             member*& record);
+  // The scope the calling coroutine belongs to, or null.
+  static scope* of_calling_coroutine() noexcept;
+  // The checks of every spawn: running scheduler, same thread, scope open.
+  scheduler& admit_spawn();
+  [[noreturn]] void throw_closed() const;
+  // std::logic_error from a thread other than the one running the scope's coroutines.
+  void refuse_other_thread(const char* operation) const;
+  // std::logic_error if the calling coroutine belongs to this scope or a descendant.
+  void refuse_own_coroutine(const char* operation) const;
+  void cancel_members(const std::string& reason);
+  // Cancels (unless already closed: then only re-cancels) and waits for everything to end and
+  // every caller inside to leave; for destructors.
+  void cancel_and_wait_for_all(const std::string& reason) noexcept;
+  void wake_joiners() noexcept { joiners_.grant_all(0); }
+  // Offers a failure to the parent; true when the parent took it (it then counts as observed).
+  bool propagate_to_parent(const std::exception_ptr& error) noexcept;
+
+  // Callers inside a waiting call (join, next, a blocked spawn): the destructor waits for them
+  // to leave.
+  class visit {
+   public:
+    explicit visit(scope& visited) noexcept : visited_(visited) { ++visited_.visitors_; }
+    visit(const visit&) = delete;
+    visit& operator=(const visit&) = delete;
+    ~visit() {
+      if (--visited_.visitors_ == 0 && visited_.destroying_) {
+        visited_.wake_joiners();
+      }
+    }
+
+   private:
+    scope& visited_;
+  };
+
+  std::size_t live_ = 0;
+
+ private:
+  template <class Function, class Result>
+  friend class detail::scope_body;
+
+  // Hooks for task_group.
+  virtual void on_closed() noexcept {}
+  virtual void on_member_finished(member&) noexcept {}
+  virtual bool takes_child_failures() const noexcept { return !errors_are_results_; }
+
+  void link_to_parent(scope* parent);
+  member& adopt(detail::coroutine& coroutine);
+  void member_finished(member& record) noexcept;
+  void member_failed(std::exception_ptr error) noexcept;
+  void deliver(std::exception_ptr error) noexcept;
+  void fail(std::exception_ptr error) noexcept;
+  void close_tree(const std::string& reason) noexcept;
+  void retire(detail::coroutine& failed);
+  void release_retired() noexcept;
+  static void describe(const void* self, std::string& out);
+
+  struct child_link : detail::list_node {
+    scope* self = nullptr;
+  };
+
+  std::string name_;
+  scope* parent_ = nullptr;
+  child_link in_parent_{};
+  detail::intrusive_list children_;
+  detail::intrusive_list members_;
+  std::size_t live_in_tree_ = 0;
+  std::size_t visitors_ = 0;
+  scheduler* scheduler_ = nullptr;
+  bool errors_are_results_ = false;
+  bool closed_ = false;
+  bool destroying_ = false;
+  bool error_observed_ = false;
+  std::string close_reason_;
+  std::exception_ptr error_;
+  exception_handler handler_;
+  // Errors this scope already got from failed child scopes: the same error escaping the
+  // coroutine that owned the child is not delivered twice. The last few are enough.
+  std::vector<std::exception_ptr> taken_from_children_;
+  detail::waiter_queue joiners_{this, &scope::describe};
+  // Failed members the scope took the error of: their last reference is dropped by a microtask,
+  // after the scheduler has finished them (it reports a failed coroutine held only by itself).
+  std::vector<detail::coroutine*> retired_;
+  microtask_handle retire_task_;
+  bool retire_scheduled_ = false;
+  scope_stats counts_{};
+};
+
+namespace detail {
+
+template <class Function, class Result>
+Result scope_body<Function, Result>::operator()() {
+  try {
+    if constexpr (std::is_void_v<Result>) {
+      function_();
+    } else {
+      return function_();
+    }
+  } catch (const cancelled_error&) {
+    throw;
+  } catch (...) {
+    owner_->member_failed(std::current_exception());
+    throw;
+  }
+}
+
+}  // namespace detail
+
+template <class Result, class Function>
+detail::result_holder<Result>* scope::make_member(Function&& fn, scheduler& owner,
+                                                  spawn_options& options,
+                                                  const std::source_location& spawned_at,
+                                                  member*& record) {
+  using body = detail::scope_body<std::decay_t<Function>, Result>;
+  using block = detail::coroutine_impl<body, Result>;
+  std::decay_t<Function> function(std::forward<Function>(fn));
+  block* coroutine = block::create(body(std::move(function), *this), owner, std::move(options.name),
+                                   options.priority, spawned_at);
+  coroutine->set_background(options.background);
+  try {
+    record = &adopt(*coroutine);
+  } catch (...) {
+    coroutine->release();  // the only reference: nobody saw it yet
+    throw;
+  }
+  return coroutine;
+}
+
+template <class Function>
+auto scope::spawn(Function&& fn, spawn_options options, std::source_location spawned_at)
+    -> task<std::invoke_result_t<std::decay_t<Function>&>> {
+  using result = std::invoke_result_t<std::decay_t<Function>&>;
+  scheduler& owner = admit_spawn();
+  member* record = nullptr;
+  detail::result_holder<result>* coroutine =
+      make_member<result>(std::forward<Function>(fn), owner, options, spawned_at, record);
+  coroutine->add_ref();  // the task's reference
+  task<result> handle(coroutine);
+  owner.enqueue_new(*coroutine);
+  return handle;
+}
+
+}  // namespace weft
