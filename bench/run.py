@@ -106,6 +106,8 @@ CORE_NO_TIMERS = ("suspended_memory", "yield_switch", "spawn_run_complete")
 CORE_RAW = ("yield_switch", "spawn_run_complete")
 IO_ALL = ("tcp_echo_pingpong", "tcp_pump", "timers", "threadpool_roundtrip")
 IO_NET = ("tcp_echo_pingpong", "tcp_pump")
+SYNC_ALL = ("channel_pingpong", "channel_buffered_throughput", "mutex_handoff_2",
+            "mutex_handoff_100")
 
 SUITES: dict[str, Suite] = {
     "core": Suite(
@@ -167,6 +169,31 @@ SUITES: dict[str, Suite] = {
             "threadpool_roundtrip (no thread pool for user jobs: see bench/peers/io/go/main.go); "
             "node's threadpool job is crypto.randomFill of one byte (the closest to an empty "
             "job JavaScript can queue). Details: bench/io/README.md."
+        ),
+    ),
+    "sync": Suite(
+        benchmarks=(
+            Benchmark("channel_pingpong", "ns"),
+            Benchmark("channel_buffered_throughput", "ns"),
+            Benchmark("mutex_handoff_2", "ns"),
+            Benchmark("mutex_handoff_100", "ns"),
+        ),
+        programs=(
+            Program("weft", NATIVE, "bench/bench_sync_weft", SYNC_ALL),
+            Program("boost_fiber", NATIVE, "bench/bench_sync_boost_fiber", SYNC_ALL),
+            Program("go", GO, "peers/sync/go", SYNC_ALL, env=(("GOMAXPROCS", "1"),)),
+        ),
+        timeout_s=120,
+        smoke_timeout_s=30,
+        weft_pending=False,
+        note=(
+            "Everything on one thread (go: GOMAXPROCS=1; boost_fiber: its default round_robin "
+            "scheduler). channel_pingpong: ns per one-way hand-off over unbuffered (rendezvous) "
+            "channels, two per round trip. channel_buffered_throughput: one producer, one "
+            "consumer, capacity 1024 (Boost.Fiber's buffered_channel keeps one slot free: 1023); "
+            "ns per value. mutex_handoff_K: K coroutines each lock, increment a counter, yield "
+            "while holding the lock, unlock and yield again, so every acquisition is contended "
+            "and passes the lock to a waiter; ns per acquisition, scheduling included."
         ),
     ),
 }

@@ -1,0 +1,3 @@
+module weft.bench/sync
+
+go 1.19
