@@ -370,16 +370,6 @@ wait_source& scheduler_core::wait(wait_source* const* sources, std::size_t count
   return *fired;
 }
 
-void scheduler_core::wake(coroutine& sleeper, wait_source* by) noexcept {
-  if (sleeper.state_ != coroutine_state::suspended) {
-    return;  // the first wake of a suspension wins
-  }
-  sleeper.state_ = coroutine_state::ready;
-  sleeper.woken_by_ = by;
-  --suspended_;
-  push_ready(sleeper);
-}
-
 void scheduler_core::cancel(coroutine& target, std::string reason, bool forced) {
   if (target.state_ == coroutine_state::finished) {
     return;

@@ -43,7 +43,17 @@ class scheduler_core {
 
   void enqueue_new(coroutine& fresh);
   wait_source& wait(wait_source* const* sources, std::size_t count);
-  void wake(coroutine& sleeper, wait_source* by) noexcept;
+  // Makes a suspended coroutine ready; the first wake of a suspension wins. Inline: every
+  // hand-off (a channel send, an unlock) ends here.
+  void wake(coroutine& sleeper, wait_source* by) noexcept {
+    if (sleeper.state_ != coroutine_state::suspended) {
+      return;
+    }
+    sleeper.state_ = coroutine_state::ready;
+    sleeper.woken_by_ = by;
+    --suspended_;
+    push_ready(sleeper);
+  }
   // Lets every other ready coroutine run once. Inline with everything it calls on the common
   // path, so that a yield is one function around the switch: call depth is what makes a
   // switch expensive (see switch_x86_64.S).

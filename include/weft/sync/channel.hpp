@@ -182,12 +182,22 @@ void defer_cancellation(const cancelled_error& cancelled);
 void claim_thread(std::thread::id& owner, const std::string& channel);
 
 template <class T>
-class channel_state : public std::enable_shared_from_this<channel_state<T>> {
+class channel_state {
  public:
   explicit channel_state(std::size_t capacity) : capacity_(capacity) {
     // A small bounded buffer is allocated once; large or unbounded ones grow on demand.
     constexpr std::size_t reserve_limit = 1024;
     buffer_.reserve(capacity_ < reserve_limit ? capacity_ : reserve_limit);
+  }
+
+  // Handles and blocked coroutines hold references. Not atomic: a channel, its handles and
+  // its waiters all live on one scheduler's thread (thread_channel is the cross-thread one), and
+  // an atomic count would cost a locked instruction on both sides of every blocking hand-off.
+  void add_ref() noexcept { ++refs_; }
+  void release() noexcept {
+    if (--refs_ == 0) {
+      delete this;
+    }
   }
 
   std::size_t size() const noexcept { return buffer_.size(); }
@@ -198,7 +208,7 @@ class channel_state : public std::enable_shared_from_this<channel_state<T>> {
     if (offer(value)) {
       return;
     }
-    std::shared_ptr<channel_state> keep_alive = this->shared_from_this();
+    reference keep_alive(*this);  // every handle may go while this coroutine waits
     if (thread_ != std::this_thread::get_id()) {
       claim_thread(thread_, name());
     }
@@ -243,7 +253,7 @@ class channel_state : public std::enable_shared_from_this<channel_state<T>> {
     if (closed_) {
       return std::nullopt;
     }
-    std::shared_ptr<channel_state> keep_alive = this->shared_from_this();
+    reference keep_alive(*this);
     if (thread_ != std::this_thread::get_id()) {
       claim_thread(thread_, name());
     }
@@ -298,6 +308,17 @@ class channel_state : public std::enable_shared_from_this<channel_state<T>> {
   std::string name() const { return channel_name("channel", typeid(T), this); }
 
  private:
+  class reference {
+   public:
+    explicit reference(channel_state& state) noexcept : state_(state) { state_.add_ref(); }
+    reference(const reference&) = delete;
+    reference& operator=(const reference&) = delete;
+    ~reference() { state_.release(); }
+
+   private:
+    channel_state& state_;
+  };
+
   // A value handed to a receiver that was cancelled before it ran: it goes to the next waiting
   // receiver, or back to the front of the buffer (it was sent before anything buffered now). The
   // buffer may then hold one more than its capacity; sends wait until it is back below.
@@ -320,6 +341,7 @@ class channel_state : public std::enable_shared_from_this<channel_state<T>> {
   }
 
   value_ring<T> buffer_;
+  std::size_t refs_ = 1;
   std::size_t capacity_;
   bool closed_ = false;
   std::string close_reason_;
@@ -344,18 +366,20 @@ class channel {
   static constexpr std::size_t unlimited = detail::unlimited_capacity;
 
   // capacity 0: rendezvous; N: at most N buffered values.
-  explicit channel(std::size_t capacity)
-      : state_(std::make_shared<detail::channel_state<T>>(capacity)) {}
+  explicit channel(std::size_t capacity) : state_(new detail::channel_state<T>(capacity)) {}
   // A channel whose send never blocks (the buffer grows as needed).
   static channel unbounded() { return channel(unlimited); }
   // Copies share the channel. Moving copies too, so that a handle is never empty.
-  channel(const channel&) = default;
-  channel(channel&& other) noexcept : state_(other.state_) {}
-  channel& operator=(const channel&) = default;
-  channel& operator=(channel&& other) noexcept {
+  channel(const channel& other) noexcept : state_(other.state_) { state_->add_ref(); }
+  channel(channel&& other) noexcept : channel(other) {}
+  channel& operator=(const channel& other) noexcept {
+    other.state_->add_ref();  // first: other may be this very handle
+    state_->release();
     state_ = other.state_;
     return *this;
   }
+  channel& operator=(channel&& other) noexcept { return *this = other; }
+  ~channel() { state_->release(); }
 
   // Suspends while the channel is full (capacity 0: until a receiver has the value). On
   // timeout_error, cancelled_error or channel_closed_error the value has not been moved from;
@@ -434,11 +458,11 @@ class channel {
     detail::channel_state<T>* state_ = nullptr;
     std::optional<T> current_;
   };
-  iterator begin() { return iterator(state_.get()); }
+  iterator begin() { return iterator(state_); }
   std::default_sentinel_t end() const noexcept { return {}; }
 
  private:
-  std::shared_ptr<detail::channel_state<T>> state_;
+  detail::channel_state<T>* state_;  // never null; one reference per handle
 };
 
 }  // namespace weft

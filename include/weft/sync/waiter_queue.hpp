@@ -78,7 +78,10 @@ class waiter_queue {
   bool empty() const noexcept { return size_ == 0; }
   std::size_t size() const noexcept { return size_; }
   // The oldest waiter, still queued (to look at its slot/value before granting), or null.
-  queued_waiter* front() const noexcept;
+  queued_waiter* front() const noexcept {
+    list_node* node = waiters_.front();
+    return node == nullptr ? nullptr : static_cast<queued_waiter::link_node*>(node)->owner;
+  }
 
   // Hands capacity to the oldest waiter: unlinks it, marks it granted with outcome, wakes it.
   // Returns it (the caller may still fill its slot: it has not run yet), or null if none waits.
