@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/scheduler.hpp"
 
@@ -38,8 +39,8 @@ std::string address_of(const void* object) {
 
 // The calling coroutine, which a mutex records as its owner.
 detail::coroutine& calling_coroutine(const mutex& target, const char* operation) {
-  scheduler* running = current_scheduler_or_null();
-  detail::coroutine* self = running == nullptr ? nullptr : running->current();
+  detail::scheduler_core* core = detail::current_core();  // inline: lock and unlock are hot
+  detail::coroutine* self = core == nullptr ? nullptr : core->current();
   if (self == nullptr) {
     throw std::logic_error("weft::mutex " + address_of(&target) + ": " + operation +
                            " called outside a coroutine; a weft::mutex is held by coroutines, so "
