@@ -204,7 +204,19 @@ class channel_state {
   std::size_t capacity() const noexcept { return capacity_; }
   bool closed() const noexcept { return closed_; }
 
-  void send(T&& value, const timeout& limit) {
+  // The common cases, inline in the caller: room in the buffer and nobody queued on either side
+  // (a receiver waits only while the buffer is empty, a sender only while it is full).
+  bool push_if_room(T& value) {
+    if (closed_ || !receivers_.empty() || !senders_.empty() || buffer_.size() >= capacity_) {
+      return false;
+    }
+    buffer_.push_back(std::move(value));
+    return true;
+  }
+  bool can_pop_without_hand_off() const noexcept { return !buffer_.empty() && senders_.empty(); }
+  T pop_buffered() noexcept { return buffer_.pop_front(); }
+
+  __attribute__((noinline)) void send(T&& value, const timeout& limit) {
     if (offer(value)) {
       return;
     }
@@ -246,7 +258,7 @@ class channel_state {
   }
 
   // The next value, or nullopt once closed and drained.
-  std::optional<T> receive(const timeout& limit) {
+  __attribute__((noinline)) std::optional<T> receive(const timeout& limit) {
     if (std::optional<T> value = poll()) {
       return value;
     }
@@ -385,12 +397,14 @@ class channel {
   // timeout_error, cancelled_error or channel_closed_error the value has not been moved from;
   // the caller still owns it.
   void send(T&& value, const timeout& limit = timeout::never()) {
-    state_->send(std::move(value), limit);
+    if (!state_->push_if_room(value)) {
+      state_->send(std::move(value), limit);
+    }
   }
   void send(const T& value,
             const timeout& limit = timeout::never()) requires std::is_copy_constructible_v<T> {
     T copy(value);
-    state_->send(std::move(copy), limit);
+    send(std::move(copy), limit);
   }
   // Never blocks: true when the value was handed over or buffered (value is moved from), false
   // when send would have to wait (value untouched). channel_closed_error once closed.
@@ -403,6 +417,9 @@ class channel {
   // Suspends until a value is available. Once closed and drained: channel_closed_error with the
   // first close reason.
   T recv(const timeout& limit = timeout::never()) {
+    if (state_->can_pop_without_hand_off()) {
+      return state_->pop_buffered();
+    }
     std::optional<T> value = state_->receive(limit);
     if (!value) {
       state_->throw_closed_on_recv();
