@@ -84,4 +84,17 @@ class destructor_flag {
   bool& destroyed_;
 };
 
+// A coroutine body that only ends through cancellation, recording that it started (so a test
+// can wait for that: a coroutine cancelled before it starts has no cleanup to run) and that its
+// cleanup ran.
+struct cancellable {
+  bool started = false;
+  bool cleaned_up = false;
+  void operator()() {
+    destructor_flag flag(cleaned_up);
+    started = true;
+    weft::sleep_for(std::chrono::hours(1));
+  }
+};
+
 }  // namespace weft_test

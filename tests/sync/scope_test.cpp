@@ -20,18 +20,7 @@ using weft_test::destructor_flag;
 using weft_test::run_clean;
 using weft_test::yield_until;
 
-// A coroutine body that only ends through cancellation, recording that it started (so a test
-// can wait for that: a coroutine cancelled before it starts has no cleanup to run) and that its
-// cleanup ran.
-struct cancellable {
-  bool started = false;
-  bool cleaned_up = false;
-  void operator()() {
-    destructor_flag flag(cleaned_up);
-    started = true;
-    weft::sleep_for(1h);
-  }
-};
+using weft_test::cancellable;
 
 TEST(Scope, JoinWaitsForEveryCoroutine) {
   run_clean([] {

@@ -22,17 +22,7 @@ using weft_test::fifo_options;
 using weft_test::run_clean;
 using weft_test::yield_until;
 
-// A task body that only ends through cancellation, recording that it started (a task cancelled
-// before it starts has no cleanup to run) and that its cleanup ran.
-struct cancellable {
-  bool started = false;
-  bool cleaned_up = false;
-  void operator()() {
-    destructor_flag flag(cleaned_up);
-    started = true;
-    weft::sleep_for(1h);
-  }
-};
+using weft_test::cancellable;
 
 void expect_balanced(const weft::task_group_stats& stats) {
   EXPECT_EQ(stats.running, 0u);

@@ -140,6 +140,32 @@ class value_ring {
   std::size_t size_ = 0;
 };
 
+// for (T value : ch) over a channel or thread_channel state: receives until the channel is closed
+// and drained (receive returns nullopt). A move-only T: for (auto& value : ch)
+// consume(std::move(value)). The state outlives the loop: the range-for holds the handle.
+template <class T, class State>
+class receiving_iterator {
+ public:
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  receiving_iterator() = default;
+  explicit receiving_iterator(State* state) : state_(state) { ++*this; }
+  T& operator*() noexcept { return *current_; }
+  T* operator->() noexcept { return &*current_; }
+  receiving_iterator& operator++() {
+    current_ = state_->receive(timeout::never());
+    return *this;
+  }
+  void operator++(int) { ++*this; }
+  friend bool operator==(const receiving_iterator& it, std::default_sentinel_t) noexcept {
+    return !it.current_;
+  }
+
+ private:
+  State* state_ = nullptr;
+  std::optional<T> current_;
+};
+
 // How a channel waiter's wait ended (queued_waiter::outcome).
 enum channel_outcome : std::uint8_t {
   channel_delivered = 1,  // receiver: a value is in its slot; sender: its value was taken
@@ -451,30 +477,8 @@ class channel {
     return left.state_ == right.state_;
   }
 
-  // for (T value : ch) receives until the channel is closed and drained. A move-only T:
-  // for (auto& value : ch) consume(std::move(value)).
-  class iterator {
-   public:
-    using value_type = T;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    T& operator*() noexcept { return *current_; }
-    T* operator->() noexcept { return &*current_; }
-    iterator& operator++() {
-      current_ = state_->receive(timeout::never());
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept {
-      return !it.current_;
-    }
-
-   private:
-    friend class channel;
-    explicit iterator(detail::channel_state<T>* state) : state_(state) { ++*this; }
-    detail::channel_state<T>* state_ = nullptr;
-    std::optional<T> current_;
-  };
+  // for (T value : ch) receives until the channel is closed and drained.
+  using iterator = detail::receiving_iterator<T, detail::channel_state<T>>;
   iterator begin() { return iterator(state_); }
   std::default_sentinel_t end() const noexcept { return {}; }
 

@@ -397,29 +397,8 @@ class thread_channel {
     return left.state_ == right.state_;
   }
 
-  // for (T value : ch): receives until closed and drained (see channel<T>::iterator).
-  class iterator {
-   public:
-    using value_type = T;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    T& operator*() noexcept { return *current_; }
-    T* operator->() noexcept { return &*current_; }
-    iterator& operator++() {
-      current_ = state_->receive(timeout::never());
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept {
-      return !it.current_;
-    }
-
-   private:
-    friend class thread_channel;
-    explicit iterator(detail::thread_channel_state<T>* state) : state_(state) { ++*this; }
-    detail::thread_channel_state<T>* state_ = nullptr;
-    std::optional<T> current_;
-  };
+  // for (T value : ch): receives until closed and drained.
+  using iterator = detail::receiving_iterator<T, detail::thread_channel_state<T>>;
   iterator begin() { return iterator(state_.get()); }
   std::default_sentinel_t end() const noexcept { return {}; }
 
