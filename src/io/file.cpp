@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "io/file_request.hpp"
+#include "weft/error.hpp"
 #include "weft/reactor/operation.hpp"
 
 namespace weft {
@@ -25,11 +26,16 @@ file file::open(const std::string& path, int flags, int mode, const timeout& lim
   return file(static_cast<int>(done->result()), path, done->request()->loop);
 }
 
+file::file(int fd, std::string path, uv_loop_t* loop)
+    : fd_(fd), path_(std::move(path)), loop_(loop), guard_(new detail::fd_guard(fd)) {}
+
 file::file(file&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       path_(std::move(other.path_)),
       position_(std::exchange(other.position_, 0)),
-      loop_(other.loop_) {}
+      sequential_(std::exchange(other.sequential_, false)),
+      loop_(other.loop_),
+      guard_(std::exchange(other.guard_, nullptr)) {}
 
 file& file::operator=(file&& other) noexcept {
   if (this != &other) {
@@ -37,7 +43,9 @@ file& file::operator=(file&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
     position_ = std::exchange(other.position_, 0);
+    sequential_ = std::exchange(other.sequential_, false);
     loop_ = other.loop_;
+    guard_ = std::exchange(other.guard_, nullptr);
   }
   return *this;
 }
@@ -46,12 +54,11 @@ file::~file() { close_now(); }
 
 void file::close_now() noexcept {
   if (fd_ >= 0) {
-    // A destructor cannot suspend, so this close runs synchronously on the calling thread: a
-    // uv_fs_close without a callback is a plain close(2) that does not use the loop beyond
-    // recording it in the request. Errors have nowhere to go; call close() to see them.
-    uv_fs_t request;
-    uv_fs_close(loop_, &request, std::exchange(fd_, -1), nullptr);
-    uv_fs_req_cleanup(&request);
+    // A destructor cannot suspend, so this close is a plain close(2) on the calling thread
+    // (errors have nowhere to go; call close() to see them), or, while an abandoned request
+    // still uses the descriptor, the close happens when that request is done.
+    fd_ = -1;
+    std::exchange(guard_, nullptr)->release();
   }
 }
 
@@ -65,7 +72,12 @@ int file::checked_fd(const char* operation) const {
 }
 
 std::size_t file::read_at(std::uint64_t offset, std::span<char> buffer, const timeout& limit) {
-  int fd = checked_fd("read_at");
+  checked_fd("read_at");
+  return read_from(static_cast<std::int64_t>(offset), buffer, limit);
+}
+
+std::size_t file::read_from(std::int64_t offset, std::span<char> buffer, const timeout& limit) {
+  int fd = fd_;
   if (buffer.empty()) {
     return 0;
   }
@@ -74,17 +86,21 @@ std::size_t file::read_at(std::uint64_t offset, std::span<char> buffer, const ti
       [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
         uv_buf_t chunk =
             uv_buf_init(request.buffer.data(), static_cast<unsigned int>(request.buffer.size()));
-        return uv_fs_read(&loop, request.request(), fd, &chunk, 1,
-                          static_cast<std::int64_t>(offset), callback);
+        return uv_fs_read(&loop, request.request(), fd, &chunk, 1, offset, callback);
       },
-      std::string(std::min<std::size_t>(buffer.size(), 1u << 30), '\0'));
+      std::string(std::min<std::size_t>(buffer.size(), 1u << 30), '\0'), guard_);
   auto count = static_cast<std::size_t>(done->result());
   std::memcpy(buffer.data(), done->buffer.data(), count);
   return count;
 }
 
 void file::write_at(std::uint64_t offset, std::string_view data, const timeout& limit) {
-  int fd = checked_fd("write_at");
+  checked_fd("write_at");
+  write_from(static_cast<std::int64_t>(offset), data, limit);
+}
+
+void file::write_from(std::int64_t offset, std::string_view data, const timeout& limit) {
+  int fd = fd_;
   while (!data.empty()) {
     std::string_view chunk = data.substr(0, std::size_t{1} << 30);
     auto done = run_fs_request(
@@ -92,44 +108,74 @@ void file::write_at(std::uint64_t offset, std::string_view data, const timeout& 
         [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
           uv_buf_t owned =
               uv_buf_init(request.buffer.data(), static_cast<unsigned int>(request.buffer.size()));
-          return uv_fs_write(&loop, request.request(), fd, &owned, 1,
-                             static_cast<std::int64_t>(offset), callback);
+          return uv_fs_write(&loop, request.request(), fd, &owned, 1, offset, callback);
         },
-        std::string(chunk));
+        std::string(chunk), guard_);
     auto written = static_cast<std::size_t>(done->result());
     data.remove_prefix(written);
-    offset += written;
+    if (offset >= 0) {
+      offset += static_cast<std::int64_t>(written);
+    }
   }
 }
 
 std::size_t file::read(std::span<char> buffer, const timeout& limit) {
   checked_fd("read");
-  std::size_t count = read_at(position_, buffer, limit);
+  std::size_t count = 0;
+  if (!sequential_) {
+    try {
+      count = read_from(static_cast<std::int64_t>(position_), buffer, limit);
+      position_ += count;
+      return count;
+    } catch (const io_error& failure) {
+      if (failure.code() != UV_ESPIPE) {
+        throw;
+      }
+    }
+    sequential_ = true;  // a pipe or a device: no offsets from now on
+  }
+  count = read_from(-1, buffer, limit);
   position_ += count;
   return count;
 }
 
 void file::write(std::string_view data, const timeout& limit) {
   checked_fd("write");
-  write_at(position_, data, limit);
+  if (!sequential_) {
+    try {
+      write_from(static_cast<std::int64_t>(position_), data, limit);
+      position_ += data.size();
+      return;
+    } catch (const io_error& failure) {
+      if (failure.code() != UV_ESPIPE) {
+        throw;
+      }
+    }
+    sequential_ = true;
+  }
+  write_from(-1, data, limit);
   position_ += data.size();
 }
 
 fs::file_status file::stat(const timeout& limit) {
   int fd = checked_fd("stat");
-  auto done = run_fs_request("stat", path_, limit,
-                             [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
-                               return uv_fs_fstat(&loop, request.request(), fd, callback);
-                             });
+  auto done = run_fs_request(
+      "stat", path_, limit,
+      [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
+        return uv_fs_fstat(&loop, request.request(), fd, callback);
+      },
+      {}, guard_);
   return detail::status_of(done->request()->statbuf);
 }
 
 void file::sync(const timeout& limit) {
   int fd = checked_fd("sync");
-  run_fs_request("fsync", path_, limit,
-                 [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
-                   return uv_fs_fsync(&loop, request.request(), fd, callback);
-                 });
+  run_fs_request(
+      "fsync", path_, limit,
+      [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
+        return uv_fs_fsync(&loop, request.request(), fd, callback);
+      },
+      {}, guard_);
 }
 
 void file::close(const timeout& limit) {
@@ -139,6 +185,14 @@ void file::close(const timeout& limit) {
   // Closed from here on whatever happens: after close(2) fails the descriptor state is
   // unspecified, and an abandoned close still completes on its worker.
   int fd = std::exchange(fd_, -1);
+  detail::fd_guard* guard = std::exchange(guard_, nullptr);
+  if (guard->holders > 1) {
+    // An abandoned read or write still runs on this descriptor: the last of them closes it
+    // (closing it now could hand its number to the next open while they still use it).
+    guard->release();
+    return;
+  }
+  delete guard;  // the only holder: the descriptor is closed right below
   run_fs_request("close", path_, limit,
                  [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
                    return uv_fs_close(&loop, request.request(), fd, callback);

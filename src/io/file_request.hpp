@@ -7,6 +7,7 @@
 // open closes the descriptor it obtained: nobody is left to own it.
 #pragma once
 
+#include <unistd.h>
 #include <uv.h>
 
 #include <memory>
@@ -19,6 +20,25 @@
 
 namespace weft::detail {
 
+// A weft::file's descriptor, shared with the requests on it that were abandoned while a worker
+// was running them. Closing the file while such a request is still in flight must not close(2)
+// the descriptor: its number could be reused by the next open, and the late read or write would
+// then land in an unrelated file. So the descriptor is closed when its last holder lets go: the
+// file, or the last abandoned request once its worker is done. Loop thread only.
+struct fd_guard {
+  explicit fd_guard(int descriptor) noexcept : fd(descriptor) {}
+  int fd;
+  int holders = 1;           // the file, plus each abandoned request still in flight
+  bool release() noexcept {  // true when this released the descriptor (it is closed)
+    if (--holders > 0) {
+      return false;
+    }
+    ::close(fd);
+    delete this;
+    return true;
+  }
+};
+
 class fs_request final : public pending_operation {
  public:
   fs_request(const char* operation, const std::string& subject)
@@ -26,6 +46,9 @@ class fs_request final : public pending_operation {
     request_.data = this;
   }
   ~fs_request() override {
+    if (guard_held_) {
+      guard_->release();
+    }
     if (abandoned_ && request_.fs_type == UV_FS_OPEN && request_.result >= 0) {
       uv_fs_t close_request;
       uv_fs_close(request_.loop, &close_request, static_cast<uv_file>(request_.result), nullptr);
@@ -41,6 +64,8 @@ class fs_request final : public pending_operation {
   }
 
   uv_fs_t* request() noexcept { return &request_; }
+  // The request works on the descriptor guard keeps (see fd_guard).
+  void use_descriptor(fd_guard* guard) noexcept { guard_ = guard; }
   ssize_t result() const noexcept { return request_.result; }
   // Memory the worker reads from (write) or into (read); owned here, not by the caller.
   std::string buffer;
@@ -52,8 +77,12 @@ class fs_request final : public pending_operation {
  protected:
   void abandon() noexcept override {
     abandoned_ = true;
-    // Succeeds only while no worker has started it; a running request completes normally.
-    uv_cancel(reinterpret_cast<uv_req_t*>(&request_));
+    // Succeeds only while no worker has started it; a running request completes normally, and
+    // until then it holds the file's descriptor open.
+    if (uv_cancel(reinterpret_cast<uv_req_t*>(&request_)) != 0 && guard_ != nullptr) {
+      ++guard_->holders;
+      guard_held_ = true;
+    }
   }
 
  private:
@@ -61,6 +90,8 @@ class fs_request final : public pending_operation {
   const char* operation_;
   std::string subject_;
   bool abandoned_ = false;
+  fd_guard* guard_ = nullptr;
+  bool guard_held_ = false;
 };
 
 // Starts one request with start(loop, request, callback) (a uv_fs_* call), waits for it and
@@ -68,10 +99,11 @@ class fs_request final : public pending_operation {
 template <class Start>
 std::unique_ptr<fs_request> run_fs_request(const char* operation, const std::string& subject,
                                            const timeout& limit, Start&& start,
-                                           std::string buffer = {}) {
+                                           std::string buffer = {}, fd_guard* guard = nullptr) {
   uv_loop_t& loop = current_uv_loop(operation);
   auto request = std::make_unique<fs_request>(operation, subject);
   request->buffer = std::move(buffer);
+  request->use_descriptor(guard);
   int status = start(loop, *request, &fs_request::on_done);
   if (status < 0) {
     throw_uv_error(status, operation, subject);  // never queued: no callback will come

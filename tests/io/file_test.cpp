@@ -1,5 +1,7 @@
 // weft::file and weft::fs: files and paths from coroutines.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <algorithm>
@@ -167,6 +169,35 @@ TEST(File, ACancelledReaderLeavesTheRunClean) {
     for (auto& reader : readers) {
       EXPECT_THROW(reader.await(), weft::cancelled_error);
     }
+  });
+}
+
+// A read abandoned while a worker runs it still uses the descriptor: closing the file then must
+// not close(2) it (the number could go to the next open and the late read would hit that file).
+// It is closed when the read is done.
+TEST(File, ClosingWhileAnAbandonedReadRunsKeepsTheDescriptorUntilItEnds) {
+  temporary_directory directory;
+  const std::string fifo = directory / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  run_clean([&] {
+    // O_RDWR: opening a FIFO so does not wait for a writer, and a read blocks its worker.
+    weft::file reader = weft::file::open(fifo, O_RDWR);
+    const int fd = reader.fd();
+    char buffer[16];
+    EXPECT_THROW(reader.read(buffer, weft::timeout(20ms)), weft::timeout_error);
+    reader.close();
+    EXPECT_FALSE(reader.is_open());
+    EXPECT_NE(::fcntl(fd, F_GETFD), -1) << "closed while the abandoned read still used it";
+    // End the read: it completes on its worker, and then the descriptor is closed.
+    int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    ASSERT_GE(writer, 0);
+    ASSERT_EQ(::write(writer, "x", 1), 1);
+    ::close(writer);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (::fcntl(fd, F_GETFD) != -1 && std::chrono::steady_clock::now() < deadline) {
+      weft::sleep_for(1ms);  // bounded wait for the worker and its callback
+    }
+    EXPECT_EQ(::fcntl(fd, F_GETFD), -1) << "the last holder closes the descriptor";
   });
 }
 

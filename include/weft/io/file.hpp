@@ -31,6 +31,9 @@
 typedef struct uv_loop_s uv_loop_t;
 
 namespace weft {
+namespace detail {
+struct fd_guard;
+}
 
 class file {
  public:
@@ -54,7 +57,9 @@ class file {
                 const timeout& limit = timeout::never());
 
   // The same at the file's own position, which they advance (it starts at 0; with O_APPEND
-  // the kernel writes at the end whatever the position says).
+  // the kernel writes at the end whatever the position says). On a file that cannot seek (a
+  // FIFO, a character device: read_at/write_at fail there with ESPIPE) they read and write in
+  // sequence instead, and position() counts the bytes moved.
   std::size_t read(std::span<char> buffer, const timeout& limit = timeout::never());
   void write(std::string_view data, const timeout& limit = timeout::never());
   std::uint64_t position() const noexcept { return position_; }
@@ -72,15 +77,21 @@ class file {
   const std::string& path() const noexcept { return path_; }
 
  private:
-  file(int fd, std::string path, uv_loop_t* loop) noexcept
-      : fd_(fd), path_(std::move(path)), loop_(loop) {}
+  file(int fd, std::string path, uv_loop_t* loop);
   int checked_fd(const char* operation) const;
+  // offset -1: at the descriptor's current position (a file that cannot seek).
+  std::size_t read_from(std::int64_t offset, std::span<char> buffer, const timeout& limit);
+  void write_from(std::int64_t offset, std::string_view data, const timeout& limit);
   void close_now() noexcept;
 
   int fd_ = -1;
   std::string path_;
   std::uint64_t position_ = 0;
-  uv_loop_t* loop_ = nullptr;  // the loop it was opened on (only named by the synchronous close)
+  bool sequential_ = false;    // read/write found it cannot seek (ESPIPE)
+  uv_loop_t* loop_ = nullptr;  // the loop it was opened on
+  // Shares fd_ with requests abandoned while in flight, which keep it open
+  // (src/io/file_request.hpp).
+  detail::fd_guard* guard_ = nullptr;
 };
 
 }  // namespace weft
