@@ -106,6 +106,8 @@ CORE_NO_TIMERS = ("suspended_memory", "yield_switch", "spawn_run_complete")
 CORE_RAW = ("yield_switch", "spawn_run_complete")
 IO_ALL = ("tcp_echo_pingpong", "tcp_pump", "timers", "threadpool_roundtrip")
 IO_NET = ("tcp_echo_pingpong", "tcp_pump")
+POOL_ALL = ("acquire_release_uncontended", "acquire_release_uncontended_c",
+            "acquire_release_contended", "contended_service_spread")
 SYNC_ALL = ("channel_pingpong", "channel_buffered_throughput", "mutex_handoff_2",
             "mutex_handoff_100")
 
@@ -194,6 +196,29 @@ SUITES: dict[str, Suite] = {
             "ns per value. mutex_handoff_K: K coroutines each lock, increment a counter, yield "
             "while holding the lock, unlock and yield again, so every acquisition is contended "
             "and passes the lock to a waiter; ns per acquisition, scheduling included."
+        ),
+    ),
+    "pool": Suite(
+        benchmarks=(
+            Benchmark("acquire_release_uncontended", "ns"),
+            Benchmark("acquire_release_uncontended_c", "ns"),
+            Benchmark("acquire_release_contended", "ns"),
+            Benchmark("contended_service_spread", "ratio"),
+        ),
+        programs=(
+            Program("weft", NATIVE, "bench/bench_pool_weft", POOL_ALL),
+        ),
+        timeout_s=120,
+        smoke_timeout_s=30,
+        weft_pending=False,
+        note=(
+            "weft only (no peer has a comparable single-thread pool). "
+            "acquire_release_uncontended: ns per acquire+release pair by one coroutine on a pool "
+            "of max 1, with before_acquire / before_release hooks (target: at most 40 ns); "
+            "_c: the same pool built from plain function pointers and a void* context. "
+            "acquire_release_contended: 1000 coroutines on max 10, each holding its resource "
+            "across a yield, ns per pair scheduling included; contended_service_spread: the most "
+            "services any coroutine got divided by the fewest (1.00 is perfectly fair)."
         ),
     ),
 }

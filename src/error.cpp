@@ -19,6 +19,10 @@ all_failed_error::all_failed_error(const std::string& message,
 scope_closed_error::scope_closed_error(const std::string& message, std::string reason)
     : error(message), reason_(std::move(reason)) {}
 
+resource_destroy_error::resource_destroy_error(const std::string& message,
+                                               std::vector<std::exception_ptr> errors)
+    : error(message), errors_(std::move(errors)) {}
+
 deadlock_error::deadlock_error(std::size_t waiting, std::string report)
     : error("deadlock: no active coroutines, " + std::to_string(waiting) +
             " coroutines waiting; nothing is left that could wake them (see report())"),

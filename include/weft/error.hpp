@@ -87,6 +87,31 @@ class scope_closed_error : public error {
   std::string reason_;
 };
 
+// acquire() on a pool that was closed (or close() while waiting for a resource).
+class pool_closed_error : public error {
+ public:
+  using error::error;
+};
+
+// acquire() refused at once because the pool's circuit breaker is open (or half-open with its
+// probe in flight): the backend is considered down; retry later.
+class service_unavailable_error : public error {
+ public:
+  using error::error;
+};
+
+// close() found that resource destructors threw. errors() holds every one (those of idle
+// resources destroyed by close, and of resources destroyed earlier where nobody could be told:
+// a lease's destructor, a healthcheck replacement). The message quotes the first.
+class resource_destroy_error : public error {
+ public:
+  resource_destroy_error(const std::string& message, std::vector<std::exception_ptr> errors);
+  const std::vector<std::exception_ptr>& errors() const noexcept { return errors_; }
+
+ private:
+  std::vector<std::exception_ptr> errors_;
+};
+
 // Thrown by run() when the scheduler found coroutines waiting on each other with nothing left
 // that could wake them. report() holds the full "who waits on what" report.
 class deadlock_error : public error {
