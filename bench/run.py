@@ -107,7 +107,9 @@ CORE_RAW = ("yield_switch", "spawn_run_complete")
 IO_ALL = ("tcp_echo_pingpong", "tcp_pump", "timers", "threadpool_roundtrip")
 IO_NET = ("tcp_echo_pingpong", "tcp_pump")
 POOL_ALL = ("acquire_release_uncontended", "acquire_release_uncontended_c",
-            "acquire_release_contended", "contended_service_spread")
+            "acquire_release_contended", "contended_service_spread", "pg_select1",
+            "pg_select1_params")
+POOL_PG = ("pg_select1", "pg_select1_params")
 SYNC_ALL = ("channel_pingpong", "channel_buffered_throughput", "mutex_handoff_2",
             "mutex_handoff_100")
 
@@ -204,21 +206,31 @@ SUITES: dict[str, Suite] = {
             Benchmark("acquire_release_uncontended_c", "ns"),
             Benchmark("acquire_release_contended", "ns"),
             Benchmark("contended_service_spread", "ratio"),
+            Benchmark("pg_select1", "queries/s"),
+            Benchmark("pg_select1_params", "queries/s"),
         ),
         programs=(
-            Program("weft", NATIVE, "bench/bench_pool_weft", POOL_ALL),
+            # Runs bench_pool_weft (no server) and bench_pool_weft_pg (the pg_ benchmarks).
+            Program("weft", NATIVE, "bench/bench_pool_weft_suite", POOL_ALL),
+            Program("libpq_threads", NATIVE, "bench/bench_pool_libpq_threads", POOL_PG),
         ),
         timeout_s=120,
         smoke_timeout_s=30,
         weft_pending=False,
         note=(
-            "weft only (no peer has a comparable single-thread pool). "
+            "Only the pg_ benchmarks have a peer (no other runtime has a comparable single-thread pool). "
             "acquire_release_uncontended: ns per acquire+release pair by one coroutine on a pool "
             "of max 1, with before_acquire / before_release hooks (target: at most 40 ns); "
             "_c: the same pool built from plain function pointers and a void* context. "
             "acquire_release_contended: 1000 coroutines on max 10, each holding its resource "
             "across a yield, ns per pair scheduling included; contended_service_spread: the most "
-            "services any coroutine got divided by the fewest (1.00 is perfectly fair)."
+            "services any coroutine got divided by the fewest (1.00 is perfectly fair). "
+            "pg_select1: SELECT 1 per second against a private PostgreSQL 15 server (unix "
+            "socket, run on the cores the client is not pinned to): weft, 50 coroutines on one "
+            "thread sharing a weft::pg::pool of 8 (acquire, execute_script, release; no session "
+            "reset on release); libpq_threads, 8 threads each looping PQexec on its own blocking "
+            "PGconn; both the simple query protocol. pg_select1_params: the same with the "
+            "extended protocol (weft db.query, libpq PQexecParams). Target: weft at least 1.5x."
         ),
     ),
 }
