@@ -35,11 +35,16 @@ struct connection::state {
   std::string target;         // "user@host:port/dbname", for messages (never the password)
   std::string closed_reason;  // why session is null, for the next call's error
   std::function<void(std::string_view)> notice_handler;
+  // The socket stays registered with the reactor for the session's life: every query waits on
+  // it, and registering it per wait costs several syscalls (see weft/reactor/fd.hpp). Reset
+  // before PQfinish closes the socket.
+  weft::fd_registration socket_watch;
 
   state() = default;
   state(const state&) = delete;
   state& operator=(const state&) = delete;
   ~state() {
+    socket_watch.reset();
     if (session != nullptr) {
       PQfinish(session);
     }
@@ -87,6 +92,7 @@ struct exchange {
 };
 
 void mark_closed(state& session, std::string reason) {
+  session.socket_watch.reset();
   if (session.session != nullptr) {
     PQfinish(session.session);
     session.session = nullptr;
@@ -401,6 +407,7 @@ connection connection::connect(std::string_view conninfo, const timeout& limit) 
     throw failed();
   }
   PQsetNoticeProcessor(opened->session, &on_notice, opened.get());
+  opened->socket_watch = weft::fd_registration(PQsocket(opened->session));
   opened->id = next_connection_id.fetch_add(1, std::memory_order_relaxed);
   return connection(std::move(opened));
 }

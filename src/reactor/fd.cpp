@@ -4,8 +4,10 @@
 #include <uv.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "reactor/reactor.hpp"
 #include "sched/deadline_wait.hpp"
@@ -27,6 +29,10 @@ struct fd_watch {
   intrusive_list readers;
   intrusive_list writers;
   std::size_t waiters = 0;
+  // fd_registration objects keeping it open between waits (see fd.hpp): a pinned watch is not
+  // closed when its last waiter leaves, and keeps polling for what it polled; on_poll drops an
+  // interest once it fires with nobody waiting for it.
+  int pinned = 0;
   int error = 0;  // a poll error reported to the waiters it woke
 };
 
@@ -55,12 +61,28 @@ class fd_registry final : public reactor_extension {
   void update(fd_watch& watch) noexcept {
     int wanted =
         (watch.readers.empty() ? 0 : UV_READABLE) | (watch.writers.empty() ? 0 : UV_WRITABLE);
+    if (watch.pinned > 0) {
+      // Registered for the long run: only ever add interests here (each change of the polled
+      // set is a syscall); one nobody waits for goes when it fires (on_poll). Idle, it must not
+      // keep the loop alive (nor hide a deadlock): only waiters do.
+      set_events(watch, watch.events | wanted);
+      if (watch.waiters == 0) {
+        uv_unref(reinterpret_cast<uv_handle_t*>(&watch.poll));
+      } else {
+        uv_ref(reinterpret_cast<uv_handle_t*>(&watch.poll));
+      }
+      return;
+    }
     if (watch.waiters == 0) {
       watches_.erase(watch.fd);
       uv_close(reinterpret_cast<uv_handle_t*>(&watch.poll),
                [](uv_handle_t* handle) { delete static_cast<fd_watch*>(handle->data); });
       return;
     }
+    set_events(watch, wanted);
+  }
+
+  static void set_events(fd_watch& watch, int wanted) noexcept {
     if (wanted != watch.events) {
       watch.events = wanted;
       if (wanted == 0) {
@@ -68,6 +90,16 @@ class fd_registry final : public reactor_extension {
       } else {
         uv_poll_start(&watch.poll, wanted, &fd_registry::on_poll);
       }
+    }
+  }
+
+  // fd_registration: pins fd's watch (made if needed) / unpins it, closing it if nobody waits.
+  void pin(int fd, const char* operation) { ++watch(fd, operation).pinned; }
+  void unpin(int fd) noexcept {
+    auto found = watches_.find(fd);
+    if (found != watches_.end() && found->second->pinned > 0) {
+      --found->second->pinned;
+      update(*found->second);
     }
   }
 
@@ -141,11 +173,23 @@ void fd_registry::on_poll(uv_poll_t* handle, int status, int events) {
       static_cast<fd_wait::link*>(node)->wait->fire(status < 0 ? status : 0);
     }
   };
+  // A pinned watch drops an interest that fired with nobody waiting (level-triggered: it would
+  // fire at every poll); a waiter that comes later adds it back.
+  int unwanted = 0;
+  if ((events & UV_READABLE) != 0 && watch->readers.empty()) {
+    unwanted |= UV_READABLE;
+  }
+  if ((events & UV_WRITABLE) != 0 && watch->writers.empty()) {
+    unwanted |= UV_WRITABLE;
+  }
   if (status < 0 || (events & UV_READABLE) != 0) {
     wake_all(watch->readers);
   }
   if (status < 0 || (events & UV_WRITABLE) != 0) {
     wake_all(watch->writers);
+  }
+  if (watch->pinned > 0 && unwanted != 0) {
+    fd_registry::set_events(*watch, watch->events & ~unwanted);
   }
 }
 
@@ -177,6 +221,45 @@ void wait_for(int fd, bool writing, const timeout& limit) {
 namespace weft {
 
 void wait_readable(int fd, const timeout& limit) { detail::wait_for(fd, false, limit); }
+
+fd_registration::fd_registration(int fd) {
+  detail::scheduler_core* core = detail::current_core();
+  if (core == nullptr || core->current() == nullptr) {
+    throw std::logic_error(
+        "weft::fd_registration made outside a coroutine; make it from weft::run's main or from "
+        "a coroutine started with weft::spawn");
+  }
+  if (fd < 0) {
+    throw std::invalid_argument("weft::fd_registration needs an open fd, got " +
+                                std::to_string(fd));
+  }
+  core->driver().extension<detail::fd_registry>().pin(fd, "weft::fd_registration");
+  fd_ = fd;
+}
+
+fd_registration::fd_registration(fd_registration&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+fd_registration& fd_registration::operator=(fd_registration&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+fd_registration::~fd_registration() { reset(); }
+
+void fd_registration::reset() noexcept {
+  if (fd_ < 0) {
+    return;
+  }
+  detail::scheduler_core* core = detail::current_core();
+  if (core != nullptr) {
+    core->driver().extension<detail::fd_registry>().unpin(fd_);
+  }
+  fd_ = -1;
+}
 
 void wait_writable(int fd, const timeout& limit) { detail::wait_for(fd, true, limit); }
 

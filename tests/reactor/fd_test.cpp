@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "test_support.hpp"
+#include "weft/sync/event.hpp"
 
 namespace {
 
@@ -101,6 +102,64 @@ TEST(Fd, ACancelledWaiterLeavesTheOthersWaiting) {
     EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
     patient.await();
   });
+}
+
+// fd_registration keeps the poll handle between waits (a database socket waited on at every
+// query); waits on it work as before, one after another.
+TEST(Fd, ARegisteredFdServesWaitAfterWait) {
+  socket_pair pair;
+  run_clean([&] {
+    weft::fd_registration registered(pair.ends[0]);
+    EXPECT_EQ(registered.fd(), pair.ends[0]);
+    auto writer = weft::spawn([&] {
+      for (int round = 0; round < 100; ++round) {
+        EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+        weft::yield();
+      }
+    });
+    for (int round = 0; round < 100; ++round) {
+      char byte;
+      while (::read(pair.ends[0], &byte, 1) != 1) {
+        weft::wait_readable(pair.ends[0], weft::timeout(5s));
+      }
+    }
+    writer.await();
+    registered.reset();
+    EXPECT_EQ(registered.fd(), -1);
+  });  // run_clean: the handle is gone once the registration is
+}
+
+// Data nobody waits for on a registered fd must not make the (level-triggered) poll fire at
+// every turn of the loop: the interest is dropped when it fires with no waiter.
+TEST(Fd, AnIdleRegisteredFdWithUnreadDataDoesNotSpinTheLoop) {
+  socket_pair pair;
+  weft::scheduler scheduler;
+  weft_test::clean_end_check check(scheduler);
+  scheduler.run([&] {
+    weft::fd_registration registered(pair.ends[0]);
+    EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+    auto waiter = weft::spawn([&] { weft::wait_readable(pair.ends[0], weft::timeout(5s)); });
+    waiter.await();  // registered and polled for reading; the byte stays unread
+    std::uint64_t waits_before = scheduler.stats().reactor_waits;
+    weft::sleep_for(30ms);
+    EXPECT_LT(scheduler.stats().reactor_waits - waits_before, 20u)
+        << "the loop woke again and again for data nobody waits for";
+  });
+}
+
+// An idle registration neither keeps run() going nor hides a deadlock.
+TEST(Fd, AnIdleRegisteredFdDoesNotHideADeadlock) {
+  socket_pair pair;
+  weft::run_options options;
+  options.deadlock_reporter = [](std::string_view) {};
+  EXPECT_THROW(run_clean(
+                   [&] {
+                     weft::fd_registration registered(pair.ends[0]);
+                     weft::event never;
+                     never.wait();
+                   },
+                   options),
+               weft::deadlock_error);
 }
 
 TEST(Fd, ARegularFileIsAnIoErrorNamingTheFd) {

@@ -16,4 +16,29 @@ namespace weft {
 void wait_readable(int fd, const timeout& limit = timeout::never());
 void wait_writable(int fd, const timeout& limit = timeout::never());
 
+// Keeps fd registered with the reactor between waits. Without one, the poll handle is made on
+// the first wait and closed when the last waiter leaves, which costs several syscalls each time
+// (uv_poll_init checks the fd with epoll_ctl add+del and sets O_NONBLOCK; uv_close deletes it
+// again): fine for an occasional wait, a real cost for a socket waited on at every request (a
+// database connection). While registered, the fd keeps being polled for what it was last
+// waited for; an interest that fires with nobody waiting is dropped until the next wait, so an
+// idle registered fd costs nothing. Destroy (or reset) the registration before closing the fd,
+// on the scheduler's thread and before run() returns. Registrations of one fd nest.
+class fd_registration {
+ public:
+  fd_registration() noexcept = default;
+  explicit fd_registration(int fd);  // from a coroutine; std::logic_error elsewhere
+  fd_registration(fd_registration&& other) noexcept;
+  fd_registration& operator=(fd_registration&& other) noexcept;
+  fd_registration(const fd_registration&) = delete;
+  fd_registration& operator=(const fd_registration&) = delete;
+  ~fd_registration();
+
+  int fd() const noexcept { return fd_; }
+  void reset() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace weft
