@@ -25,6 +25,7 @@
 #endif
 #if defined(WEFT_SANITIZE_THREAD)
 #include <sanitizer/tsan_interface.h>
+#include <signal.h>
 #endif
 
 #if defined(WEFT_NATIVE_SWITCH)
@@ -52,6 +53,13 @@ inline void before_jump([[maybe_unused]] execution_context* from,
                                  target.stack_size);
 #endif
 #if defined(WEFT_SANITIZE_THREAD)
+  // TSan defers an asynchronous signal that arrives while instrumented code runs and delivers it
+  // when that fiber next leaves an intercepted call. Its fibers are separate thread states, so a
+  // signal deferred on this fiber would wait until this coroutine runs again, which may be never
+  // (a SIGCHLD that libuv needs to wake the very coroutine waiting for the child). Any
+  // intercepted call delivers it; reading the signal mask is the cheapest one.
+  sigset_t unchanged;
+  pthread_sigmask(SIG_BLOCK, nullptr, &unchanged);
   __tsan_switch_to_fiber(target.tsan_fiber, 0);
 #endif
 }
