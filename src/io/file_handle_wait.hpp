@@ -125,4 +125,22 @@ void free_when_unused(State& state, bool handles_open) noexcept {
   }
 }
 
+// A coroutine inside a call on such a state keeps it alive (its handle_wait is linked into it):
+// one more user while it is in the call; on leaving, release (the state's free_when_unused rule)
+// may free it.
+template <class State, void (*Release)(State&) noexcept>
+class state_user {
+ public:
+  explicit state_user(State& state) noexcept : state_(state) { ++state_.users; }
+  state_user(const state_user&) = delete;
+  state_user& operator=(const state_user&) = delete;
+  ~state_user() {
+    --state_.users;
+    Release(state_);
+  }
+
+ private:
+  State& state_;
+};
+
 }  // namespace weft::detail

@@ -75,20 +75,7 @@ void on_event(uv_fs_event_t* handle, const char* filename, int events, int statu
   state.waiters.notify_all();
 }
 
-// A coroutine inside next() keeps the state alive.
-class state_user {
- public:
-  explicit state_user(watch_state& state) noexcept : state_(state) { ++state_.users; }
-  state_user(const state_user&) = delete;
-  state_user& operator=(const state_user&) = delete;
-  ~state_user() {
-    --state_.users;
-    maybe_free(state_);
-  }
-
- private:
-  watch_state& state_;
-};
+using watch_user = state_user<watch_state, &maybe_free>;
 
 }  // namespace
 }  // namespace detail
@@ -146,7 +133,7 @@ watch_event watcher::next(const timeout& limit) {
         "start one with weft::fs::watch");
   }
   detail::watch_state& state = *state_;
-  detail::state_user user(state);
+  detail::watch_user user(state);
   detail::wait_until(
       state.waiters,
       [&] { return !state.queue.empty() || state.dropped > 0 || state.error != 0 || state.closed; },

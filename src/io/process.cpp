@@ -84,20 +84,7 @@ void on_exit(uv_process_t* process, std::int64_t exit_status, int term_signal) {
   state.waiters.notify_all();
 }
 
-// A coroutine inside wait() keeps the state alive (its handle_wait is linked into it).
-class state_user {
- public:
-  explicit state_user(child_state& state) noexcept : state_(state) { ++state_.users; }
-  state_user(const state_user&) = delete;
-  state_user& operator=(const state_user&) = delete;
-  ~state_user() {
-    --state_.users;
-    maybe_free(state_);
-  }
-
- private:
-  child_state& state_;
-};
+using child_user = state_user<child_state, &maybe_free>;
 
 // The child's ends of the socketpairs, closed here once the spawn has dup'ed them (or failed).
 class child_ends {
@@ -271,7 +258,7 @@ bool child::exited() const noexcept { return state_ != nullptr && state_->exited
 
 process::status child::wait(const timeout& limit) {
   child_state& state = state_of(state_, "wait");
-  detail::state_user user(state);
+  detail::child_user user(state);
   detail::wait_until(
       state.waiters, [&] { return state.exited; }, limit, state.description);
   return state.ended;
