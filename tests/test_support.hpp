@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +98,26 @@ struct cancellable {
     started = true;
     weft::sleep_for(std::chrono::hours(1));
   }
+};
+
+// A fresh directory under /tmp for one test, removed with everything in it at the end.
+class temporary_directory {
+ public:
+  temporary_directory() {
+    std::string pattern = "/tmp/weft-test-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("mkdtemp failed");
+    }
+    path_ = pattern;
+  }
+  temporary_directory(const temporary_directory&) = delete;
+  temporary_directory& operator=(const temporary_directory&) = delete;
+  ~temporary_directory() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 
 }  // namespace weft_test

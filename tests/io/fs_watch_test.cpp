@@ -14,23 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using weft_test::run_clean;
-
-class temporary_directory {
- public:
-  temporary_directory() {
-    std::string pattern = "/tmp/weft-fs-watch-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    path_ = pattern;
-  }
-  ~temporary_directory() { std::filesystem::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using weft_test::temporary_directory;
 
 TEST(FsWatch, AWriteToAWatchedFileIsReported) {
   temporary_directory directory;
