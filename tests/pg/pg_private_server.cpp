@@ -1,6 +1,8 @@
 // A PostgreSQL server of one's own (see pg_private_server.hpp).
 #include "pg/pg_private_server.hpp"
 
+#include "pg/pg_process.hpp"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <libpq-fe.h>
@@ -31,102 +33,15 @@ using namespace std::chrono_literals;
 
 // Bump when the initdb options or settings change, so a stale template is not reused.
 constexpr const char* template_version = "v1";
-constexpr const char* default_bin_dir = "/usr/lib/postgresql/15/bin";
 constexpr int port = 5432;  // no TCP: each instance has its own socket directory
 
-struct runner {
-  uid_t uid;
-  gid_t gid;
-};
-
-// PostgreSQL refuses to run as root: then run it as the postgres system user.
-runner pick_runner() {
-  if (::geteuid() != 0) {
-    return {::geteuid(), ::getegid()};
-  }
-  passwd* entry = ::getpwnam("postgres");
-  if (entry == nullptr) {
-    throw std::runtime_error(
-        "private PostgreSQL server: running as root, but there is no `postgres` system user to "
-        "run the server as (install the postgresql package: scripts/install-deps)");
-  }
-  return {entry->pw_uid, entry->pw_gid};
-}
-
-fs::path server_binaries() {
-  const char* bin_override = std::getenv("WEFT_PG_BIN");
-  fs::path bin = bin_override != nullptr ? bin_override : default_bin_dir;
-  if (!fs::exists(bin / "initdb") || !fs::exists(bin / "postgres")) {
-    throw std::runtime_error(
-        "private PostgreSQL server: PostgreSQL 15 server binaries not found in " + bin.string() +
-        " (initdb, postgres); install the postgresql package (scripts/install-deps does) or set "
-        "WEFT_PG_BIN to the directory holding them");
-  }
-  return bin;
-}
-
-std::string read_tail(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream all;
-  all << in.rdbuf();
-  std::string text = all.str();
-  return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
-}
-
-// fork + exec as the runner, output appended to log, in its own session (a signal to this
-// process group must not reach it). cpus: the affinity the child gets, if set.
-pid_t spawn_as(const runner& as, const std::vector<std::string>& arguments, const fs::path& log,
-               const std::optional<cpu_set_t>& cpus = std::nullopt) {
-  std::vector<char*> argv;
-  for (const std::string& argument : arguments) {
-    argv.push_back(const_cast<char*>(argument.c_str()));
-  }
-  argv.push_back(nullptr);
-  int output = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (output < 0) {
-    throw std::runtime_error("private PostgreSQL server: cannot open " + log.string());
-  }
-  bool drop = ::geteuid() == 0 && as.uid != 0;
-  pid_t child = ::fork();
-  if (child == 0) {
-    // Only async-signal-safe calls until exec: the process may have threads.
-    ::dup2(output, 1);
-    ::dup2(output, 2);
-    if (cpus.has_value()) {
-      ::sched_setaffinity(0, sizeof(cpu_set_t), &*cpus);
-    }
-    if (drop && (::setgroups(1, &as.gid) != 0 || ::setgid(as.gid) != 0 || ::setuid(as.uid) != 0)) {
-      ::_exit(126);
-    }
-    ::setsid();
-    if (::chdir("/") != 0) {
-      ::_exit(126);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(output);
-  if (child < 0) {
-    throw std::runtime_error("private PostgreSQL server: fork failed");
-  }
-  return child;
-}
-
-void run_to_end(const runner& as, const std::vector<std::string>& arguments, const fs::path& log) {
-  pid_t child = spawn_as(as, arguments, log);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("private PostgreSQL server: " + arguments[0] + " failed (status " +
-                             std::to_string(status) + "):\n" + read_tail(log));
-  }
-}
-
-void give_to(const runner& as, const fs::path& path) {
-  if (::geteuid() == 0 && ::chown(path.c_str(), as.uid, as.gid) != 0) {
-    throw std::runtime_error("private PostgreSQL server: cannot chown " + path.string());
-  }
-}
+using process::give_to;
+using process::pick_runner;
+using process::read_tail;
+using process::run_to_end;
+using process::runner;
+using process::server_binaries;
+using process::spawn_as;
 
 // The template data dir, initdb'd once per machine (per runner uid) under an flock so parallel
 // test processes do it once; never run, only copied.
@@ -146,16 +61,7 @@ fs::path template_data(const runner& as, const fs::path& bin) {
       fs::remove_all(base);
       fs::create_directories(base);
       give_to(as, base);
-      run_to_end(as,
-                 {(bin / "initdb").string(), "-D", (base / "data").string(), "-U", "weft", "-A",
-                  "trust", "--no-sync", "-E", "UTF8", "--locale=C", "--wal-segsize=1"},
-                 base / "initdb.log");
-      // A throwaway server: durability off, small memory, no TCP.
-      std::ofstream config(base / "data" / "postgresql.conf", std::ios::app);
-      config << "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
-                "listen_addresses = ''\nshared_buffers = 16MB\nmax_connections = 60\n"
-                "max_wal_size = 32MB\nmin_wal_size = 4MB\n";
-      config.close();
+      process::initdb_throwaway(as, bin, base, 60);
       std::ofstream(ready) << "ok\n";
     }
   } catch (...) {
@@ -205,7 +111,7 @@ private_server::private_server(private_server_options options) : options_(option
     give_to(as, directory_);
     // As the runner, so the copy belongs to it and keeps the data dir's 0700.
     run_to_end(as, {"/bin/cp", "-a", source.string(), directory_ + "/data"},
-               fs::path(directory_) / "copy.log");
+               fs::path(directory_) / "copy.log", "/");
     start();
   } catch (...) {
     remove_directory();
@@ -237,7 +143,7 @@ void private_server::start() {
   pid_t child = spawn_as(pick_runner(),
                          {(bin / "postgres").string(), "-D", directory_ + "/data", "-k", directory_,
                           "-p", std::to_string(port)},
-                         log, cpus);
+                         log, "/", cpus);
   postmaster_ = child;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (PQping(conninfo_.c_str()) != PQPING_OK) {

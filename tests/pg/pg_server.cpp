@@ -1,6 +1,8 @@
 // Starting and stopping the tests' PostgreSQL server (see pg_server.hpp).
 #include "pg/pg_server.hpp"
 
+#include "pg/pg_process.hpp"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <libpq-fe.h>
@@ -30,88 +32,13 @@ using namespace std::chrono_literals;
 
 // Bump when the initdb options or settings change, so a stale data dir is not reused.
 constexpr const char* layout_version = "v2";
-constexpr const char* default_bin_dir = "/usr/lib/postgresql/15/bin";
 constexpr int port = 5432;
 
-struct runner {
-  uid_t uid;
-  gid_t gid;
-  std::string name;
-};
-
-// PostgreSQL refuses to run as root: then run it as the postgres system user.
-runner pick_runner() {
-  if (::geteuid() != 0) {
-    return {::geteuid(), ::getegid(), "current user"};
-  }
-  passwd* entry = ::getpwnam("postgres");
-  if (entry == nullptr) {
-    throw std::runtime_error(
-        "weft pg tests: running as root, but there is no `postgres` system user to run the "
-        "PostgreSQL server as (install the postgresql package: scripts/install-deps)");
-  }
-  return {entry->pw_uid, entry->pw_gid, "postgres"};
-}
-
-std::string read_tail(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream all;
-  all << in.rdbuf();
-  std::string text = all.str();
-  return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
-}
-
-// fork + exec as the runner, output to log; returns the child's pid.
-pid_t spawn_as(const runner& as, const std::vector<std::string>& arguments, const fs::path& log,
-               const fs::path& directory) {
-  std::vector<char*> argv;
-  for (const std::string& argument : arguments) {
-    argv.push_back(const_cast<char*>(argument.c_str()));
-  }
-  argv.push_back(nullptr);
-  int output = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (output < 0) {
-    throw std::runtime_error("weft pg tests: cannot open " + log.string());
-  }
-  bool drop = ::geteuid() == 0 && as.uid != 0;
-  pid_t child = ::fork();
-  if (child == 0) {
-    // Only async-signal-safe calls until exec: the test process may have threads.
-    ::dup2(output, 1);
-    ::dup2(output, 2);
-    if (drop && (::setgroups(1, &as.gid) != 0 || ::setgid(as.gid) != 0 || ::setuid(as.uid) != 0)) {
-      ::_exit(126);
-    }
-    ::setsid();
-    if (::chdir(directory.c_str()) != 0) {
-      ::_exit(126);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(output);
-  if (child < 0) {
-    throw std::runtime_error("weft pg tests: fork failed");
-  }
-  return child;
-}
-
-void run_to_end(const runner& as, const std::vector<std::string>& arguments, const fs::path& log,
-                const fs::path& directory) {
-  pid_t child = spawn_as(as, arguments, log, directory);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("weft pg tests: " + arguments[0] + " failed (status " +
-                             std::to_string(status) + "):\n" + read_tail(log));
-  }
-}
-
-void give_to(const runner& as, const fs::path& path) {
-  if (::geteuid() == 0 && ::chown(path.c_str(), as.uid, as.gid) != 0) {
-    throw std::runtime_error("weft pg tests: cannot chown " + path.string());
-  }
-}
+using process::give_to;
+using process::pick_runner;
+using process::read_tail;
+using process::runner;
+using process::spawn_as;
 
 // The shared server's home: <base>/data (initdb'd once), the socket, and two lock files:
 // control.lock serializes starting and stopping; users.lock is held shared by every process
@@ -148,16 +75,7 @@ void initdb_once(const runner& as, const fs::path& bin, const shared_layout& lay
   fs::remove_all(layout.base);
   fs::create_directories(layout.base);
   give_to(as, layout.base);
-  run_to_end(as,
-             {(bin / "initdb").string(), "-D", layout.data().string(), "-U", "weft", "-A", "trust",
-              "--no-sync", "-E", "UTF8", "--locale=C", "--wal-segsize=1"},
-             layout.base / "initdb.log", layout.base);
-  // Settings for a throwaway server: durability off, small memory, no TCP.
-  std::ofstream config(layout.data() / "postgresql.conf", std::ios::app);
-  config << "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
-            "listen_addresses = ''\nshared_buffers = 16MB\nmax_connections = 100\n"
-            "max_wal_size = 32MB\nmin_wal_size = 4MB\n";
-  config.close();
+  process::initdb_throwaway(as, bin, layout.base, 100);
   std::ofstream(layout.ready()) << "ok\n";
 }
 
@@ -171,14 +89,7 @@ bool answers(const std::string& conninfo) { return PQping(conninfo.c_str()) == P
 class server {
  public:
   server() {
-    const char* bin_override = std::getenv("WEFT_PG_BIN");
-    fs::path bin = bin_override != nullptr ? bin_override : default_bin_dir;
-    if (!fs::exists(bin / "initdb") || !fs::exists(bin / "postgres")) {
-      throw std::runtime_error(
-          "weft pg tests: PostgreSQL 15 server binaries not found in " + bin.string() +
-          " (initdb, postgres); install the postgresql package (scripts/install-deps does) or "
-          "set WEFT_PG_BIN to the directory holding them");
-    }
+    fs::path bin = process::server_binaries();
     runner as = pick_runner();
     layout_.base = fs::temp_directory_path() /
                    ("weft-pg-15-" + std::string(layout_version) + "-uid" + std::to_string(as.uid));
