@@ -227,6 +227,9 @@ void scheduler_core::finish(coroutine& self) noexcept {
     self.cancelled_ = true;
     ++stats_.cancelled;
   }
+  if (self.finish_hook_ != nullptr) {
+    self.finish_hook_(self, self.finish_context_);
+  }
   if (self.handlers_ != nullptr) {
     run_handlers(self.handlers_->finish);
   }

@@ -183,16 +183,12 @@ scope::member& scope::adopt(detail::coroutine& coroutine) {
   member* record = ::new (memory) member();
   record->coroutine = &coroutine;
   record->owner = this;
-  try {
-    coroutine.handlers().finish.push_back([record] {
-      record->owner->member_finished(*record);
-      return false;
-    });
-  } catch (...) {
-    record->~member();
-    detail::deallocate_block(memory, sizeof(member));
-    throw;
-  }
+  coroutine.set_finish_hook(
+      [](detail::coroutine&, void* context) noexcept {
+        auto& finished = *static_cast<member*>(context);
+        finished.owner->member_finished(finished);
+      },
+      record);
   coroutine.set_owning_scope(this);
   coroutine.add_ref();
   members_.push_back(*record);
