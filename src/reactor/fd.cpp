@@ -33,7 +33,6 @@ struct fd_watch {
   // closed when its last waiter leaves, and keeps polling for what it polled; on_poll drops an
   // interest once it fires with nobody waiting for it.
   int pinned = 0;
-  int error = 0;  // a poll error reported to the waiters it woke
 };
 
 class fd_registry final : public reactor_extension {
@@ -144,11 +143,7 @@ class fd_wait final : public wait_source {
            (writing_ ? " writable" : " readable");
   }
 
-  void fire(int error) noexcept {
-    error_ = error;
-    core_.wake(*waiter_, this);
-  }
-  int error() const noexcept { return error_; }
+  void fire() noexcept { core_.wake(*waiter_, this); }
 
   struct link : list_node {
     fd_wait* wait = nullptr;
@@ -161,18 +156,28 @@ class fd_wait final : public wait_source {
   bool writing_;
   coroutine* waiter_ = nullptr;
   link link_{};
-  int error_ = 0;
 };
 
 void fd_registry::on_poll(uv_poll_t* handle, int status, int events) {
   auto* watch = static_cast<fd_watch*>(handle->data);
-  // Wake the waiters the event concerns (all of them on an error); each unlinks itself from
-  // the lists here, and leaves the watch (possibly closing it) when it resumes and disarms.
-  auto wake_all = [status](intrusive_list& list) {
+  // Wake the waiters the event concerns; each unlinks itself from the lists here, and leaves
+  // the watch (possibly closing it) when it resumes and disarms.
+  auto wake_all = [](intrusive_list& list) {
     while (list_node* node = list.pop_front()) {
-      static_cast<fd_wait::link*>(node)->wait->fire(status < 0 ? status : 0);
+      static_cast<fd_wait::link*>(node)->wait->fire();
     }
   };
+  if (status < 0) {
+    // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the real
+    // error, and stops the handle). As poll(2), Go's netpoller and mio do, it counts as ready
+    // both ways: the caller's next read or write returns the real error (ECONNRESET, EPIPE)
+    // instead of a misleading "bad file descriptor" here. The handle is stopped, so forget what
+    // it polled: the next wait starts it again.
+    watch->events = 0;
+    wake_all(watch->readers);
+    wake_all(watch->writers);
+    return;
+  }
   // A pinned watch drops an interest that fired with nobody waiting (level-triggered: it would
   // fire at every poll); a waiter that comes later adds it back.
   int unwanted = 0;
@@ -182,10 +187,10 @@ void fd_registry::on_poll(uv_poll_t* handle, int status, int events) {
   if ((events & UV_WRITABLE) != 0 && watch->writers.empty()) {
     unwanted |= UV_WRITABLE;
   }
-  if (status < 0 || (events & UV_READABLE) != 0) {
+  if ((events & UV_READABLE) != 0) {
     wake_all(watch->readers);
   }
-  if (status < 0 || (events & UV_WRITABLE) != 0) {
+  if ((events & UV_WRITABLE) != 0) {
     wake_all(watch->writers);
   }
   if (watch->pinned > 0 && unwanted != 0) {
@@ -210,9 +215,6 @@ void wait_for(int fd, bool writing, const timeout& limit) {
   wait_source* sources[] = {&ready};
   wait_with_limit(*core, self, sources, limit,
                   [&] { return std::string(operation) + " fd " + std::to_string(fd); });
-  if (ready.error() < 0) {
-    throw_uv_error(ready.error(), operation, "fd " + std::to_string(fd));
-  }
 }
 
 }  // namespace

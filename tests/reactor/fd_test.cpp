@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -127,6 +128,34 @@ TEST(Fd, ARegisteredFdServesWaitAfterWait) {
     registered.reset();
     EXPECT_EQ(registered.fd(), -1);
   });  // run_clean: the handle is gone once the registration is
+}
+
+// A peer that closes with our data unread resets the connection: the fd reports an error
+// condition (POLLERR), which libuv turns into "bad file descriptor" and a stopped handle. The
+// waiter must wake as for readiness, and its read must see the real error; a later wait on the
+// same registered fd must not hang on the stopped handle.
+TEST(Fd, AResetConnectionWakesTheWaiterAndTheReadReportsTheRealError) {
+  socket_pair pair;
+  run_clean([&] {
+    weft::fd_registration registered(pair.ends[0]);
+    auto reader = weft::spawn([&] {
+      weft::wait_readable(pair.ends[0], weft::timeout(5s));
+      char byte;
+      errno = 0;
+      EXPECT_EQ(::read(pair.ends[0], &byte, 1), -1);
+      EXPECT_EQ(errno, ECONNRESET);
+      weft::wait_readable(pair.ends[0], weft::timeout(5s));  // the peer is gone: readable (EOF)
+      EXPECT_EQ(::read(pair.ends[0], &byte, 1), 0);
+      weft::wait_writable(pair.ends[0], weft::timeout(5s));
+      EXPECT_EQ(::send(pair.ends[0], "x", 1, MSG_NOSIGNAL), -1);
+      EXPECT_EQ(errno, EPIPE);
+    });
+    weft::yield();  // the reader waits now
+    EXPECT_EQ(::write(pair.ends[0], "unread", 6), 6);
+    ::close(pair.ends[1]);
+    pair.ends[1] = -1;
+    reader.await();
+  });
 }
 
 // Data nobody waits for on a registered fd must not make the (level-triggered) poll fire at

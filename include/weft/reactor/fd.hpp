@@ -6,7 +6,9 @@
 // wait on one fd, for reading and for writing; they share one libuv poll handle per fd (libuv
 // allows only one), started on the first wait and closed when the last waiter leaves. The fd
 // must be pollable (a socket, pipe, tty, eventfd: not a regular file) and must stay open while
-// waited on. Errors: io_error naming the operation and the fd.
+// waited on. An error condition on the fd (a reset connection, a closed peer) counts as ready
+// both ways, as in poll(2): the next read or write reports the real error. Errors: io_error
+// naming the operation and the fd when it cannot be polled at all.
 #pragma once
 
 #include "weft/sched/timeout.hpp"
