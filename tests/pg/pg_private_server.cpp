@@ -176,6 +176,10 @@ void private_server::stop() {
   }
 }
 
+std::string private_server::log_tail() const {
+  return read_tail(fs::path(directory_) / "server.log");
+}
+
 void private_server::remove_directory() noexcept {
   if (!directory_.empty()) {
     std::error_code ignored;

@@ -40,6 +40,8 @@ class private_server {
   // user weft, trust authentication, database postgres, this instance's socket directory.
   const std::string& conninfo() const noexcept { return conninfo_; }
   bool running() const noexcept { return postmaster_ > 0; }
+  // The end of the server's log, for failure messages.
+  std::string log_tail() const;
 
   // Immediate shutdown (SIGQUIT to the postmaster, what `pg_ctl stop -m immediate` sends):
   // every session is cut at once, nothing is flushed. Returns when the postmaster has exited.
