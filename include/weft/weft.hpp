@@ -15,6 +15,8 @@
 #include "weft/pg/pool.hpp"
 #include "weft/pg/transaction.hpp"
 #include "weft/pool/pool.hpp"
+#include "weft/procs/process.hpp"
+#include "weft/procs/scheduler.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"

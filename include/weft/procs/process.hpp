@@ -1,0 +1,119 @@
+// weft::procs: step-driven processes (actors, workflows) run by a work-stealing scheduler.
+//
+// A process is a state machine the scheduler advances one step at a time, on whichever worker
+// thread is free; it never blocks a thread. Between steps it waits for events: the completion
+// of a command it yielded (a timer, a database call, anything a command handler does), a
+// message from another process or thread, or a cancel.
+//
+// Contract for implementers of `process`:
+//   - init(), step() and close() are called by one worker at a time, never concurrently, and
+//     each call happens-after the previous one (a process may keep plain, unsynchronised state).
+//     Successive steps may run on different threads: keep no thread-locals across steps.
+//   - init() is called once, before the first step; it throws (std::invalid_argument for an
+//     unknown method) to refuse the entry point: the process then fails without a step.
+//   - step() reads the events delivered since the last step (in arrival order; it may move
+//     their data out) and writes its status and its yields into `out`. It must return promptly:
+//     a step is not preempted. It may throw: the process fails with that exception.
+//   - close() is called exactly once, after the process completed (done, failed, terminated or
+//     forced at stop), on a worker thread (or the thread calling stop()). It must not throw.
+//   - The process object is owned by the scheduler from submit() to close().
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft::procs {
+
+class scheduler;
+
+// A process id: generation in the high 32 bits, table slot in the low 32. A finished process's
+// slot is reused under a new generation, so an old pid never reaches the new process. 0 is
+// never a valid pid.
+using pid = std::uint64_t;
+inline constexpr pid no_pid = 0;
+
+enum class event_type : std::uint8_t {
+  yield_complete,  // a command this process yielded finished: tag is the yield's tag
+  message,         // send(pid, data) from another process or a thread
+  cancel,          // the process is asked to finish (scheduler::cancel or stop); sent once
+};
+
+struct event {
+  event_type type = event_type::message;
+  std::uint64_t tag = 0;     // yield_complete: the tag the command was yielded with
+  std::string data;          // the message, or the command's result
+  std::exception_ptr error;  // yield_complete: set when the command failed (data is empty)
+  pid from = no_pid;         // message: the sending process, no_pid when sent from a thread
+};
+
+enum class step_status : std::uint8_t {
+  keep_running,  // step again soon, after the other ready processes had a turn
+  wait,          // step again when an event arrives (yields outstanding or a message)
+  done,          // finished with a result
+  failed,        // finished with an error
+};
+
+// A command yielded by a step, dispatched to the handler registered for its type.
+struct command {
+  std::string type;
+  std::uint64_t tag = 0;
+  std::string payload;
+};
+
+// What a step produced. The scheduler reuses one per worker and clears it before each step:
+// the strings and vectors keep their capacity, so a process in steady state allocates nothing
+// here. The default status is `wait`.
+class step_output {
+ public:
+  void keep_running() noexcept { status_ = step_status::keep_running; }
+  void wait() noexcept { status_ = step_status::wait; }
+  void done(std::string_view result = {});
+  void fail(std::string_view reason);
+  void fail(std::exception_ptr error);
+  // Yields a command: after the step, it is handed to the handler for `type`, whose
+  // completion comes back as a yield_complete event carrying `tag`.
+  void yield(std::string_view type, std::uint64_t tag, std::string_view payload = {});
+
+  step_status status() const noexcept { return status_; }
+  std::span<const command> commands() const noexcept { return {commands_.data(), used_}; }
+  const std::string& result() const noexcept { return result_; }
+  const std::exception_ptr& error() const noexcept { return error_; }
+  // Back to "wait, no yields", keeping every buffer's capacity.
+  void clear() noexcept;
+
+ private:
+  step_status status_ = step_status::wait;
+  std::vector<command> commands_;  // the first used_ are this step's; the rest are spare
+  std::size_t used_ = 0;
+  std::string result_;
+  std::exception_ptr error_;
+};
+
+// What a process knows of its place: its pid and the scheduler running it. Valid from init()
+// to close(); usable only from the process's own init/step (send and submit are thread-safe
+// anyway).
+class context {
+ public:
+  pid self() const noexcept { return self_; }
+  scheduler& owner() const noexcept { return *owner_; }
+
+ private:
+  friend class scheduler;
+  friend struct process_record_access;
+  pid self_ = no_pid;
+  scheduler* owner_ = nullptr;
+};
+
+class process {
+ public:
+  virtual ~process() = default;
+  virtual void init(context& self, std::string_view method, std::string_view input) = 0;
+  virtual void step(std::span<event> events, step_output& out) = 0;
+  virtual void close() noexcept {}
+};
+
+}  // namespace weft::procs

@@ -1,0 +1,460 @@
+// weft::procs engine: the process table, routing by pid, submission and stop. The workers'
+// side is worker.cpp.
+#include "procs/engine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "weft/error.hpp"
+
+namespace weft::procs {
+
+// Sets the private members of a process's context.
+struct process_record_access {
+  static void bind(context& self, pid id, scheduler& owner) noexcept {
+    self.self_ = id;
+    self.owner_ = &owner;
+  }
+};
+
+namespace detail {
+
+namespace {
+
+// A plain function run as a process of one step.
+class function_process final : public process {
+ public:
+  explicit function_process(std::function<std::string()> function)
+      : function_(std::move(function)) {}
+  void init(context&, std::string_view, std::string_view) override {}
+  void step(std::span<event>, step_output& out) override { out.done(function_()); }
+
+ private:
+  std::function<std::string()> function_;
+};
+
+std::string describe_pid(pid id) {
+  return "pid " + std::to_string(index_of(id)) + "." + std::to_string(id >> 32);
+}
+
+}  // namespace
+
+engine::engine(scheduler& facade, scheduler_options options)
+    : facade_(facade),
+      options_(std::move(options)),
+      directory_(new std::atomic<process_record*>[max_chunks]) {
+  if (options_.workers == 0) {
+    options_.workers = std::max(1u, std::thread::hardware_concurrency());
+  }
+  std::size_t capacity = options_.local_queue_capacity;
+  if (capacity < 2 || (capacity & (capacity - 1)) != 0) {
+    throw std::invalid_argument(options_.name +
+                                ": local_queue_capacity must be a power of two >= 2, got " +
+                                std::to_string(capacity));
+  }
+  if (options_.global_batch == 0 || options_.global_queue_interval == 0) {
+    throw std::invalid_argument(options_.name +
+                                ": global_batch and global_queue_interval must be at least 1");
+  }
+  if (options_.workers > 4096) {
+    throw std::invalid_argument(options_.name + ": at most 4096 workers, asked for " +
+                                std::to_string(options_.workers));
+  }
+  for (std::uint32_t chunk = 0; chunk < max_chunks; ++chunk) {
+    directory_[chunk].store(nullptr, std::memory_order_relaxed);
+  }
+  for (std::size_t number = 0; number < options_.workers; ++number) {
+    auto created = std::make_unique<worker>(capacity);
+    created->owner = this;
+    created->number = number;
+    created->random_state = 0x9e3779b97f4a7c15ull * (number + 1);
+    workers_.push_back(std::move(created));
+  }
+  parked_.reserve(workers_.size());
+  handler_maps_.push_back(std::make_unique<handler_map>());
+  handlers_.store(handler_maps_.back().get(), std::memory_order_release);
+}
+
+void engine::start() {
+  for (auto& each : workers_) {
+    worker* self = each.get();
+    self->thread = std::thread([this, self] { worker_main(*self); });
+  }
+}
+
+engine::~engine() {
+  // stop() joined the workers; what is left in the chunks are free records.
+  std::uint32_t chunks = chunks_.load(std::memory_order_acquire);
+  for (std::uint32_t chunk = 0; chunk < chunks; ++chunk) {
+    delete[] directory_[chunk].load(std::memory_order_relaxed);
+  }
+}
+
+// --- the table --------------------------------------------------------------------------------
+
+process_record* engine::record_at(std::uint32_t index) const noexcept {
+  std::uint32_t chunk = index >> chunk_bits;
+  if (chunk >= chunks_.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
+  // Published with release after the chunk's records were constructed (allocate_record).
+  process_record* records = directory_[chunk].load(std::memory_order_acquire);
+  return records == nullptr ? nullptr : &records[index & (chunk_size - 1)];
+}
+
+process_record* engine::allocate_record(worker* here) {
+  std::uint32_t index = 0;
+  if (here != nullptr && !here->free_records.empty()) {
+    index = here->free_records.back();
+    here->free_records.pop_back();
+    return record_at(index);
+  }
+  std::lock_guard<std::mutex> guard(table_lock_);
+  if (free_list_.empty()) {
+    std::uint32_t chunk = chunks_.load(std::memory_order_relaxed);
+    if (chunk == max_chunks) {
+      throw std::length_error(options_.name + ": too many live processes (" +
+                              std::to_string(std::size_t{max_chunks} * chunk_size) + ")");
+    }
+    auto* records = new process_record[chunk_size];
+    for (std::uint32_t slot = 0; slot < chunk_size; ++slot) {
+      records[slot].index = (chunk << chunk_bits) | slot;
+    }
+    directory_[chunk].store(records, std::memory_order_release);
+    chunks_.store(chunk + 1, std::memory_order_release);
+    // Slot 0 of chunk 0 is never used, so that no pid has index 0 (nor is 0).
+    for (std::uint32_t slot = chunk_size; slot-- > (chunk == 0 ? 1u : 0u);) {
+      free_list_.push_back((chunk << chunk_bits) | slot);
+    }
+  }
+  // A worker takes a batch for its cache: its next submissions skip this lock.
+  std::size_t take = here != nullptr ? std::min<std::size_t>(free_list_.size(), 64) : 1;
+  index = free_list_.back();
+  free_list_.pop_back();
+  for (std::size_t extra = 1; extra < take; ++extra) {
+    here->free_records.push_back(free_list_.back());
+    free_list_.pop_back();
+  }
+  return record_at(index);
+}
+
+void engine::free_record(worker* here, process_record& record) noexcept {
+  ++record.generation;
+  if (record.generation == 0) {
+    record.generation = 1;  // pids are never 0
+  }
+  record.state.store(phase_free, std::memory_order_release);
+  if (here != nullptr && here->free_records.size() < 256) {
+    here->free_records.push_back(record.index);
+    return;
+  }
+  std::lock_guard<std::mutex> guard(table_lock_);
+  free_list_.push_back(record.index);
+}
+
+process_record* engine::live_record(pid id) const noexcept {
+  if (id == no_pid) {
+    return nullptr;
+  }
+  return record_at(index_of(id));
+}
+
+// --- submission and routing -------------------------------------------------------------------
+
+void engine::on_command(std::string type, command_handler handler) {
+  if (!handler) {
+    throw std::invalid_argument(options_.name + ": on_command(\"" + type +
+                                "\") needs a handler, got an empty function");
+  }
+  std::lock_guard<std::mutex> guard(handlers_lock_);
+  auto replaced = std::make_unique<handler_map>(*handlers_.load(std::memory_order_relaxed));
+  (*replaced)[std::move(type)] = std::move(handler);
+  // Release: a worker that loads the new map sees it whole.
+  handlers_.store(replaced.get(), std::memory_order_release);
+  handler_maps_.push_back(std::move(replaced));
+}
+
+process_handle engine::submit(std::unique_ptr<process> body, std::string_view method,
+                              std::string_view input) {
+  if (body == nullptr) {
+    throw std::invalid_argument(options_.name + ": submit needs a process, got nullptr");
+  }
+  // Counted before the check (both seq_cst, paired with stop()): either we see stopping_ and
+  // back out, or stop() sees this process in live_ and waits for it.
+  live_.fetch_add(1, std::memory_order_seq_cst);
+  if (stopping_.load(std::memory_order_seq_cst)) {
+    release_live();
+    throw scheduler_stopped_error(options_.name +
+                                  ": submit after stop(): the scheduler takes no "
+                                  "new processes");
+  }
+  worker* here = current_worker(this);
+  process_record* allocated = nullptr;
+  try {
+    allocated = allocate_record(here);
+  } catch (...) {
+    release_live();
+    throw;
+  }
+  process_record& record = *allocated;
+  pid id = make_pid(record.generation, record.index);
+  record.body = std::move(body);
+  record.method.assign(method);
+  record.input.assign(input);
+  record.initialised = false;
+  record.waiting = false;
+  record.forced.store(false, std::memory_order_relaxed);
+  record.outcome = std::make_shared<outcome_state>();
+  process_record_access::bind(record.self, id, facade_);
+  process_handle handle(id, record.outcome);
+  // Queued before it accepts events: a sender that gets in first sees it queued and leaves the
+  // waking to us.
+  record.state.store(phase_queued, std::memory_order_relaxed);
+  record.inbox_lock.lock();
+  record.id = id;
+  record.accepting = true;
+  record.cancel_sent = false;
+  record.inbox_lock.unlock();
+  // stop() may have begun after our check and swept the table before this record accepted
+  // events: then it is ours to cancel (seq_cst pairs with the store in stop(); see there).
+  if (stopping_.load(std::memory_order_seq_cst)) {
+    record.inbox_lock.lock();
+    if (record.accepting && !record.cancel_sent) {
+      record.cancel_sent = true;
+      record.inbox.push_back(event{event_type::cancel, 0, {}, nullptr, no_pid});
+    }
+    record.inbox_lock.unlock();
+  }
+  schedule(record, false);
+  return handle;
+}
+
+bool engine::wake_locked(process_record& record) noexcept {
+  std::uint32_t state = record.state.load(std::memory_order_relaxed);
+  for (;;) {
+    chaos_point();
+    std::uint32_t phase = state & phase_mask;
+    if (phase == phase_idle) {
+      // acq_rel: we take over the record (its owner's writes before going idle are ours now).
+      if (record.state.compare_exchange_weak(state, phase_queued, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+        return true;
+      }
+    } else if (phase == phase_running) {
+      if ((state & notified_bit) != 0 ||
+          record.state.compare_exchange_weak(state, state | notified_bit, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+        return false;
+      }
+    } else {
+      // Queued: its run drains the inbox after this unlock. Complete or free: not accepting,
+      // so not reached.
+      return false;
+    }
+  }
+}
+
+bool engine::deliver(pid to, event&& incoming, const char* operation, bool throw_if_unknown) {
+  process_record* record = live_record(to);
+  bool wake = false;
+  bool accepted = false;
+  if (record != nullptr) {
+    record->inbox_lock.lock();
+    if (record->accepting && record->id == to) {
+      accepted = true;
+      if (incoming.type == event_type::cancel) {
+        if (!record->cancel_sent) {
+          record->cancel_sent = true;
+          record->inbox.push_back(std::move(incoming));
+          wake = wake_locked(*record);
+        }
+      } else {
+        record->inbox.push_back(std::move(incoming));
+        wake = wake_locked(*record);
+      }
+    }
+    record->inbox_lock.unlock();
+  }
+  if (wake) {
+    schedule(*record, true);
+  }
+  if (!accepted && throw_if_unknown) {
+    throw unknown_process_error(options_.name + ": " + operation + " to " + describe_pid(to) +
+                                ": no such live process (it finished, or never existed)");
+  }
+  return accepted;
+}
+
+void engine::complete_yield(pid target, std::uint64_t tag, std::string data,
+                            std::exception_ptr error) {
+  deliver(target, event{event_type::yield_complete, tag, std::move(data), std::move(error), no_pid},
+          "complete", false);
+}
+
+void engine::cancel(pid target, bool throw_if_unknown) {
+  deliver(target, event{event_type::cancel, 0, {}, nullptr, no_pid}, "cancel", throw_if_unknown);
+}
+
+void engine::terminate(pid target) {
+  process_record* record = live_record(target);
+  bool wake = false;
+  bool found = false;
+  if (record != nullptr) {
+    record->inbox_lock.lock();
+    if (record->accepting && record->id == target) {
+      found = true;
+      record->forced.store(true, std::memory_order_release);
+      wake = wake_locked(*record);
+    }
+    record->inbox_lock.unlock();
+  }
+  if (wake) {
+    schedule(*record, true);
+  }
+  if (!found) {
+    throw unknown_process_error(options_.name + ": terminate " + describe_pid(target) +
+                                ": no such live process (it finished, or never existed)");
+  }
+}
+
+// --- stop -------------------------------------------------------------------------------------
+
+bool engine::stop(std::chrono::steady_clock::duration grace) {
+  if (current_worker(this) != nullptr) {
+    throw std::logic_error(options_.name +
+                           ": stop() from one of its own workers (a step or a command handler) "
+                           "would wait for itself; call it from another thread");
+  }
+  std::unique_lock<std::mutex> guard(stop_lock_);
+  if (stop_started_) {
+    all_finished_.wait(guard, [this] { return stopped_; });
+    return all_finished_by_themselves_;
+  }
+  stop_started_ = true;
+  // seq_cst, paired with submit's seq_cst load after its record accepts events: either this
+  // sweep sees the record accepting, or that submit sees stopping_ and cancels its own record.
+  stopping_.store(true, std::memory_order_seq_cst);
+  auto for_each_live = [this](auto&& action) {
+    std::uint32_t chunks = chunks_.load(std::memory_order_acquire);
+    for (std::uint32_t chunk = 0; chunk < chunks; ++chunk) {
+      process_record* records = directory_[chunk].load(std::memory_order_acquire);
+      for (std::uint32_t slot = 0; slot < chunk_size; ++slot) {
+        process_record& record = records[slot];
+        record.inbox_lock.lock();
+        bool live = record.accepting;
+        pid id = record.id;
+        record.inbox_lock.unlock();
+        if (live) {
+          action(id);
+        }
+      }
+    }
+  };
+  for_each_live([this](pid id) { cancel(id, false); });
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  bool on_time = all_finished_.wait_until(
+      guard, deadline, [this] { return live_.load(std::memory_order_acquire) == 0; });
+  if (!on_time) {
+    // The stubborn ones: no more steps; each is closed once by the worker that picks it up
+    // (idle ones are woken for that), after its current step if it is running.
+    for_each_live([this](pid id) {
+      try {
+        terminate(id);
+      } catch (const unknown_process_error&) {
+        // It finished between the sweep and the terminate.
+      }
+    });
+    all_finished_.wait(guard, [this] { return live_.load(std::memory_order_acquire) == 0; });
+  }
+  all_finished_by_themselves_ = on_time;
+  shutting_down_.store(true, std::memory_order_seq_cst);
+  guard.unlock();
+  for (auto& each : workers_) {
+    each->wake_word.store(1, std::memory_order_release);
+    each->wake_word.notify_one();
+  }
+  for (auto& each : workers_) {
+    if (each->thread.joinable()) {
+      each->thread.join();
+    }
+  }
+  guard.lock();
+  stopped_ = true;
+  all_finished_.notify_all();
+  return all_finished_by_themselves_;
+}
+
+void engine::release_live() noexcept {
+  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+      stopping_.load(std::memory_order_seq_cst)) {
+    std::lock_guard<std::mutex> guard(stop_lock_);
+    all_finished_.notify_all();
+  }
+}
+
+scheduler::counters engine::stats() const noexcept {
+  scheduler::counters total;
+  for (const auto& each : workers_) {
+    total.steps += each->steps.load(std::memory_order_relaxed);
+    total.steals += each->steals.load(std::memory_order_relaxed);
+    total.stolen += each->stolen.load(std::memory_order_relaxed);
+    total.global_batches += each->global_batches.load(std::memory_order_relaxed);
+    total.parks += each->parks.load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+}  // namespace detail
+
+// --- the facade -------------------------------------------------------------------------------
+
+scheduler::scheduler(scheduler_options options)
+    : engine_(std::make_shared<detail::engine>(*this, std::move(options))) {
+  engine_->start();
+}
+
+scheduler::~scheduler() { engine_->stop(default_stop_grace); }
+
+void scheduler::on_command(std::string type, command_handler handler) {
+  engine_->on_command(std::move(type), std::move(handler));
+}
+
+process_handle scheduler::submit(std::unique_ptr<process> body, std::string_view method,
+                                 std::string_view input) {
+  return engine_->submit(std::move(body), method, input);
+}
+
+process_handle scheduler::submit(std::function<std::string()> function) {
+  if (!function) {
+    throw std::invalid_argument(engine_->name() + ": submit needs a function, got an empty one");
+  }
+  return engine_->submit(std::make_unique<detail::function_process>(std::move(function)), "main",
+                         {});
+}
+
+void scheduler::send(pid to, std::string message, pid from) {
+  if (!try_send(to, std::move(message), from)) {
+    throw unknown_process_error(engine_->name() + ": send to " + detail::describe_pid(to) +
+                                ": no such live process (it finished, or never existed)");
+  }
+}
+
+bool scheduler::try_send(pid to, std::string message, pid from) {
+  if (engine_->stopped()) {
+    throw scheduler_stopped_error(engine_->name() +
+                                  ": send after stop(): no process is left to "
+                                  "receive it");
+  }
+  return engine_->deliver(to, event{event_type::message, 0, std::move(message), nullptr, from},
+                          "send", false);
+}
+
+void scheduler::cancel(pid target) { engine_->cancel(target, true); }
+void scheduler::terminate(pid target) { engine_->terminate(target); }
+bool scheduler::stop(std::chrono::steady_clock::duration grace) { return engine_->stop(grace); }
+std::size_t scheduler::workers() const noexcept { return engine_->worker_count(); }
+std::size_t scheduler::live() const noexcept { return engine_->live(); }
+scheduler::counters scheduler::stats() const noexcept { return engine_->stats(); }
+
+}  // namespace weft::procs

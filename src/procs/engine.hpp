@@ -1,0 +1,166 @@
+// The engine behind weft::procs::scheduler: the process table, the workers and their queues,
+// idling and parking, and stop. worker.cpp runs processes; engine.cpp owns the table, routing
+// and lifecycle; outcome.cpp the handles, completions and step_output.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "procs/global_queue.hpp"
+#include "procs/local_queue.hpp"
+#include "procs/record.hpp"
+#include "weft/procs/scheduler.hpp"
+#include "weft/reactor/trigger.hpp"
+
+namespace weft::procs::detail {
+
+// The result of a process, shared by its handles; one allocation per process, so no mutex or
+// condition variable: threads wait on `finished` as a futex word, weft coroutines on a trigger
+// registered under a spin lock.
+struct outcome_state {
+  // 0 until settled, then 1 (release: result and error are written before).
+  std::atomic<std::uint32_t> finished{0};
+  // Threads blocked (or about to block) in wait: settle() wakes the futex only when nonzero.
+  // Store-buffer pattern with `finished`, closed by seq_cst on both sides (see settle).
+  std::atomic<std::uint32_t> thread_waiters{0};
+  spin_lock waiters_lock;
+  std::vector<weft::trigger*> coroutine_waiters;  // weft coroutines in process_handle::await
+  std::string result;
+  std::exception_ptr error;
+
+  void settle(std::string value, std::exception_ptr failure) noexcept;
+  bool is_finished() const noexcept { return finished.load(std::memory_order_acquire) != 0; }
+  // Blocks the calling thread until settled or the deadline (nullptr: none). True if settled.
+  bool wait_until(const std::chrono::steady_clock::time_point* deadline) noexcept;
+};
+
+class engine;
+
+struct worker {
+  engine* owner = nullptr;
+  std::size_t number = 0;
+  local_queue<process_record> queue;
+  process_record* next = nullptr;  // the process this worker just woke: runs first
+  std::size_t next_runs = 0;       // consecutive runs from `next`
+  std::uint64_t ticks = 0;
+  std::uint64_t random_state = 0;
+  step_output output;                       // reused for every step on this worker
+  std::vector<std::uint32_t> free_records;  // a cache of the table's free list
+  std::atomic<std::uint32_t> wake_word{0};  // futex word: 1 once unparked
+  bool searching = false;
+  std::thread thread;
+
+  // Counters, written by this worker only (relaxed), read by stats().
+  std::atomic<std::uint64_t> steps{0};
+  std::atomic<std::uint64_t> steals{0};
+  std::atomic<std::uint64_t> stolen{0};
+  std::atomic<std::uint64_t> global_batches{0};
+  std::atomic<std::uint64_t> parks{0};
+
+  explicit worker(std::size_t local_capacity) : queue(local_capacity) {}
+};
+
+class engine : public std::enable_shared_from_this<engine> {
+ public:
+  engine(scheduler& facade, scheduler_options options);
+  ~engine();
+  void start();
+
+  // scheduler's members.
+  void on_command(std::string type, command_handler handler);
+  process_handle submit(std::unique_ptr<process> body, std::string_view method,
+                        std::string_view input);
+  bool deliver(pid to, event&& incoming, const char* operation, bool throw_if_unknown);
+  void cancel(pid target, bool throw_if_unknown);
+  void terminate(pid target);
+  bool stop(std::chrono::steady_clock::duration grace);
+  std::size_t live() const noexcept { return live_.load(std::memory_order_acquire); }
+  std::size_t worker_count() const noexcept { return workers_.size(); }
+  scheduler::counters stats() const noexcept;
+  const std::string& name() const noexcept { return options_.name; }
+  bool stopped() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
+
+  // A completion's delivery: the yield_complete event, or nothing if the process is gone.
+  void complete_yield(pid target, std::uint64_t tag, std::string data, std::exception_ptr error);
+
+ private:
+  friend struct worker_loop;
+
+  // Table.
+  process_record* record_at(std::uint32_t index) const noexcept;
+  process_record* allocate_record(worker* here);
+  void free_record(worker* here, process_record& record) noexcept;
+  process_record* live_record(pid id) const noexcept;  // the record, unchecked (see deliver)
+
+  // Scheduling. Call with the record in phase queued and owned by the caller.
+  void schedule(process_record& record, bool woken);
+  void notify_work() noexcept;
+  // Under the record's inbox_lock, with the record accepting: wakes it if idle. True when the
+  // caller must schedule it (after unlocking).
+  static bool wake_locked(process_record& record) noexcept;
+
+  // The worker side (worker.cpp).
+  void worker_main(worker& self);
+  process_record* find_work(worker& self);
+  process_record* search(worker& self);
+  bool park(worker& self);  // false when the engine is shutting down
+  void unpark_one() noexcept;
+  bool work_visible() const noexcept;
+  void run(worker& self, process_record& record);
+  void dispatch(worker& self, process_record& record);
+  void go_idle(worker& self, process_record& record);
+  void finish(worker* here, process_record& record, std::string result,
+              std::exception_ptr error) noexcept;
+  void release_live() noexcept;  // one process fewer; wakes stop() at zero
+
+  scheduler& facade_;
+  scheduler_options options_;
+  std::vector<std::unique_ptr<worker>> workers_;
+  global_queue<process_record> global_;
+
+  // The table: chunks of records, published in `directory_` (never moved or freed before the
+  // engine), slots handed out from the free list.
+  static constexpr std::uint32_t chunk_bits = 12;
+  static constexpr std::uint32_t chunk_size = 1u << chunk_bits;
+  static constexpr std::uint32_t max_chunks = 1u << 16;
+  std::unique_ptr<std::atomic<process_record*>[]> directory_;
+  std::atomic<std::uint32_t> chunks_{0};
+  std::mutex table_lock_;
+  std::vector<std::uint32_t> free_list_;
+
+  // Command handlers: an immutable map swapped on registration; old maps are kept until the
+  // engine goes (registration is rare), so a worker may keep using the one it loaded.
+  using handler_map = std::unordered_map<std::string, command_handler>;
+  std::atomic<const handler_map*> handlers_{nullptr};
+  std::mutex handlers_lock_;
+  std::vector<std::unique_ptr<handler_map>> handler_maps_;
+
+  // Idle workers.
+  std::atomic<std::uint32_t> searching_{0};
+  std::atomic<std::uint32_t> parked_count_{0};
+  std::mutex idle_lock_;
+  std::vector<worker*> parked_;
+
+  // Lifecycle.
+  std::atomic<std::size_t> live_{0};
+  std::atomic<bool> stopping_{false};       // submit refused; stop's cancel pass under way
+  std::atomic<bool> shutting_down_{false};  // workers exit; send refused
+  std::mutex stop_lock_;
+  std::condition_variable all_finished_;
+  bool stop_started_ = false;
+  bool stopped_ = false;
+  bool all_finished_by_themselves_ = true;
+};
+
+// The worker the calling thread is, if it is one of `owner`'s.
+worker* current_worker(const engine* owner) noexcept;
+
+}  // namespace weft::procs::detail

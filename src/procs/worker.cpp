@@ -1,0 +1,410 @@
+// weft::procs workers: finding work (next slot, local queue, global queue, stealing), running
+// a process's step and dispatching its yields, idling without losing a wakeup.
+//
+// Idle protocol. A worker with nothing to do searches (steals, looks at the global queue) for
+// a while, at most half the workers at once, then parks on its futex word. Whoever makes work
+// visible (a push to a local or the global queue) calls notify_work(), which wakes one parked
+// worker unless a searcher exists (the searcher will find the work). The two sides are the
+// classic store-buffer pattern, closed by seq_cst fences on both:
+//   producer: push work;                 fence; read searching_ and parked_count_
+//   parker:   parked_count_++, searching_--; fence; re-read every queue (work_visible)
+// In the single total order of the two fences, either the producer's fence comes first, and
+// the parker's re-read sees the work (it backs out of parking), or the parker's comes first,
+// and the producer sees it parked and no searcher left, and wakes one. So whenever work is
+// queued, some worker is awake or being woken: no lost wakeup as the last worker parks.
+#include <pthread.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "procs/engine.hpp"
+#include "weft/error.hpp"
+
+namespace weft::procs::detail {
+
+namespace {
+
+thread_local worker* this_worker = nullptr;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+std::uint64_t next_random(worker& self) noexcept {
+  std::uint64_t x = self.random_state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  self.random_state = x;
+  return x;
+}
+
+void push_local(worker& self, process_record& record, global_queue<process_record>& global) {
+  if (!self.queue.push_back(&record)) {
+    self.queue.push_overflow(&record, global);
+  }
+}
+
+}  // namespace
+
+worker* current_worker(const engine* owner) noexcept {
+  worker* here = this_worker;
+  return here != nullptr && here->owner == owner ? here : nullptr;
+}
+
+// --- scheduling -------------------------------------------------------------------------------
+
+void engine::schedule(process_record& record, bool woken) {
+  worker* here = current_worker(this);
+  if (here == nullptr) {
+    global_.push(&record);
+    notify_work();
+    return;
+  }
+  if (woken) {
+    // The process this worker just woke runs next (a reply is usually awaited by the one that
+    // sent it: the message is hot in this core's cache). The one it displaces goes to the
+    // queue, where thieves can see it.
+    process_record* displaced = std::exchange(here->next, &record);
+    if (displaced == nullptr) {
+      return;
+    }
+    push_local(*here, *displaced, global_);
+  } else {
+    push_local(*here, record, global_);
+  }
+  notify_work();
+}
+
+void engine::notify_work() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  chaos_point();
+  if (searching_.load(std::memory_order_relaxed) != 0 ||
+      parked_count_.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
+  unpark_one();
+}
+
+void engine::unpark_one() noexcept {
+  worker* target = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(idle_lock_);
+    if (parked_.empty()) {
+      return;
+    }
+    target = parked_.back();
+    parked_.pop_back();
+    parked_count_.fetch_sub(1, std::memory_order_seq_cst);
+    // It wakes up searching: counted now, so that other producers do not wake a second one
+    // for the same work.
+    searching_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  target->wake_word.store(1, std::memory_order_release);
+  target->wake_word.notify_one();
+}
+
+bool engine::work_visible() const noexcept {
+  if (!global_.empty_hint()) {
+    return true;
+  }
+  for (const auto& each : workers_) {
+    if (!each->queue.empty_hint()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// --- the loop ---------------------------------------------------------------------------------
+
+void engine::worker_main(worker& self) {
+  this_worker = &self;
+  std::string thread_name = "procs-" + std::to_string(self.number);
+  ::pthread_setname_np(::pthread_self(), thread_name.substr(0, 15).c_str());
+  while (process_record* record = find_work(self)) {
+    run(self, *record);
+  }
+  this_worker = nullptr;
+}
+
+process_record* engine::find_work(worker& self) {
+  for (;;) {
+    ++self.ticks;
+    // Fairness: however busy the local queue is, the global queue gets a look at a fixed
+    // interval, so outside submissions are not starved by work the workers generate.
+    if (self.ticks % options_.global_queue_interval == 0) {
+      if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
+        self.global_batches.fetch_add(1, std::memory_order_relaxed);
+        if (!self.queue.empty_hint()) {
+          notify_work();
+        }
+        return taken;
+      }
+    }
+    if (self.next != nullptr) {
+      // Bounded: two processes waking each other would otherwise run forever through `next`
+      // and starve the queue.
+      if (self.next_runs < options_.next_slot_limit) {
+        ++self.next_runs;
+        return std::exchange(self.next, nullptr);
+      }
+      push_local(self, *std::exchange(self.next, nullptr), global_);
+    }
+    self.next_runs = 0;
+    if (process_record* popped = self.queue.pop()) {
+      return popped;
+    }
+    if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
+      self.global_batches.fetch_add(1, std::memory_order_relaxed);
+      if (!self.queue.empty_hint()) {
+        notify_work();
+      }
+      return taken;
+    }
+    if (process_record* found = search(self)) {
+      return found;
+    }
+    if (!park(self)) {
+      return nullptr;
+    }
+  }
+}
+
+process_record* engine::search(worker& self) {
+  if (!self.searching) {
+    // At most half the workers search at once: more would only contend on the same queues.
+    std::uint32_t now = searching_.load(std::memory_order_relaxed);
+    do {
+      if (2 * now >= workers_.size() && now > 0) {
+        return nullptr;
+      }
+    } while (!searching_.compare_exchange_weak(now, now + 1, std::memory_order_seq_cst,
+                                               std::memory_order_relaxed));
+    self.searching = true;
+  }
+  auto leave_searching = [this, &self] {
+    self.searching = false;
+    // The last searcher found work: there may be more, so wake another to look (it parks
+    // again soon if there is none).
+    if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+      notify_work();
+    }
+  };
+  const std::size_t count = workers_.size();
+  const std::size_t rounds = options_.spin_rounds + options_.yield_rounds;
+  for (std::size_t round = 0; round <= rounds; ++round) {
+    std::size_t start = static_cast<std::size_t>(next_random(self) % count);
+    for (std::size_t offset = 0; offset < count; ++offset) {
+      worker& victim = *workers_[(start + offset) % count];
+      if (&victim == &self || victim.queue.empty_hint()) {
+        continue;
+      }
+      if (process_record* stolen = victim.queue.steal_into(self.queue)) {
+        self.steals.fetch_add(1, std::memory_order_relaxed);
+        self.stolen.fetch_add(1 + self.queue.size_hint(), std::memory_order_relaxed);
+        leave_searching();
+        return stolen;
+      }
+    }
+    if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
+      self.global_batches.fetch_add(1, std::memory_order_relaxed);
+      leave_searching();
+      return taken;
+    }
+    if (shutting_down_.load(std::memory_order_acquire)) {
+      break;
+    }
+    if (round < options_.spin_rounds) {
+      for (int pause = 0; pause < 16; ++pause) {
+        cpu_relax();
+      }
+    } else if (round < rounds) {
+      std::this_thread::yield();
+    }
+  }
+  return nullptr;  // still counted as searching: park() leaves that state
+}
+
+bool engine::park(worker& self) {
+  // Only stop() sets the word while we are not in parked_: then it is shutdown.
+  if (self.wake_word.exchange(0, std::memory_order_acq_rel) != 0 ||
+      shutting_down_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> guard(idle_lock_);
+    parked_.push_back(&self);
+    parked_count_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  if (self.searching) {
+    self.searching = false;
+    searching_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  chaos_point();
+  if (work_visible() || shutting_down_.load(std::memory_order_seq_cst)) {
+    // Back out. If a producer popped us from parked_ meanwhile, its wake is on the way (and
+    // it counted us as searching): take it, so that it is not left pending.
+    bool still_parked = false;
+    {
+      std::lock_guard<std::mutex> guard(idle_lock_);
+      auto found = std::find(parked_.begin(), parked_.end(), &self);
+      if (found != parked_.end()) {
+        parked_.erase(found);
+        parked_count_.fetch_sub(1, std::memory_order_seq_cst);
+        still_parked = true;
+      }
+    }
+    if (!still_parked) {
+      while (self.wake_word.load(std::memory_order_acquire) == 0) {
+        self.wake_word.wait(0, std::memory_order_acquire);
+      }
+      self.wake_word.store(0, std::memory_order_relaxed);
+      self.searching = true;
+    }
+    return !shutting_down_.load(std::memory_order_acquire);
+  }
+  self.parks.fetch_add(1, std::memory_order_relaxed);
+  while (self.wake_word.load(std::memory_order_acquire) == 0) {
+    self.wake_word.wait(0, std::memory_order_acquire);
+  }
+  if (shutting_down_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  self.wake_word.store(0, std::memory_order_relaxed);
+  self.searching = true;  // unpark_one counted us
+  return true;
+}
+
+// --- running a process ------------------------------------------------------------------------
+
+void engine::run(worker& self, process_record& record) {
+  // Popped from a run queue: ours alone (the pop's acquire pairs with the push's release, so
+  // whatever the previous holder wrote is visible). Notifiers only read a queued state, so a
+  // plain store is enough; they CAS on it once it is running.
+  record.state.store(phase_running, std::memory_order_relaxed);
+  chaos_point();
+  if (record.forced.load(std::memory_order_acquire)) {
+    finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    return;
+  }
+  record.inbox_lock.lock();
+  record.batch.swap(record.inbox);
+  // Every event that set `notified` so far is in the batch: clear it, so that only a later one
+  // makes this process run again.
+  record.state.fetch_and(~notified_bit, std::memory_order_relaxed);
+  record.inbox_lock.unlock();
+  if (!record.initialised) {
+    record.initialised = true;
+    try {
+      record.body->init(record.self, record.method, record.input);
+    } catch (...) {
+      record.batch.clear();
+      finish(&self, record, {}, std::current_exception());
+      return;
+    }
+  } else if (record.waiting && record.batch.empty()) {
+    // Defensive: a waiting process is only queued by an event, and the event is in the batch.
+    go_idle(self, record);
+    return;
+  }
+  step_output& out = self.output;
+  out.clear();
+  try {
+    record.body->step(std::span<event>(record.batch.data(), record.batch.size()), out);
+  } catch (...) {
+    out.fail(std::current_exception());
+  }
+  self.steps.fetch_add(1, std::memory_order_relaxed);
+  record.batch.clear();
+  if (!out.commands().empty()) {
+    dispatch(self, record);
+  }
+  if (record.forced.load(std::memory_order_acquire)) {
+    finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    return;
+  }
+  switch (out.status()) {
+    case step_status::done:
+      finish(&self, record, out.result(), nullptr);
+      return;
+    case step_status::failed:
+      finish(&self, record, {}, out.error());
+      return;
+    case step_status::keep_running:
+      // To the back of this worker's queue: everything queued before it runs first. (The
+      // exchange also drops `notified`: its events are in the inbox for that next run.)
+      record.waiting = false;
+      record.state.exchange(phase_queued, std::memory_order_acq_rel);
+      push_local(self, record, global_);
+      return;
+    case step_status::wait:
+      record.waiting = true;
+      go_idle(self, record);
+      return;
+  }
+}
+
+void engine::go_idle(worker& self, process_record& record) {
+  std::uint32_t expected = phase_running;
+  chaos_point();
+  // Release: once idle, a notifier takes the record over (acquire in wake_locked) and must see
+  // everything this run wrote. Fails only when `notified` was set since the drain: an event
+  // arrived, so the process runs again instead.
+  if (record.state.compare_exchange_strong(expected, phase_idle, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+    return;
+  }
+  record.state.exchange(phase_queued, std::memory_order_acq_rel);
+  push_local(self, record, global_);
+}
+
+void engine::dispatch(worker& self, process_record& record) {
+  const handler_map& handlers = *handlers_.load(std::memory_order_acquire);
+  const pid id = record.self.self();
+  for (const command& yielded : self.output.commands()) {
+    auto found = handlers.find(yielded.type);
+    if (found == handlers.end()) {
+      complete_yield(
+          id, yielded.tag, {},
+          std::make_exception_ptr(unknown_command_error(
+              options_.name + ": no handler for command \"" + yielded.type + "\" (tag " +
+              std::to_string(yielded.tag) + "); register one with scheduler::on_command")));
+      continue;
+    }
+    try {
+      found->second(yielded, completion(shared_from_this(), id, yielded.tag, found->first));
+    } catch (...) {
+      // The handler threw: its completion (a by-value parameter) was destroyed unfinished and
+      // failed the yield already, so the process hears of it.
+    }
+  }
+}
+
+void engine::finish(worker* here, process_record& record, std::string result,
+                    std::exception_ptr error) noexcept {
+  record.inbox_lock.lock();
+  record.accepting = false;
+  record.id = no_pid;
+  record.cancel_sent = false;
+  record.inbox.clear();  // events for a finished process are dropped with it
+  record.inbox_lock.unlock();
+  record.state.store(phase_complete, std::memory_order_release);
+  if (record.body != nullptr) {
+    record.body->close();
+    record.body.reset();
+  }
+  record.batch.clear();
+  record.initialised = false;
+  record.waiting = false;
+  std::shared_ptr<outcome_state> outcome = std::move(record.outcome);
+  free_record(here, record);
+  // After close(): whoever waits on the handle sees close's effects.
+  outcome->settle(std::move(result), std::move(error));
+  release_live();
+}
+
+}  // namespace weft::procs::detail
