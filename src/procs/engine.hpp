@@ -31,6 +31,9 @@ struct outcome_state {
   // Threads blocked (or about to block) in wait: settle() wakes the futex only when nonzero.
   // Store-buffer pattern with `finished`, closed by seq_cst on both sides (see settle).
   std::atomic<std::uint32_t> thread_waiters{0};
+  // Set (seq_cst, under waiters_lock) by the first awaiting coroutine: settle() takes the lock
+  // only then. Same store-buffer pairing as thread_waiters.
+  std::atomic<bool> has_coroutine_waiters{false};
   spin_lock waiters_lock;
   std::vector<weft::trigger*> coroutine_waiters;  // weft coroutines in process_handle::await
   std::string result;
@@ -48,9 +51,9 @@ struct worker {
   engine* owner = nullptr;
   std::size_t number = 0;
   local_queue<process_record> queue;
-  process_record* next = nullptr;  // the process this worker just woke: runs first
-  std::size_t next_runs = 0;       // consecutive runs from `next`
-  std::uint64_t ticks = 0;
+  process_record* next = nullptr;     // the process this worker just woke: runs first
+  std::size_t next_runs = 0;          // consecutive runs from `next`
+  std::size_t until_global_look = 0;  // runs left before the global queue's forced look
   std::uint64_t random_state = 0;
   step_output output;                       // reused for every step on this worker
   std::vector<std::uint32_t> free_records;  // a cache of the table's free list
@@ -58,7 +61,8 @@ struct worker {
   bool searching = false;
   std::thread thread;
 
-  // Counters, written by this worker only (relaxed), read by stats().
+  // Counters, written by this worker only (a relaxed load and store, no RMW: one writer),
+  // read by stats().
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> steals{0};
   std::atomic<std::uint64_t> stolen{0};
@@ -66,6 +70,10 @@ struct worker {
   std::atomic<std::uint64_t> parks{0};
 
   explicit worker(std::size_t local_capacity) : queue(local_capacity) {}
+
+  static void count(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+  }
 };
 
 class engine : public std::enable_shared_from_this<engine> {
@@ -160,7 +168,11 @@ class engine : public std::enable_shared_from_this<engine> {
   bool all_finished_by_themselves_ = true;
 };
 
-// The worker the calling thread is, if it is one of `owner`'s.
-worker* current_worker(const engine* owner) noexcept;
+// The worker the calling thread is (set by worker_main), if it is one of `owner`'s.
+inline thread_local worker* this_worker = nullptr;
+inline worker* current_worker(const engine* owner) noexcept {
+  worker* here = this_worker;
+  return here != nullptr && here->owner == owner ? here : nullptr;
+}
 
 }  // namespace weft::procs::detail

@@ -65,6 +65,9 @@ void outcome_state::settle(std::string value, std::exception_ptr failure) noexce
     ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&finished), FUTEX_WAKE_PRIVATE, INT_MAX,
               nullptr, nullptr, 0);
   }
+  if (!has_coroutine_waiters.load(std::memory_order_seq_cst)) {
+    return;  // an awaiter registering now sees finished == 1 before it waits
+  }
   // Under the lock: an awaiting coroutine unregisters its trigger under it before the trigger
   // goes away, so none is notified after its end.
   std::lock_guard<spin_lock> guard(waiters_lock);
@@ -154,13 +157,15 @@ std::string process_handle::await(const weft::timeout& limit) const {
       return take_result(*state_);
     }
     state_->coroutine_waiters.push_back(&finished);
+    state_->has_coroutine_waiters.store(true, std::memory_order_seq_cst);
   }
   auto unregister = [this, &finished] {
     std::lock_guard<detail::spin_lock> guard(state_->waiters_lock);
     std::erase(state_->coroutine_waiters, &finished);
   };
   try {
-    while (!state_->is_finished()) {
+    // seq_cst: pairs with settle() (store finished, load has_coroutine_waiters).
+    while (state_->finished.load(std::memory_order_seq_cst) == 0) {
       finished.wait(limit);
     }
   } catch (...) {

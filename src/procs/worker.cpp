@@ -24,8 +24,6 @@ namespace weft::procs::detail {
 
 namespace {
 
-thread_local worker* this_worker = nullptr;
-
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -41,18 +39,16 @@ std::uint64_t next_random(worker& self) noexcept {
   return x;
 }
 
-void push_local(worker& self, process_record& record, global_queue<process_record>& global) {
+// True when the queue was empty before: only then must the others be told (see schedule).
+bool push_local(worker& self, process_record& record, global_queue<process_record>& global) {
+  bool was_empty = self.queue.empty_hint();
   if (!self.queue.push_back(&record)) {
     self.queue.push_overflow(&record, global);
   }
+  return was_empty;
 }
 
 }  // namespace
-
-worker* current_worker(const engine* owner) noexcept {
-  worker* here = this_worker;
-  return here != nullptr && here->owner == owner ? here : nullptr;
-}
 
 // --- scheduling -------------------------------------------------------------------------------
 
@@ -63,19 +59,24 @@ void engine::schedule(process_record& record, bool woken) {
     notify_work();
     return;
   }
+  process_record* queued = &record;
   if (woken) {
     // The process this worker just woke runs next (a reply is usually awaited by the one that
     // sent it: the message is hot in this core's cache). The one it displaces goes to the
     // queue, where thieves can see it.
-    process_record* displaced = std::exchange(here->next, &record);
-    if (displaced == nullptr) {
+    queued = std::exchange(here->next, &record);
+    if (queued == nullptr) {
       return;
     }
-    push_local(*here, *displaced, global_);
-  } else {
-    push_local(*here, record, global_);
   }
-  notify_work();
+  // Telling the others (a fence, maybe a futex wake) only when the queue turns non-empty is
+  // enough: while it stays non-empty, the item that made it so was announced, and a worker
+  // about to park re-reads every queue after its fence (see the idle protocol above), so it
+  // sees this queue non-empty whichever item it finds there; an item taken meanwhile was
+  // taken by an awake worker, which looks again before it parks.
+  if (push_local(*here, *queued, global_)) {
+    notify_work();
+  }
 }
 
 void engine::notify_work() noexcept {
@@ -132,12 +133,12 @@ void engine::worker_main(worker& self) {
 
 process_record* engine::find_work(worker& self) {
   for (;;) {
-    ++self.ticks;
     // Fairness: however busy the local queue is, the global queue gets a look at a fixed
     // interval, so outside submissions are not starved by work the workers generate.
-    if (self.ticks % options_.global_queue_interval == 0) {
+    if (self.until_global_look-- == 0) {
+      self.until_global_look = options_.global_queue_interval - 1;
       if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
-        self.global_batches.fetch_add(1, std::memory_order_relaxed);
+        worker::count(self.global_batches);
         if (!self.queue.empty_hint()) {
           notify_work();
         }
@@ -158,7 +159,7 @@ process_record* engine::find_work(worker& self) {
       return popped;
     }
     if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
-      self.global_batches.fetch_add(1, std::memory_order_relaxed);
+      worker::count(self.global_batches);
       if (!self.queue.empty_hint()) {
         notify_work();
       }
@@ -203,14 +204,14 @@ process_record* engine::search(worker& self) {
         continue;
       }
       if (process_record* stolen = victim.queue.steal_into(self.queue)) {
-        self.steals.fetch_add(1, std::memory_order_relaxed);
-        self.stolen.fetch_add(1 + self.queue.size_hint(), std::memory_order_relaxed);
+        worker::count(self.steals);
+        worker::count(self.stolen, 1 + self.queue.size_hint());
         leave_searching();
         return stolen;
       }
     }
     if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
-      self.global_batches.fetch_add(1, std::memory_order_relaxed);
+      worker::count(self.global_batches);
       leave_searching();
       return taken;
     }
@@ -267,7 +268,7 @@ bool engine::park(worker& self) {
     }
     return !shutting_down_.load(std::memory_order_acquire);
   }
-  self.parks.fetch_add(1, std::memory_order_relaxed);
+  worker::count(self.parks);
   while (self.wake_word.load(std::memory_order_acquire) == 0) {
     self.wake_word.wait(0, std::memory_order_acquire);
   }
@@ -283,20 +284,19 @@ bool engine::park(worker& self) {
 
 void engine::run(worker& self, process_record& record) {
   // Popped from a run queue: ours alone (the pop's acquire pairs with the push's release, so
-  // whatever the previous holder wrote is visible). Notifiers only read a queued state, so a
-  // plain store is enough; they CAS on it once it is running.
+  // whatever the previous holder wrote is visible). Notifiers only read a queued state and CAS
+  // a running one under the inbox lock, so under that lock a plain store suffices: running,
+  // with `notified` cleared, since every event that set it is in the batch now; only a later
+  // one makes this process run again.
+  record.inbox_lock.lock();
   record.state.store(phase_running, std::memory_order_relaxed);
+  record.batch.swap(record.inbox);
+  record.inbox_lock.unlock();
   chaos_point();
   if (record.forced.load(std::memory_order_acquire)) {
     finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
     return;
   }
-  record.inbox_lock.lock();
-  record.batch.swap(record.inbox);
-  // Every event that set `notified` so far is in the batch: clear it, so that only a later one
-  // makes this process run again.
-  record.state.fetch_and(~notified_bit, std::memory_order_relaxed);
-  record.inbox_lock.unlock();
   if (!record.initialised) {
     record.initialised = true;
     try {
@@ -318,7 +318,7 @@ void engine::run(worker& self, process_record& record) {
   } catch (...) {
     out.fail(std::current_exception());
   }
-  self.steps.fetch_add(1, std::memory_order_relaxed);
+  worker::count(self.steps);
   record.batch.clear();
   if (!out.commands().empty()) {
     dispatch(self, record);
