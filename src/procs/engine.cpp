@@ -2,6 +2,8 @@
 // side is worker.cpp.
 #include "procs/engine.hpp"
 
+#include "procs/block_cache.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -145,12 +147,18 @@ void engine::free_record(worker* here, process_record& record) noexcept {
     record.generation = 1;  // pids are never 0
   }
   record.state.store(phase_free, std::memory_order_release);
-  if (here != nullptr && here->free_records.size() < 256) {
-    here->free_records.push_back(record.index);
+  if (here == nullptr) {
+    std::lock_guard<std::mutex> guard(table_lock_);
+    free_list_.push_back(record.index);
     return;
   }
-  std::lock_guard<std::mutex> guard(table_lock_);
-  free_list_.push_back(record.index);
+  here->free_records.push_back(record.index);
+  if (here->free_records.size() >= 512) {
+    // Give half back in one lock, so that a burst of finishes costs one lock per 256.
+    std::lock_guard<std::mutex> guard(table_lock_);
+    free_list_.insert(free_list_.end(), here->free_records.end() - 256, here->free_records.end());
+    here->free_records.resize(here->free_records.size() - 256);
+  }
 }
 
 process_record* engine::live_record(pid id) const noexcept {
@@ -205,7 +213,7 @@ process_handle engine::submit(std::unique_ptr<process> body, std::string_view me
   record.initialised = false;
   record.waiting = false;
   record.forced.store(false, std::memory_order_relaxed);
-  record.outcome = std::make_shared<outcome_state>();
+  record.outcome = std::allocate_shared<outcome_state>(block_cache_allocator<outcome_state>{});
   process_record_access::bind(record.self, id, facade_);
   process_handle handle(id, record.outcome);
   // Queued before it accepts events: a sender that gets in first sees it queued and leaves the

@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "procs/engine.hpp"
@@ -195,8 +196,9 @@ process_record* engine::search(worker& self) {
     }
   };
   const std::size_t count = workers_.size();
-  const std::size_t rounds = options_.spin_rounds + options_.yield_rounds;
-  for (std::size_t round = 0; round <= rounds; ++round) {
+  const auto spin_until = std::chrono::steady_clock::now() + options_.spin_time;
+  std::size_t yields = 0;
+  for (;;) {
     std::size_t start = static_cast<std::size_t>(next_random(self) % count);
     for (std::size_t offset = 0; offset < count; ++offset) {
       worker& victim = *workers_[(start + offset) % count];
@@ -218,12 +220,14 @@ process_record* engine::search(worker& self) {
     if (shutting_down_.load(std::memory_order_acquire)) {
       break;
     }
-    if (round < options_.spin_rounds) {
+    if (std::chrono::steady_clock::now() < spin_until) {
       for (int pause = 0; pause < 16; ++pause) {
         cpu_relax();
       }
-    } else if (round < rounds) {
+    } else if (yields++ < options_.yield_rounds) {
       std::this_thread::yield();
+    } else {
+      break;
     }
   }
   return nullptr;  // still counted as searching: park() leaves that state
@@ -329,7 +333,7 @@ void engine::run(worker& self, process_record& record) {
   }
   switch (out.status()) {
     case step_status::done:
-      finish(&self, record, out.result(), nullptr);
+      finish(&self, record, std::move(out.result_), nullptr);
       return;
     case step_status::failed:
       finish(&self, record, {}, out.error());

@@ -29,6 +29,9 @@
 namespace weft::procs {
 
 class scheduler;
+namespace detail {
+class engine;
+}
 
 // A process id: generation in the high 32 bits, table slot in the low 32. A finished process's
 // slot is reused under a new generation, so an old pid never reaches the new process. 0 is
@@ -86,6 +89,7 @@ class step_output {
   void clear() noexcept;
 
  private:
+  friend class detail::engine;  // moves the result out instead of copying it
   step_status status_ = step_status::wait;
   std::vector<command> commands_;  // the first used_ are this step's; the rest are spare
   std::size_t used_ = 0;
