@@ -379,8 +379,7 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
   shutting_down_.store(true, std::memory_order_seq_cst);
   guard.unlock();
   for (auto& each : workers_) {
-    each->wake_word.store(1, std::memory_order_release);
-    each->wake_word.notify_one();
+    each->wake();
   }
   for (auto& each : workers_) {
     if (each->thread.joinable()) {

@@ -58,6 +58,11 @@ struct worker {
   step_output output;                       // reused for every step on this worker
   std::vector<std::uint32_t> free_records;  // a cache of the table's free list
   std::atomic<std::uint32_t> wake_word{0};  // futex word: 1 once unparked
+
+  // A private futex on wake_word directly: std::atomic::wait in libstdc++ 12 spins and yields
+  // first and uses a shared futex through a waiter table, which tripled the wake-up latency.
+  void sleep_until_woken() noexcept;
+  void wake() noexcept;
   bool searching = false;
   std::thread thread;
 

@@ -12,7 +12,10 @@
 // the parker's re-read sees the work (it backs out of parking), or the parker's comes first,
 // and the producer sees it parked and no searcher left, and wakes one. So whenever work is
 // queued, some worker is awake or being woken: no lost wakeup as the last worker parks.
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -50,6 +53,21 @@ bool push_local(worker& self, process_record& record, global_queue<process_recor
 }
 
 }  // namespace
+
+void worker::sleep_until_woken() noexcept {
+  // The kernel re-checks the word against 0 atomically with going to sleep, so a wake() that
+  // stored 1 before this call is not missed; acquire pairs with wake()'s release.
+  while (wake_word.load(std::memory_order_acquire) == 0) {
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word), FUTEX_WAIT_PRIVATE, 0,
+              nullptr, nullptr, 0);
+  }
+}
+
+void worker::wake() noexcept {
+  wake_word.store(1, std::memory_order_release);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
+}
 
 // --- scheduling -------------------------------------------------------------------------------
 
@@ -104,8 +122,7 @@ void engine::unpark_one() noexcept {
     // for the same work.
     searching_.fetch_add(1, std::memory_order_seq_cst);
   }
-  target->wake_word.store(1, std::memory_order_release);
-  target->wake_word.notify_one();
+  target->wake();
 }
 
 bool engine::work_visible() const noexcept {
@@ -189,10 +206,17 @@ process_record* engine::search(worker& self) {
   }
   auto leave_searching = [this, &self] {
     self.searching = false;
-    // The last searcher found work: there may be more, so wake another to look (it parks
-    // again soon if there is none).
+    // The last searcher found work: if more is queued, wake another to take it. Only then: a
+    // woken worker counts as searching before it runs, so waking one for nothing would keep
+    // this (hot) worker from searching after its step, and the next item would wait for the
+    // woken one's slow futex return. Safe: a producer racing this check either is seen here
+    // (fence, then the queues) or sees searching_ at zero (its fence, then searching_) and
+    // wakes someone itself.
     if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
-      notify_work();
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (work_visible()) {
+        notify_work();
+      }
     }
   };
   const std::size_t count = workers_.size();
@@ -264,18 +288,14 @@ bool engine::park(worker& self) {
       }
     }
     if (!still_parked) {
-      while (self.wake_word.load(std::memory_order_acquire) == 0) {
-        self.wake_word.wait(0, std::memory_order_acquire);
-      }
+      self.sleep_until_woken();
       self.wake_word.store(0, std::memory_order_relaxed);
       self.searching = true;
     }
     return !shutting_down_.load(std::memory_order_acquire);
   }
   worker::count(self.parks);
-  while (self.wake_word.load(std::memory_order_acquire) == 0) {
-    self.wake_word.wait(0, std::memory_order_acquire);
-  }
+  self.sleep_until_woken();
   if (shutting_down_.load(std::memory_order_acquire)) {
     return false;
   }
