@@ -29,6 +29,14 @@ closed, then SIGTERM, then SIGKILL, its whole process group). bench/io/README.md
 contract. A suite marked weft_pending (its weft program is not written yet) is skipped in smoke
 mode when that program is missing, unless --allow-missing-weft is given.
 
+Multi-threaded runtimes (suite procs) run every benchmark once per worker count W of
+--procs-workers (default 1,2): the program gets --workers W, is pinned to W cores (the lowest
+W this process may use) and its results are named BENCHMARK@wW. Rust peers (kind CARGO) are
+copied into the build dir and built there with `cargo build --release --offline` against the
+crate sources Debian ships in /usr/share/cargo/registry (librust-*-dev packages); smoke mode
+does not build one from scratch (a cold Tokio build takes about a minute on two cores): it
+uses (and brings up to date) the one a full run built, or skips that peer with a warning.
+
 To add a suite, add an entry to SUITES below (and its programs under bench/ and
 bench/peers/SUITE/); run.py needs no other change.
 """
@@ -60,6 +68,7 @@ NATIVE = "native"  # a CMake target; path is relative to the build dir
 GO = "go"  # a Go main package; path is the package directory relative to bench/
 PHP = "php"  # a PHP script; path is relative to bench/
 NODE = "node"  # a Node.js script; path is relative to bench/
+CARGO = "cargo"  # a Cargo project; path is its directory relative to bench/
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +96,14 @@ class Benchmark:
     # Cores a self-measuring program is pinned to: 1, or 2 (a thread pool's workers get a core
     # of their own: the load client's).
     cores: int = 1
+    # Per-worker suites: the benchmark's name as the program knows it (name is then
+    # "workload@wW") and the worker count W it runs with (--workers W, pinned to W cores).
+    workload: str = ""
+    workers: int = 0
+
+    @property
+    def program_name(self) -> str:
+        return self.workload or self.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +116,8 @@ class Suite:
     client: str = ""  # the load client of network benchmarks, relative to the build dir
     # The weft program is not written yet: in smoke mode a missing one skips the suite.
     weft_pending: bool = False
+    # Every benchmark runs once per worker count of --procs-workers (see the docstring).
+    per_workers: bool = False
 
 
 CORE_ALL = ("suspended_memory", "yield_switch", "spawn_run_complete", "sleep_timers")
@@ -112,6 +131,9 @@ POOL_ALL = ("acquire_release_uncontended", "acquire_release_uncontended_c",
 POOL_PG = ("pg_select1", "pg_select1_params")
 SYNC_ALL = ("channel_pingpong", "channel_buffered_throughput", "mutex_handoff_2",
             "mutex_handoff_100")
+PROCS_ALL = ("spawn_many_10k", "spawn_many_100k", "yield_many", "ping_pong", "chained_spawn",
+             "fan_out_in", "skewed_cpu", "wake_latency_p50", "wake_latency_p99", "idle_cpu")
+PROCS_TASKS = ("spawn_many_10k", "spawn_many_100k", "chained_spawn", "fan_out_in", "skewed_cpu")
 
 SUITES: dict[str, Suite] = {
     "core": Suite(
@@ -233,6 +255,43 @@ SUITES: dict[str, Suite] = {
             "extended protocol (weft db.query, libpq PQexecParams). Target: weft at least 1.5x."
         ),
     ),
+    "procs": Suite(
+        benchmarks=(
+            Benchmark("spawn_many_10k", "ns/task"),
+            Benchmark("spawn_many_100k", "ns/task"),
+            Benchmark("yield_many", "ns/yield"),
+            Benchmark("ping_pong", "ns/roundtrip"),
+            Benchmark("chained_spawn", "ns/spawn"),
+            Benchmark("fan_out_in", "ns/child"),
+            Benchmark("skewed_cpu", "ms"),
+            Benchmark("wake_latency_p50", "ns"),
+            Benchmark("wake_latency_p99", "ns"),
+            Benchmark("idle_cpu", "ms"),
+        ),
+        programs=(
+            Program("weft", NATIVE, "bench/bench_procs_weft", PROCS_ALL),
+            Program("go", GO, "peers/procs/go", PROCS_ALL),
+            Program("tokio", CARGO, "peers/procs/tokio", PROCS_ALL),
+            Program("tbb", NATIVE, "bench/bench_procs_tbb", PROCS_TASKS),
+        ),
+        timeout_s=120,
+        smoke_timeout_s=30,
+        weft_pending=False,
+        per_workers=True,
+        note=(
+            "Multi-threaded: each benchmark runs with W workers (the @wW suffix) pinned to W "
+            "cores. weft: weft::procs processes on a weft::procs::scheduler of W workers, "
+            "children reporting to their parent with send(); go: goroutines, channels and "
+            "sync.WaitGroup, GOMAXPROCS=W; tokio: the multi-thread runtime with W worker "
+            "threads (tokio::spawn, tokio::sync::mpsc); tbb: oneTBB task_group in a task_arena "
+            "of W (task workloads only). Units are per task / yield / round trip / spawn / "
+            "child; skewed_cpu is the wall time of 10k tasks of ~10 us of CPU each, all spawned "
+            "by one task (ideal: 100 ms / W); wake_latency is from a send by a thread outside "
+            "the runtime (go: a goroutine, whose sub-millisecond sleeps last ~1.1 ms) to the "
+            "idle receiver running; idle_cpu is the CPU time the whole program used over 1 s "
+            "with one idle task. Details: bench/procs/README.md."
+        ),
+    ),
 }
 
 
@@ -276,6 +335,21 @@ def pick_cpu_pair() -> tuple[int, int] | None:
     return (cpus[0], cpus[1])
 
 
+def pick_cpus(count: int) -> str | None:
+    """Per-worker suites: the taskset list of the `count` lowest cores this process may use
+    (all of them, with a warning, when there are fewer). None when pinning is impossible."""
+    if shutil.which("taskset") is None:
+        warn("taskset not found; programs run unpinned")
+        return None
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if len(cpus) < count:
+        warn(f"{count} workers but only {len(cpus)} core(s): the workers share them")
+    return ",".join(str(cpu) for cpu in cpus[:count])
+
+
 def build_go(program: Program, suite_name: str, build_dir: Path, path: str = "") -> list[str]:
     go = shutil.which("go")
     if go is None:
@@ -308,7 +382,73 @@ def build_go(program: Program, suite_name: str, build_dir: Path, path: str = "")
     return [str(binary)]
 
 
-def prepare(program: Program, suite_name: str, build_dir: Path, path: str = "") -> list[str]:
+DEBIAN_CRATES = Path("/usr/share/cargo/registry")
+
+
+def find_cargo() -> tuple[str, dict[str, str]]:
+    """Cargo and the environment it runs with: Debian's cargo with Debian's rustc when both are
+    installed (the toolchain the Debian crate sources are packaged for, whatever else PATH
+    holds, such as a rustup install), otherwise the cargo on PATH."""
+    if Path("/usr/bin/cargo").is_file() and Path("/usr/bin/rustc").is_file():
+        return "/usr/bin/cargo", {"RUSTC": "/usr/bin/rustc"}
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise Failure("`cargo` not found (install cargo, rustc and the crates: librust-tokio-dev)")
+    return cargo, {}
+
+
+def build_cargo(program: Program, suite_name: str, build_dir: Path, smoke: bool) -> list[str]:
+    source = BENCH_DIR / program.path
+    output_dir = build_dir / "bench" / "cargo"
+    project = output_dir / f"{suite_name}_{program.name}"
+    target_dir = output_dir / "target"
+    package = None
+    for line in (source / "Cargo.toml").read_text().splitlines():
+        if line.replace(" ", "").startswith("name="):
+            package = line.split("=", 1)[1].strip().strip('"')
+            break
+    if package is None:
+        raise Failure(f"no package name in {source / 'Cargo.toml'}")
+    binary = target_dir / "release" / package
+    if smoke and not binary.is_file():
+        raise Failure("not built yet, and smoke mode does not build a Rust peer from scratch "
+                      f"(about a minute): a full run (make bench) builds it into {output_dir}")
+    if not DEBIAN_CRATES.is_dir():
+        raise Failure(f"{DEBIAN_CRATES} not found (install librust-tokio-dev)")
+    cargo, toolchain = find_cargo()
+    # The project is built from a copy in the build dir, so that Cargo.lock and target/ stay
+    # out of the source tree; copy2 keeps the mtimes, so an unchanged copy rebuilds nothing.
+    shutil.copytree(source, project, dirs_exist_ok=True)
+    # A CARGO_HOME of our own: the crates come from Debian's directory, offline, whatever the
+    # user's ~/.cargo says.
+    cargo_home = output_dir / "home"
+    cargo_home.mkdir(parents=True, exist_ok=True)
+    config = ('[source.crates-io]\nreplace-with = "debian"\n\n'
+              f'[source.debian]\ndirectory = "{DEBIAN_CRATES}"\n\n[net]\noffline = true\n')
+    config_file = cargo_home / "config.toml"
+    if not config_file.is_file() or config_file.read_text() != config:
+        config_file.write_text(config)
+    env = dict(os.environ)
+    env.update(toolchain, CARGO_HOME=str(cargo_home), CARGO_TARGET_DIR=str(target_dir))
+    env.pop("RUSTFLAGS", None)
+    env.pop("CARGO_BUILD_TARGET", None)
+    result = subprocess.run(
+        [cargo, "build", "--release", "--offline", "--quiet"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if result.returncode != 0:
+        raise Failure(f"cargo build failed:\n{result.stderr.strip()}")
+    if not binary.is_file():
+        raise Failure(f"cargo build made no {binary}")
+    return [str(binary)]
+
+
+def prepare(program: Program, suite_name: str, build_dir: Path, path: str = "",
+            smoke: bool = False) -> list[str]:
     """The command line that starts the program (without benchmark arguments); with `path`,
     the one that starts that other program of the same kind (the server)."""
     if program.kind == NATIVE:
@@ -328,6 +468,8 @@ def prepare(program: Program, suite_name: str, build_dir: Path, path: str = "") 
         if node is None:
             raise Failure("`node` not found (install nodejs)")
         return [node, str(BENCH_DIR / (path or program.path))]
+    if program.kind == CARGO:
+        return build_cargo(program, suite_name, build_dir, smoke)
     raise ValueError(f"unknown program kind {program.kind}")
 
 
@@ -355,7 +497,9 @@ def run_one(
     timeout_s: float,
 ) -> float:
     """Runs one benchmark of one program in a fresh process; returns its value."""
-    full = list(command) + ["--only", benchmark.name] + (["--smoke"] if smoke else [])
+    full = list(command) + ["--only", benchmark.program_name] + (["--smoke"] if smoke else [])
+    if benchmark.workers:
+        full += ["--workers", str(benchmark.workers)]
     if cpu is not None:
         full = ["taskset", "-c", str(cpu)] + full
     env = dict(os.environ)
@@ -389,7 +533,7 @@ def parse_result(stdout: str, stderr: str, benchmark: Benchmark) -> float:
     values = []
     for line in stdout.splitlines():
         fields = line.split()
-        if len(fields) != 4 or fields[0] != "RESULT" or fields[1] != benchmark.name:
+        if len(fields) != 4 or fields[0] != "RESULT" or fields[1] != benchmark.program_name:
             continue
         if fields[2] != benchmark.unit:
             raise Failure(f"reported unit {fields[2]!r}, expected {benchmark.unit!r}")
@@ -602,13 +746,26 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     build_dir: Path = arguments.build_dir
     smoke: bool = arguments.smoke
     timeout_s = arguments.timeout or (suite.smoke_timeout_s if smoke else suite.timeout_s)
-    networked = any(benchmark.serve for benchmark in suite.benchmarks)
+    benchmarks = suite.benchmarks
+    if suite.per_workers:
+        benchmarks = tuple(
+            dataclasses.replace(benchmark, name=f"{benchmark.name}@w{workers}",
+                                workload=benchmark.name, workers=workers)
+            for benchmark in suite.benchmarks for workers in arguments.procs_workers)
+    networked = any(benchmark.serve for benchmark in benchmarks)
     cpu_pair = None if arguments.no_pin or not networked else pick_cpu_pair()
     if networked:
         # Self-measuring benchmarks run on the servers' core (and the client's, for two).
         cpu = None if cpu_pair is None else cpu_pair[0]
         pinning = ("unpinned" if cpu_pair is None else
                    f"servers pinned to cpu {cpu_pair[0]}, the load client to cpu {cpu_pair[1]}")
+    elif suite.per_workers:
+        cpu = None
+        worker_cpus = {workers: None if arguments.no_pin else pick_cpus(workers)
+                       for workers in arguments.procs_workers}
+        pinning = ("unpinned" if None in worker_cpus.values() else
+                   "W workers pinned to cpus " + "; ".join(
+                       f"{cpus} (W={workers})" for workers, cpus in worker_cpus.items()))
     else:
         cpu = None if arguments.no_pin else pick_cpu()
         pinning = "pinned to cpu " + str(cpu) if cpu is not None else "unpinned"
@@ -618,7 +775,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     if smoke and suite.weft_pending and not arguments.allow_missing_weft:
         weft = next(program for program in suite.programs if program.name == "weft")
         try:
-            prepare(weft, suite_name, build_dir)
+            prepare(weft, suite_name, build_dir, smoke=smoke)
         except (Failure, subprocess.TimeoutExpired, OSError) as error:
             log(f"== suite {suite_name}: SKIPPED in smoke mode: its weft program is not written "
                 f"yet ({error}). See bench/{suite_name}/README.md; "
@@ -630,7 +787,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     servers: dict[str, list[str]] = {}
     for program in suite.programs:
         try:
-            commands[program.name] = prepare(program, suite_name, build_dir)
+            commands[program.name] = prepare(program, suite_name, build_dir, smoke=smoke)
             if program.server:
                 servers[program.name] = prepare(program, suite_name, build_dir, program.server)
             else:
@@ -663,9 +820,9 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
         # Rotate the program order every round: nobody always runs first (cold caches) or last.
         shift = round_index % max(1, len(runnable))
         order = runnable[shift:] + runnable[:shift]
-        for benchmark in suite.benchmarks:
+        for benchmark in benchmarks:
             for program in order:
-                if benchmark.name not in program.benchmarks:
+                if benchmark.program_name not in program.benchmarks:
                     continue
                 label = f"[{round_index + 1}/{arguments.runs}] {benchmark.name} {program.name}"
                 started = time.monotonic()
@@ -674,6 +831,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                         cores = cpu
                         if benchmark.cores == 2 and cpu_pair is not None:
                             cores = f"{cpu_pair[0]},{cpu_pair[1]}"
+                        if benchmark.workers:
+                            cores = worker_cpus[benchmark.workers]
                         value = run_one(commands[program.name], program, benchmark, smoke, cores,
                                         timeout_s)
                     elif client_command is None:
@@ -693,7 +852,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                     f"({time.monotonic() - started:.1f} s)")
 
     results = []
-    for benchmark in suite.benchmarks:
+    for benchmark in benchmarks:
         def median(program_name: str) -> float | None:
             values = samples.get((benchmark.name, program_name))
             return round(statistics.median(values), 3) if values else None
@@ -716,7 +875,10 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
         f"Linux {platform.release()}, "
         + (f"every program pinned to one core"
            f"{'' if cpu is not None else ' (not pinned: taskset missing)'}. "
-           if not networked else
+           if not networked and not suite.per_workers else
+           "each benchmark@wW run with W workers, the program pinned to the lowest W cores"
+           f"{'' if pinning != 'unpinned' else ' (not pinned)'}. "
+           if suite.per_workers else
            "servers pinned to one core and the load client to another, timers to the servers' "
            "core, threadpool_roundtrip to both"
            f"{'' if cpu_pair is not None else ' (not pinned: taskset missing)'}. ")
@@ -749,6 +911,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float,
                         help="seconds per program run (default: the suite's, smaller in smoke)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin programs to one core")
+    parser.add_argument("--procs-workers", default="1,2",
+                        help="worker counts the per-worker suites (procs) run with, "
+                             "comma-separated (default 1,2; a bigger machine: 1,2,4,8,16)")
     parser.add_argument("--allow-missing-weft", action="store_true",
                         help="in smoke mode, run a suite whose weft program is missing with its "
                              "peers alone (instead of failing, or skipping a suite whose weft "
@@ -758,6 +923,13 @@ def main() -> int:
         arguments.runs = 1 if arguments.smoke else 5
     if arguments.runs < 1:
         parser.error("--runs must be at least 1")
+    try:
+        arguments.procs_workers = sorted({int(count) for count in
+                                          arguments.procs_workers.split(",") if count.strip()})
+    except ValueError:
+        parser.error(f"--procs-workers wants counts like 1,2,4, not {arguments.procs_workers!r}")
+    if not arguments.procs_workers or arguments.procs_workers[0] < 1:
+        parser.error("--procs-workers wants at least one count, each at least 1")
     arguments.build_dir = arguments.build_dir.resolve()
     if not arguments.build_dir.is_dir():
         print(f"run.py: error: build dir {arguments.build_dir} does not exist "

@@ -1,0 +1,3 @@
+module weft.bench/procs
+
+go 1.19
