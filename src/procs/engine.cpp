@@ -4,6 +4,8 @@
 
 #include "procs/block_cache.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -74,6 +76,14 @@ engine::engine(scheduler& facade, scheduler_options options)
     workers_.push_back(std::move(created));
   }
   parked_.reserve(workers_.size());
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    cores = static_cast<std::size_t>(std::max(1, CPU_COUNT(&allowed)));
+  }
+  max_searching_ =
+      static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min(workers_.size(), cores) / 2));
   handler_maps_.push_back(std::make_unique<handler_map>());
   handlers_.store(handler_maps_.back().get(), std::memory_order_release);
 }
@@ -336,8 +346,9 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
   }
   std::unique_lock<std::mutex> guard(stop_lock_);
   if (stop_started_) {
+    // Nothing is left to finish by the time it returns: a later stop is trivially on time.
     all_finished_.wait(guard, [this] { return stopped_; });
-    return all_finished_by_themselves_;
+    return true;
   }
   stop_started_ = true;
   // seq_cst, paired with submit's seq_cst load after its record accepts events: either this
@@ -360,9 +371,15 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
     }
   };
   for_each_live([this](pid id) { cancel(id, false); });
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  bool on_time = all_finished_.wait_until(
-      guard, deadline, [this] { return live_.load(std::memory_order_acquire) == 0; });
+  auto finished = [this] { return live_.load(std::memory_order_seq_cst) == 0; };
+  bool on_time = false;
+  const auto now = std::chrono::steady_clock::now();
+  if (grace >= std::chrono::steady_clock::time_point::max() - now) {
+    all_finished_.wait(guard, finished);  // no deadline: now + grace would overflow
+    on_time = true;
+  } else {
+    on_time = all_finished_.wait_until(guard, now + grace, finished);
+  }
   if (!on_time) {
     // The stubborn ones: no more steps; each is closed once by the worker that picks it up
     // (idle ones are woken for that), after its current step if it is running.
@@ -373,7 +390,7 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
         // It finished between the sweep and the terminate.
       }
     });
-    all_finished_.wait(guard, [this] { return live_.load(std::memory_order_acquire) == 0; });
+    all_finished_.wait(guard, finished);
   }
   all_finished_by_themselves_ = on_time;
   shutting_down_.store(true, std::memory_order_seq_cst);
@@ -393,7 +410,9 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
 }
 
 void engine::release_live() noexcept {
-  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+  // seq_cst, like stop()'s store of stopping_ and its reads of live_: one of the two sees
+  // the other's write, so stop() is never left waiting for a zero it was not told of.
+  if (live_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
       stopping_.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> guard(stop_lock_);
     all_finished_.notify_all();

@@ -156,7 +156,10 @@ class engine : public std::enable_shared_from_this<engine> {
   std::mutex handlers_lock_;
   std::vector<std::unique_ptr<handler_map>> handler_maps_;
 
-  // Idle workers.
+  // Idle workers. At most max_searching_ search at once: half the workers, and half the cores
+  // this process may run on (searchers spin; more workers than cores must not mean more
+  // spinners than cores), at least one.
+  std::uint32_t max_searching_ = 1;
   std::atomic<std::uint32_t> searching_{0};
   std::atomic<std::uint32_t> parked_count_{0};
   std::mutex idle_lock_;

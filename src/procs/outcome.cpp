@@ -135,7 +135,12 @@ std::string process_handle::wait() const {
 
 std::string process_handle::wait_for(std::chrono::steady_clock::duration limit) const {
   require_state(state_, "wait_for");
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const auto now = std::chrono::steady_clock::now();
+  if (limit >= std::chrono::steady_clock::time_point::max() - now) {
+    state_->wait_until(nullptr);  // no deadline: now + limit would overflow
+    return take_result(*state_);
+  }
+  const auto deadline = now + limit;
   if (!state_->wait_until(&deadline)) {
     throw timeout_error(
         "weft::procs: process " + std::to_string(id_ & 0xffffffffu) + " did not finish within " +

@@ -197,7 +197,7 @@ process_record* engine::search(worker& self) {
     // At most half the workers search at once: more would only contend on the same queues.
     std::uint32_t now = searching_.load(std::memory_order_relaxed);
     do {
-      if (2 * now >= workers_.size() && now > 0) {
+      if (now >= max_searching_) {
         return nullptr;
       }
     } while (!searching_.compare_exchange_weak(now, now + 1, std::memory_order_seq_cst,
@@ -328,6 +328,10 @@ void engine::run(worker& self, process_record& record) {
     } catch (...) {
       record.batch.clear();
       finish(&self, record, {}, std::current_exception());
+      return;
+    }
+    if (record.forced.load(std::memory_order_acquire)) {  // terminated while in init
+      finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
       return;
     }
   } else if (record.waiting && record.batch.empty()) {

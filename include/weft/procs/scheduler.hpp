@@ -175,7 +175,8 @@ class scheduler {
 
   // Cancels every live process, waits up to `grace` for them to finish, force-completes the
   // rest (each closed once, outcome cancelled_error) and joins the workers. Returns true when
-  // every process finished by itself. Later calls return at once (true). Not from a worker.
+  // every process finished by itself. Later calls wait for the first, then return true. Not from a
+  // worker.
   bool stop(std::chrono::steady_clock::duration grace);
 
   std::size_t workers() const noexcept;

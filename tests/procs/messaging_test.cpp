@@ -1,0 +1,286 @@
+// Messages between processes and threads: a send wakes an idle process, reaches exactly the
+// process it names (never one that inherited its slot), arrives exactly once and in the order
+// each sender sent, and carries its sender.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "procs/procs_support.hpp"
+#include "weft/error.hpp"
+
+namespace {
+
+using namespace procs_test;
+using weft::procs::scheduler_stopped_error;
+using weft::procs::unknown_process_error;
+using Messaging = contract_checked;
+
+// Finishes with the data of the first message it gets.
+std::unique_ptr<process> first_message_wins(std::atomic<int>* steps = nullptr) {
+  return scripted({.step = [steps](context&, std::span<event> events, step_output& out) {
+    if (steps != nullptr) {
+      steps->fetch_add(1);
+    }
+    for (event& arrived : events) {
+      if (arrived.type == event_type::message) {
+        out.done(std::move(arrived.data));
+        return;
+      }
+      if (arrived.type == event_type::cancel) {
+        out.done("cancelled");
+        return;
+      }
+    }
+    out.wait();
+  }});
+}
+
+TEST_F(Messaging, SendWakesAnIdleProcess) {
+  std::atomic<int> steps{0};
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(first_message_wins(&steps));
+  // Its first step found nothing and it went idle; only the message can wake it now.
+  ASSERT_TRUE(spin_until([&] { return steps.load() >= 1; }));
+  EXPECT_FALSE(handle.done());
+  engine.send(handle.id(), "wake up");
+  EXPECT_EQ(handle.wait_for(generous), "wake up");
+  stop_and_check_clean(engine);
+}
+
+TEST_F(Messaging, SendBeforeTheFirstStepIsDeliveredToIt) {
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(first_message_wins());
+  engine.send(handle.id(), "early bird");
+  EXPECT_EQ(handle.wait_for(generous), "early bird");
+  stop_and_check_clean(engine);
+}
+
+TEST_F(Messaging, SendToAnUnknownPidThrowsAndTrySendReturnsFalse) {
+  const pid never_issued = (pid{12345} << 32) | 777;
+  scheduler engine({.workers = 2});
+  EXPECT_THROW(engine.send(never_issued, "anyone?"), unknown_process_error);
+  EXPECT_THROW(engine.send(weft::procs::no_pid, "nobody"), unknown_process_error);
+  EXPECT_FALSE(engine.try_send(never_issued, "anyone?"));
+  EXPECT_FALSE(engine.try_send(weft::procs::no_pid, "nobody"));
+  stop_and_check_clean(engine);
+}
+
+TEST_F(Messaging, SendToAFinishedProcessThrowsAndTrySendReturnsFalse) {
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(std::function<std::string()>([] { return "over"; }));
+  EXPECT_EQ(handle.wait_for(generous), "over");
+  try {
+    engine.send(handle.id(), "too late");
+    ADD_FAILURE() << "a send to a finished process should throw";
+  } catch (const unknown_process_error& error) {
+    EXPECT_NE(std::string(error.what()), "");
+  }
+  EXPECT_FALSE(engine.try_send(handle.id(), "too late"));
+  stop_and_check_clean(engine);
+}
+
+// Four threads send numbered messages at once: the process gets each exactly once, and each
+// sender's in the order it sent them.
+TEST_F(Messaging, MessagesFromSeveralThreadsArriveExactlyOnceInEachSendersOrder) {
+  constexpr int senders = 4;
+  const int per_sender = static_cast<int>(scaled(5000, 1000));
+  std::vector<int> next_expected(senders, 0);
+  std::atomic<int> out_of_order{0};
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(scripted(
+      {.step = [&, received = 0](context&, std::span<event> events, step_output& out) mutable {
+        for (const event& arrived : events) {
+          if (arrived.type != event_type::message) {
+            continue;
+          }
+          const std::size_t colon = arrived.data.find(':');
+          const int sender = std::stoi(arrived.data.substr(0, colon));
+          const int sequence = std::stoi(arrived.data.substr(colon + 1));
+          if (sequence != next_expected[sender]) {
+            out_of_order.fetch_add(1);
+          }
+          next_expected[sender] = sequence + 1;
+          ++received;
+        }
+        if (received == senders * per_sender) {
+          out.done(std::to_string(received));
+        }
+      }}));
+  std::vector<std::thread> threads;
+  for (int sender = 0; sender < senders; ++sender) {
+    threads.emplace_back([&, sender] {
+      for (int sequence = 0; sequence < per_sender; ++sequence) {
+        engine.send(handle.id(), std::to_string(sender) + ":" + std::to_string(sequence));
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(handle.wait_for(generous), std::to_string(senders * per_sender));
+  stop_and_check_clean(engine);
+  EXPECT_EQ(out_of_order.load(), 0) << "a sender's messages were reordered, lost or doubled";
+  for (int sender = 0; sender < senders; ++sender) {
+    EXPECT_EQ(next_expected[sender], per_sender) << "sender " << sender;
+  }
+}
+
+// Finished processes free their slots; the new processes that take them must never receive a
+// message addressed to the old pids. On one worker, processes submitted from a step take the
+// slots that worker freed last, so the newcomers do inherit the old slots.
+TEST_F(Messaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
+  constexpr int count = 200;
+  std::vector<pid> old_pids;
+  std::atomic<int> misrouted{0};
+  std::vector<process_handle> new_processes;
+  scheduler engine({.workers = 1});
+  for (int index = 0; index < count; ++index) {
+    process_handle handle = engine.submit(std::function<std::string()>([] { return ""; }));
+    old_pids.push_back(handle.id());
+    handle.wait_for(generous);
+  }
+  process_handle spawner =
+      engine.submit(scripted({.step = [&](context& self, std::span<event>, step_output& out) {
+        for (int index = 0; index < count; ++index) {
+          new_processes.push_back(self.owner().submit(
+              scripted({.step = [&](context&, std::span<event> events, step_output& out) {
+                for (const event& arrived : events) {
+                  if (arrived.type == event_type::message) {
+                    misrouted.fetch_add(1);
+                  } else if (arrived.type == event_type::cancel) {
+                    out.done();
+                  }
+                }
+              }})));
+        }
+        out.done();
+      }}));
+  spawner.wait_for(generous);
+  const auto slot_of = [](pid id) { return static_cast<std::uint32_t>(id); };
+  std::set<std::uint32_t> old_slots;
+  for (pid old : old_pids) {
+    old_slots.insert(slot_of(old));
+  }
+  int inherited = 0;
+  for (const process_handle& fresh : new_processes) {
+    inherited += old_slots.count(slot_of(fresh.id())) != 0 ? 1 : 0;
+  }
+  EXPECT_GT(inherited, 0) << "no newcomer took an old slot, so this run proves little";
+  for (pid old : old_pids) {
+    EXPECT_THROW(engine.send(old, "for the old one"), unknown_process_error);
+    EXPECT_FALSE(engine.try_send(old, "for the old one"));
+    for (const process_handle& fresh : new_processes) {
+      ASSERT_NE(fresh.id(), old) << "a pid was reissued";
+    }
+  }
+  for (const process_handle& fresh : new_processes) {
+    engine.cancel(fresh.id());
+  }
+  for (const process_handle& fresh : new_processes) {
+    fresh.wait_for(generous);
+  }
+  stop_and_check_clean(engine);
+  EXPECT_EQ(misrouted.load(), 0) << "a message for an old pid reached a new process";
+}
+
+TEST_F(Messaging, TheSenderIsCarried) {
+  scheduler engine({.workers = 2});
+  process_handle receiver = engine.submit(scripted(
+      {.step = [seen = std::string()](context&, std::span<event> events, step_output& out) mutable {
+        for (const event& arrived : events) {
+          if (arrived.type == event_type::message) {
+            seen += arrived.data + " from " + std::to_string(arrived.from) + ";";
+          }
+        }
+        if (seen.find("thread") != std::string::npos && seen.find("process") != std::string::npos) {
+          out.done(seen);
+        }
+      }}));
+  engine.send(receiver.id(), "thread");  // from a thread: no_pid
+  process_handle sender = engine.submit(scripted(
+      {.step = [target = receiver.id()](context& self, std::span<event>, step_output& out) {
+        self.owner().send(target, "process", self.self());
+        out.done();
+      }}));
+  sender.wait_for(generous);
+  EXPECT_EQ(receiver.wait_for(generous),
+            "thread from 0;process from " + std::to_string(sender.id()) + ";");
+  stop_and_check_clean(engine);
+}
+
+// Two processes bounce a counter N times through context::owner().send, each replying to the
+// event's sender.
+TEST_F(Messaging, TwoProcessesPingPongThroughTheirContext) {
+  const int rounds = static_cast<int>(scaled(20000, 2000));
+  auto player = [rounds] {
+    // The server learns its partner's pid from a message and serves the first ball.
+    return scripted({.step = [rounds](context& self, std::span<event> events, step_output& out) {
+      for (const event& arrived : events) {
+        if (arrived.type != event_type::message) {
+          continue;
+        }
+        if (arrived.data.starts_with("partner ")) {
+          self.owner().send(std::stoull(arrived.data.substr(8)), "0", self.self());
+          continue;
+        }
+        const int count = std::stoi(arrived.data);
+        if (count >= rounds) {
+          // Tell the partner the game is over, then leave.
+          self.owner().try_send(arrived.from, std::to_string(count + 1), self.self());
+          out.done(std::to_string(count));
+          return;
+        }
+        self.owner().send(arrived.from, std::to_string(count + 1), self.self());
+      }
+    }});
+  };
+  scheduler engine({.workers = 2});
+  process_handle server = engine.submit(player());
+  process_handle receiver = engine.submit(player());
+  engine.send(server.id(), "partner " + std::to_string(receiver.id()));
+  const int server_end = std::stoi(server.wait_for(generous));
+  const int receiver_end = std::stoi(receiver.wait_for(generous));
+  EXPECT_GE(std::max(server_end, receiver_end), rounds);
+  EXPECT_EQ(std::abs(server_end - receiver_end), 1) << "they saw consecutive counts last";
+  stop_and_check_clean(engine);
+}
+
+TEST_F(Messaging, SendAfterStopThrowsSchedulerStopped) {
+  std::atomic<int> closes{0};
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(wait_for_cancel(closes));
+  stop_and_check_clean(engine);
+  EXPECT_THROW(engine.send(handle.id(), "late"), scheduler_stopped_error);
+  EXPECT_EQ(closes.load(), 1);
+}
+
+// The context is valid from init(): a process may message itself (or start others) there, and
+// its first step sees the message.
+TEST_F(Messaging, AProcessCanMessageItselfFromInit) {
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(
+      scripted({.init =
+                    [](context& self, std::string_view, std::string_view input) {
+                      self.owner().send(self.self(), "note to self: " + std::string(input));
+                    },
+                .step =
+                    [](context&, std::span<event> events, step_output& out) {
+                      for (event& arrived : events) {
+                        if (arrived.type == event_type::message) {
+                          out.done(std::move(arrived.data));
+                        }
+                      }
+                    }}),
+      "main", "remember");
+  EXPECT_EQ(handle.wait_for(generous), "note to self: remember");
+  stop_and_check_clean(engine);
+}
+
+}  // namespace
