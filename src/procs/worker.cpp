@@ -2,10 +2,10 @@
 // a process's step and dispatching its yields, idling without losing a wakeup.
 //
 // Idle protocol. A worker with nothing to do searches (steals, looks at the global queue) for
-// a while, at most half the workers at once, then parks on its futex word. Whoever makes work
-// visible (a push to a local or the global queue) calls notify_work(), which wakes one parked
-// worker unless a searcher exists (the searcher will find the work). The two sides are the
-// classic store-buffer pattern, closed by seq_cst fences on both:
+// a while, at most half the workers (and half the cores) at once, then parks on its futex word.
+// Whoever makes work visible (a push to a local or the global queue) calls notify_work(), which
+// wakes one parked worker unless a searcher exists (the searcher will find the work). The two sides
+// are the classic store-buffer pattern, closed by seq_cst fences on both:
 //   producer: push work;                 fence; read searching_ and parked_count_
 //   parker:   parked_count_++, searching_--; fence; re-read every queue (work_visible)
 // In the single total order of the two fences, either the producer's fence comes first, and
@@ -194,7 +194,9 @@ process_record* engine::find_work(worker& self) {
 
 process_record* engine::search(worker& self) {
   if (!self.searching) {
-    // At most half the workers search at once: more would only contend on the same queues.
+    // At most half the workers, and half the cores, search at once (max_searching_): more would
+    // only contend on the same queues, and spinners beyond the cores would steal them from the
+    // workers with work.
     std::uint32_t now = searching_.load(std::memory_order_relaxed);
     do {
       if (now >= max_searching_) {

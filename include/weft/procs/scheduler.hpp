@@ -132,9 +132,9 @@ struct scheduler_options {
   std::size_t next_slot_limit = 8;         // runs of "next" in a row before the queue's turn
   // The idle ladder: a worker out of work keeps looking (stealing, reading the global queue)
   // for spin_time, pausing the CPU between rounds, then yields the thread yield_rounds times,
-  // then parks on a futex. At most half the workers search at once; the others park at once.
-  // Spinning makes a wake-up after a short lull cost a queue read instead of a futex wake and a
-  // reschedule (microseconds); it costs at most spin_time of CPU per lull, nothing when idle.
+  // then parks on a futex. At most half the workers (and half the cores) search at once; the others
+  // park. Spinning makes a wake-up after a short lull cost a queue read instead of a futex wake and
+  // a reschedule (microseconds); it costs at most spin_time of CPU per lull, nothing when idle.
   std::chrono::microseconds spin_time{200};
   std::size_t yield_rounds = 4;
   std::string name = "weft::procs";  // in error messages and thread names
