@@ -13,32 +13,15 @@
 #include <thread>
 #include <vector>
 
-// src/ is not on the test include path; the queue is internal to the library.
-#include "../../src/procs/chaos.hpp"
-#include "../../src/procs/global_queue.hpp"
-#include "../../src/procs/local_queue.hpp"
+#include "procs/queue_items.hpp"
 
 namespace {
 
 using weft::procs::detail::global_queue;
 using weft::procs::detail::local_queue;
 
-struct work_item {
-  work_item* next_ready = nullptr;
-  std::size_t index = 0;
-  // Plain (non-atomic) data the producer writes just before pushing and the consumer checks:
-  // under TSan, a publication without release/acquire shows up as a race on it.
-  std::size_t payload = 0;
-  std::atomic<int> taken{0};
-};
-
-std::unique_ptr<work_item[]> make_items(std::size_t count) {
-  auto items = std::make_unique<work_item[]>(count);
-  for (std::size_t index = 0; index < count; ++index) {
-    items[index].index = index;
-  }
-  return items;
-}
+using weft_procs_test::make_items;
+using weft_procs_test::work_item;
 
 std::vector<std::size_t> drain(local_queue<work_item>& queue) {
   std::vector<std::size_t> indexes;
