@@ -22,6 +22,7 @@
 #include <weft/procs/scheduler.hpp>
 
 #include "bench_util.hpp"
+#include "procs_workload.hpp"
 
 namespace procs_bench {
 
@@ -31,6 +32,8 @@ using procs::event;
 using procs::event_type;
 using procs::pid;
 using procs::step_output;
+using procs_workload::child_value;
+using procs_workload::xorshift;
 
 // Called from worker threads too: _Exit, because exit() would run static destructors while
 // the workers still run.
@@ -60,17 +63,6 @@ inline std::uint64_t now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(bench::clock::now().time_since_epoch())
           .count());
 }
-
-inline std::uint64_t xorshift(std::uint64_t state, std::uint64_t rounds) {
-  for (std::uint64_t round = 0; round < rounds; ++round) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-  }
-  return state;
-}
-
-inline std::uint64_t child_value(std::uint64_t index) { return xorshift(index + 1, 4); }
 
 // A process that keeps its context (valid from init to close) to send and submit.
 class context_process : public procs::process {

@@ -56,6 +56,8 @@
 namespace {
 
 using namespace procs_bench;
+using procs_workload::calibrate_spin;
+using procs_workload::spin_target;
 
 struct procs_sizes {
   std::size_t spawn_many_10k, spawn_many_10k_reps;
@@ -92,7 +94,6 @@ procs_sizes sizes_for(bool smoke) {
           1000};             // idle_cpu
 }
 
-constexpr std::chrono::microseconds spin_target{10};
 constexpr std::chrono::microseconds wake_gap{30};
 
 struct procs_arguments {
@@ -171,25 +172,6 @@ double fan_out_in(procs::scheduler& engine, std::size_t children) {
     fail("fan_out_in: sum " + std::to_string(sum) + ", expected " + std::to_string(expected));
   }
   return elapsed;
-}
-
-// The xorshift rounds that take spin_target on this machine: the fastest of several timings.
-std::uint64_t calibrate_spin() {
-  constexpr std::uint64_t probe = 1 << 20;
-  double best_ns = 1e300;
-  std::uint64_t sink = 0;
-  for (std::uint64_t attempt = 0; attempt < 5; ++attempt) {
-    auto start = bench::clock::now();
-    sink += xorshift(attempt + 1, probe);
-    best_ns = std::min(best_ns, bench::nanoseconds_between(start, bench::clock::now()));
-  }
-  auto rounds = static_cast<std::uint64_t>(
-      static_cast<double>(probe) * std::chrono::duration<double, std::nano>(spin_target).count() /
-      best_ns);
-  std::fprintf(stderr, "# skewed_cpu: %lld us = %llu xorshift rounds (sink %llu)\n",
-               static_cast<long long>(spin_target.count()), static_cast<unsigned long long>(rounds),
-               static_cast<unsigned long long>(sink & 1));
-  return rounds;
 }
 
 double skewed_cpu(procs::scheduler& engine, std::size_t tasks, std::uint64_t rounds) {

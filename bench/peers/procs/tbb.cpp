@@ -32,8 +32,13 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "procs_workload.hpp"
 
 namespace {
+
+using procs_workload::calibrate_spin;
+using procs_workload::child_value;
+using procs_workload::xorshift;
 
 struct task_sizes {
   std::size_t spawn_many_10k, spawn_many_10k_reps;
@@ -50,24 +55,11 @@ task_sizes sizes_for(bool smoke) {
   return {10'000, 20, 100'000, 3, 1000, 100, 10'000, 20, 10'000};
 }
 
-constexpr std::chrono::microseconds spin_target{10};
-
 [[noreturn]] void fail(const std::string& message) {
   std::fprintf(stderr, "bench_procs_tbb: %s\n", message.c_str());
   std::fflush(stderr);
   std::_Exit(1);
 }
-
-std::uint64_t xorshift(std::uint64_t state, std::uint64_t rounds) {
-  for (std::uint64_t round = 0; round < rounds; ++round) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-  }
-  return state;
-}
-
-std::uint64_t child_value(std::uint64_t index) { return xorshift(index + 1, 4); }
 
 double spawn_many(std::size_t tasks) {
   std::atomic<std::size_t> finished{0};
@@ -128,25 +120,6 @@ double fan_out_in(std::size_t children) {
     fail("fan_out_in: sum " + std::to_string(sum) + ", expected " + std::to_string(expected));
   }
   return elapsed;
-}
-
-// The xorshift rounds that take spin_target on this machine: the fastest of several timings.
-std::uint64_t calibrate_spin() {
-  constexpr std::uint64_t probe = 1 << 20;
-  double best_ns = 1e300;
-  std::uint64_t sink = 0;
-  for (std::uint64_t attempt = 0; attempt < 5; ++attempt) {
-    auto start = bench::clock::now();
-    sink += xorshift(attempt + 1, probe);
-    best_ns = std::min(best_ns, bench::nanoseconds_between(start, bench::clock::now()));
-  }
-  auto rounds = static_cast<std::uint64_t>(
-      static_cast<double>(probe) * std::chrono::duration<double, std::nano>(spin_target).count() /
-      best_ns);
-  std::fprintf(stderr, "# skewed_cpu: %lld us = %llu xorshift rounds (sink %llu)\n",
-               static_cast<long long>(spin_target.count()), static_cast<unsigned long long>(rounds),
-               static_cast<unsigned long long>(sink & 1));
-  return rounds;
 }
 
 double skewed_cpu(std::size_t tasks, std::uint64_t rounds) {
