@@ -19,7 +19,7 @@ namespace {
 
 using namespace procs_test;
 using weft::procs::unknown_command_error;
-using Commands = contract_checked;
+using ProcsCommands = contract_checked;
 
 // What a yield came back with, as the process saw it.
 struct yield_outcome {
@@ -52,7 +52,7 @@ std::unique_ptr<process> yielder(std::vector<command> commands,
   }});
 }
 
-TEST_F(Commands, AHandlerCompletingInlineDeliversTheResult) {
+TEST_F(ProcsCommands, AHandlerCompletingInlineDeliversTheResult) {
   std::vector<std::string> handled;
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
@@ -73,7 +73,7 @@ TEST_F(Commands, AHandlerCompletingInlineDeliversTheResult) {
   EXPECT_FALSE(outcomes[0].error);
 }
 
-TEST_F(Commands, AHandlerCompletingLaterFromAnotherThreadDeliversTheResult) {
+TEST_F(ProcsCommands, AHandlerCompletingLaterFromAnotherThreadDeliversTheResult) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
@@ -94,7 +94,7 @@ TEST_F(Commands, AHandlerCompletingLaterFromAnotherThreadDeliversTheResult) {
 
 // Three yields completed in reverse order: each tag comes back with its own data, in the
 // order of the completions.
-TEST_F(Commands, TagsCorrelateCompletionsWithTheirYields) {
+TEST_F(ProcsCommands, TagsCorrelateCompletionsWithTheirYields) {
   completion_box box;
   std::vector<std::string> payloads_by_tag(4);
   std::vector<yield_outcome> outcomes;
@@ -123,7 +123,7 @@ TEST_F(Commands, TagsCorrelateCompletionsWithTheirYields) {
   EXPECT_EQ(outcomes[2].data, "first done");
 }
 
-TEST_F(Commands, AnUnknownCommandCompletesWithUnknownCommandError) {
+TEST_F(ProcsCommands, AnUnknownCommandCompletesWithUnknownCommandError) {
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(yielder({{"teleport", 9, "to mars"}}, outcomes));
@@ -137,7 +137,7 @@ TEST_F(Commands, AnUnknownCommandCompletesWithUnknownCommandError) {
       << "the message names the command: " << message_of(outcomes[0].error);
 }
 
-TEST_F(Commands, ADroppedCompletionFailsTheYield) {
+TEST_F(ProcsCommands, ADroppedCompletionFailsTheYield) {
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
   engine.on_command("forgetful", [](const command&, completion) {});
@@ -153,7 +153,7 @@ TEST_F(Commands, ADroppedCompletionFailsTheYield) {
   EXPECT_NE(message.find("dropped"), std::string::npos) << message;
 }
 
-TEST_F(Commands, ACompletionDroppedLaterOnAnotherThreadFailsTheYield) {
+TEST_F(ProcsCommands, ACompletionDroppedLaterOnAnotherThreadFailsTheYield) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
@@ -169,7 +169,7 @@ TEST_F(Commands, ACompletionDroppedLaterOnAnotherThreadFailsTheYield) {
       << message_of(outcomes[0].error);
 }
 
-TEST_F(Commands, FailWithAReasonCarriesTheMessage) {
+TEST_F(ProcsCommands, FailWithAReasonCarriesTheMessage) {
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
   engine.on_command("charge", [](const command&, completion done) {
@@ -189,7 +189,7 @@ struct gateway_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-TEST_F(Commands, FailWithAnExceptionKeepsItsType) {
+TEST_F(ProcsCommands, FailWithAnExceptionKeepsItsType) {
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
   engine.on_command("charge", [](const command&, completion done) {
@@ -203,7 +203,7 @@ TEST_F(Commands, FailWithAnExceptionKeepsItsType) {
   EXPECT_EQ(message_of(outcomes[0].error), "gateway down");
 }
 
-TEST_F(Commands, ARegisteredHandlerCanBeReplaced) {
+TEST_F(ProcsCommands, ARegisteredHandlerCanBeReplaced) {
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
   engine.on_command("greet", [](const command&, completion done) { done.complete("old"); });
@@ -218,7 +218,7 @@ TEST_F(Commands, ARegisteredHandlerCanBeReplaced) {
 // One process yields again and again; each completion comes from another thread that
 // completes it as soon as it gets it, racing the worker that is just ending the step with
 // `wait`. A completion lost in that race would leave the process waiting forever.
-TEST_F(Commands, ACompletionRacingTheEndOfTheStepIsNeverLost) {
+TEST_F(ProcsCommands, ACompletionRacingTheEndOfTheStepIsNeverLost) {
   const std::size_t rounds = scaled(10000, 2000);
   completer_threads completers(1);
   scheduler engine({.workers = 2});
@@ -257,7 +257,7 @@ TEST_F(Commands, ACompletionRacingTheEndOfTheStepIsNeverLost) {
 
 // The process that yielded is terminated while its command is out; the slot goes to a new
 // process. Completing the old command later must reach nobody, least of all the newcomer.
-TEST_F(Commands, ACompletionOutlivingItsProcessIsDroppedNotMisrouted) {
+TEST_F(ProcsCommands, ACompletionOutlivingItsProcessIsDroppedNotMisrouted) {
   completion_box box;
   std::atomic<int> misrouted{0};
   std::vector<yield_outcome> outcomes;
@@ -305,7 +305,7 @@ TEST_F(Commands, ACompletionOutlivingItsProcessIsDroppedNotMisrouted) {
   EXPECT_TRUE(outcomes.empty()) << "the terminated process stepped again";
 }
 
-TEST_F(Commands, CompletingTwiceIsMisuse) {
+TEST_F(ProcsCommands, CompletingTwiceIsMisuse) {
   std::vector<yield_outcome> outcomes;
   std::atomic<int> second_refused{0};
   scheduler engine({.workers = 2});
@@ -332,7 +332,7 @@ TEST_F(Commands, CompletingTwiceIsMisuse) {
 
 // Handlers may call back into the scheduler: a message sent to the yielding process from its
 // handler arrives before the completion the handler delivers after it.
-TEST_F(Commands, AHandlerMaySendToTheYieldingProcessBeforeCompleting) {
+TEST_F(ProcsCommands, AHandlerMaySendToTheYieldingProcessBeforeCompleting) {
   std::vector<std::string> seen;
   scheduler engine({.workers = 2});
   engine.on_command("notify_then_complete", [&engine](const command&, completion done) {
@@ -360,7 +360,7 @@ TEST_F(Commands, AHandlerMaySendToTheYieldingProcessBeforeCompleting) {
 
 // Registering handlers while processes yield commands of other types: each yield still finds
 // the handler of its type (TSan checks the registration is published safely).
-TEST_F(Commands, HandlersCanBeRegisteredWhileProcessesRun) {
+TEST_F(ProcsCommands, HandlersCanBeRegisteredWhileProcessesRun) {
   const int processes = static_cast<int>(scaled(64, 16));
   std::atomic<int> wrong{0};
   scheduler engine({.workers = 2});
@@ -397,7 +397,7 @@ TEST_F(Commands, HandlersCanBeRegisteredWhileProcessesRun) {
 
 // A completion still held when stop() forced its process: completing it (or dropping it) later,
 // while the stopped scheduler still exists, reaches nobody and throws nothing.
-TEST_F(Commands, CompletionsHeldPastStopAreHarmless) {
+TEST_F(ProcsCommands, CompletionsHeldPastStopAreHarmless) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
   scheduler engine({.workers = 2});
@@ -417,7 +417,7 @@ TEST_F(Commands, CompletionsHeldPastStopAreHarmless) {
 
 // Completions may outlive the scheduler: completed or dropped after it is destroyed, they are
 // dropped (ASan checks nothing freed is touched).
-TEST_F(Commands, CompletionsMayOutliveTheScheduler) {
+TEST_F(ProcsCommands, CompletionsMayOutliveTheScheduler) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
   process_handle handle;

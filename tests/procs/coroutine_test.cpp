@@ -16,7 +16,7 @@ namespace {
 
 using namespace procs_test;
 using weft_test::run_clean;
-using Coroutine = contract_checked;
+using ProcsCoroutine = contract_checked;
 
 // Finishes with the data of the first message (or "cancelled" on a cancel).
 std::unique_ptr<process> first_message_wins() {
@@ -36,7 +36,7 @@ std::unique_ptr<process> first_message_wins() {
 
 // The process only finishes once another coroutine of the same weft thread sent it a message,
 // so the await must let that coroutine run.
-TEST_F(Coroutine, AwaitSuspendsOnlyTheAwaitingCoroutine) {
+TEST_F(ProcsCoroutine, AwaitSuspendsOnlyTheAwaitingCoroutine) {
   int ticks = 0;
   std::string result;
   scheduler engine({.workers = 2});
@@ -57,7 +57,7 @@ TEST_F(Coroutine, AwaitSuspendsOnlyTheAwaitingCoroutine) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Coroutine, AwaitOfAFinishedProcessReturnsItsResult) {
+TEST_F(ProcsCoroutine, AwaitOfAFinishedProcessReturnsItsResult) {
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(std::function<std::string()>([] { return "ready"; }));
   EXPECT_EQ(handle.wait_for(generous), "ready");
@@ -65,7 +65,7 @@ TEST_F(Coroutine, AwaitOfAFinishedProcessReturnsItsResult) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Coroutine, AwaitRethrowsTheProcessError) {
+TEST_F(ProcsCoroutine, AwaitRethrowsTheProcessError) {
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(std::function<std::string()>(
       []() -> std::string { throw std::out_of_range("index 7 of 3"); }));
@@ -73,7 +73,7 @@ TEST_F(Coroutine, AwaitRethrowsTheProcessError) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Coroutine, AwaitWithATimeoutGivesTimeoutErrorAndTheProcessKeepsRunning) {
+TEST_F(ProcsCoroutine, AwaitWithATimeoutGivesTimeoutErrorAndTheProcessKeepsRunning) {
   scheduler engine({.workers = 2});
   run_clean([&] {
     process_handle handle = engine.submit(first_message_wins());
@@ -87,7 +87,7 @@ TEST_F(Coroutine, AwaitWithATimeoutGivesTimeoutErrorAndTheProcessKeepsRunning) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Coroutine, ACancelledAwaitLeavesTheProcessRunning) {
+TEST_F(ProcsCoroutine, ACancelledAwaitLeavesTheProcessRunning) {
   process_handle handle;
   scheduler engine({.workers = 2});
   run_clean([&] {
@@ -105,7 +105,7 @@ TEST_F(Coroutine, ACancelledAwaitLeavesTheProcessRunning) {
 
 // The handler passes each completion through a thread_channel to a weft thread, whose main
 // coroutine completes it (after a yield, so from a coroutine that ran on).
-TEST_F(Coroutine, AWeftThreadCompletesYieldsHandedOverThroughAThreadChannel) {
+TEST_F(ProcsCoroutine, AWeftThreadCompletesYieldsHandedOverThroughAThreadChannel) {
   auto handed = weft::thread_channel<completion>::unbounded();
   scheduler engine({.workers = 2});
   engine.on_command("remote", [handed](const command&, completion done) mutable {

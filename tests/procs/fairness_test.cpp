@@ -12,7 +12,7 @@
 namespace {
 
 using namespace procs_test;
-using Fairness = contract_checked;
+using ProcsFairness = contract_checked;
 
 // Keeps running until cancelled, counting its steps.
 std::unique_ptr<process> hog(std::atomic<long>& steps) {
@@ -69,7 +69,7 @@ std::unique_ptr<process> player(std::atomic<long>& returns, long submit_at = 0,
   }});
 }
 
-TEST_F(Fairness, AHogOnOneWorkerCannotStarveAnotherProcess) {
+TEST_F(ProcsFairness, AHogOnOneWorkerCannotStarveAnotherProcess) {
   std::atomic<long> hog_steps{0};
   scheduler engine({.workers = 1});
   process_handle greedy = engine.submit(hog(hog_steps));
@@ -82,7 +82,7 @@ TEST_F(Fairness, AHogOnOneWorkerCannotStarveAnotherProcess) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Fairness, APingPongingPairCannotStarveAProcessTheySubmitLocally) {
+TEST_F(ProcsFairness, APingPongingPairCannotStarveAProcessTheySubmitLocally) {
   std::atomic<long> returns{0};
   std::promise<process_handle> newcomer;
   std::future<process_handle> newcomer_handle = newcomer.get_future();
@@ -105,7 +105,7 @@ TEST_F(Fairness, APingPongingPairCannotStarveAProcessTheySubmitLocally) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Fairness, APingPongingPairCannotStarveAProcessSubmittedFromOutside) {
+TEST_F(ProcsFairness, APingPongingPairCannotStarveAProcessSubmittedFromOutside) {
   std::atomic<long> returns{0};
   scheduler engine({.workers = 1});
   process_handle left = engine.submit(player(returns));
@@ -123,7 +123,7 @@ TEST_F(Fairness, APingPongingPairCannotStarveAProcessSubmittedFromOutside) {
 }
 
 // Each step submits a child from inside (local work) and keeps running.
-TEST_F(Fairness, AProcessSubmittedFromOutsideRunsWhileLocalWorkKeepsComing) {
+TEST_F(ProcsFairness, AProcessSubmittedFromOutsideRunsWhileLocalWorkKeepsComing) {
   std::atomic<long> children{0};
   scheduler engine({.workers = 1});
   process_handle generator = engine.submit(

@@ -20,7 +20,7 @@ namespace {
 using namespace procs_test;
 using weft::procs::scheduler_stopped_error;
 using weft::procs::unknown_process_error;
-using Messaging = contract_checked;
+using ProcsMessaging = contract_checked;
 
 // Finishes with the data of the first message it gets.
 std::unique_ptr<process> first_message_wins(std::atomic<int>* steps = nullptr) {
@@ -42,7 +42,7 @@ std::unique_ptr<process> first_message_wins(std::atomic<int>* steps = nullptr) {
   }});
 }
 
-TEST_F(Messaging, SendWakesAnIdleProcess) {
+TEST_F(ProcsMessaging, SendWakesAnIdleProcess) {
   std::atomic<int> steps{0};
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(first_message_wins(&steps));
@@ -54,7 +54,7 @@ TEST_F(Messaging, SendWakesAnIdleProcess) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Messaging, SendBeforeTheFirstStepIsDeliveredToIt) {
+TEST_F(ProcsMessaging, SendBeforeTheFirstStepIsDeliveredToIt) {
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(first_message_wins());
   engine.send(handle.id(), "early bird");
@@ -62,7 +62,7 @@ TEST_F(Messaging, SendBeforeTheFirstStepIsDeliveredToIt) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Messaging, SendToAnUnknownPidThrowsAndTrySendReturnsFalse) {
+TEST_F(ProcsMessaging, SendToAnUnknownPidThrowsAndTrySendReturnsFalse) {
   const pid never_issued = (pid{12345} << 32) | 777;
   scheduler engine({.workers = 2});
   EXPECT_THROW(engine.send(never_issued, "anyone?"), unknown_process_error);
@@ -72,7 +72,7 @@ TEST_F(Messaging, SendToAnUnknownPidThrowsAndTrySendReturnsFalse) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Messaging, SendToAFinishedProcessThrowsAndTrySendReturnsFalse) {
+TEST_F(ProcsMessaging, SendToAFinishedProcessThrowsAndTrySendReturnsFalse) {
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(std::function<std::string()>([] { return "over"; }));
   EXPECT_EQ(handle.wait_for(generous), "over");
@@ -88,7 +88,7 @@ TEST_F(Messaging, SendToAFinishedProcessThrowsAndTrySendReturnsFalse) {
 
 // Four threads send numbered messages at once: the process gets each exactly once, and each
 // sender's in the order it sent them.
-TEST_F(Messaging, MessagesFromSeveralThreadsArriveExactlyOnceInEachSendersOrder) {
+TEST_F(ProcsMessaging, MessagesFromSeveralThreadsArriveExactlyOnceInEachSendersOrder) {
   constexpr int senders = 4;
   const int per_sender = static_cast<int>(scaled(5000, 1000));
   std::vector<int> next_expected(senders, 0);
@@ -135,7 +135,7 @@ TEST_F(Messaging, MessagesFromSeveralThreadsArriveExactlyOnceInEachSendersOrder)
 // Finished processes free their slots; the new processes that take them must never receive a
 // message addressed to the old pids. On one worker, processes submitted from a step take the
 // slots that worker freed last, so the newcomers do inherit the old slots.
-TEST_F(Messaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
+TEST_F(ProcsMessaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
   constexpr int count = 200;
   std::vector<pid> old_pids;
   std::atomic<int> misrouted{0};
@@ -190,7 +190,7 @@ TEST_F(Messaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
   EXPECT_EQ(misrouted.load(), 0) << "a message for an old pid reached a new process";
 }
 
-TEST_F(Messaging, TheSenderIsCarried) {
+TEST_F(ProcsMessaging, TheSenderIsCarried) {
   scheduler engine({.workers = 2});
   process_handle receiver = engine.submit(scripted(
       {.step = [seen = std::string()](context&, std::span<event> events, step_output& out) mutable {
@@ -217,7 +217,7 @@ TEST_F(Messaging, TheSenderIsCarried) {
 
 // Two processes bounce a counter N times through context::owner().send, each replying to the
 // event's sender.
-TEST_F(Messaging, TwoProcessesPingPongThroughTheirContext) {
+TEST_F(ProcsMessaging, TwoProcessesPingPongThroughTheirContext) {
   const int rounds = static_cast<int>(scaled(20000, 2000));
   auto player = [rounds] {
     // The server learns its partner's pid from a message and serves the first ball.
@@ -252,7 +252,7 @@ TEST_F(Messaging, TwoProcessesPingPongThroughTheirContext) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Messaging, SendAfterStopThrowsSchedulerStopped) {
+TEST_F(ProcsMessaging, SendAfterStopThrowsSchedulerStopped) {
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(wait_for_cancel(closes));
@@ -263,7 +263,7 @@ TEST_F(Messaging, SendAfterStopThrowsSchedulerStopped) {
 
 // The context is valid from init(): a process may message itself (or start others) there, and
 // its first step sees the message.
-TEST_F(Messaging, AProcessCanMessageItselfFromInit) {
+TEST_F(ProcsMessaging, AProcessCanMessageItselfFromInit) {
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(
       scripted({.init =

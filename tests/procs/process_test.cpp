@@ -21,9 +21,9 @@
 namespace {
 
 using namespace procs_test;
-using Process = contract_checked;
+using ProcsProcess = contract_checked;
 
-TEST_F(Process, InitRefusingTheMethodFailsTheHandleWithItsExceptionWithoutAStep) {
+TEST_F(ProcsProcess, InitRefusingTheMethodFailsTheHandleWithItsExceptionWithoutAStep) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
@@ -47,7 +47,7 @@ TEST_F(Process, InitRefusingTheMethodFailsTheHandleWithItsExceptionWithoutAStep)
   EXPECT_EQ(closes.load(), 1) << "close() runs once even when init refused";
 }
 
-TEST_F(Process, InitSeesTheMethodAndInputItWasSubmittedWith) {
+TEST_F(ProcsProcess, InitSeesTheMethodAndInputItWasSubmittedWith) {
   std::string seen;
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(
@@ -64,7 +64,7 @@ TEST_F(Process, InitSeesTheMethodAndInputItWasSubmittedWith) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, DoneResultReachesWait) {
+TEST_F(ProcsProcess, DoneResultReachesWait) {
   scheduler engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event>, step_output& out) {
@@ -76,7 +76,7 @@ TEST_F(Process, DoneResultReachesWait) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, FailWithAReasonBecomesTheHandlesError) {
+TEST_F(ProcsProcess, FailWithAReasonBecomesTheHandlesError) {
   scheduler engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event>, step_output& out) {
@@ -94,7 +94,7 @@ struct ledger_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-TEST_F(Process, FailWithAnExceptionKeepsItsType) {
+TEST_F(ProcsProcess, FailWithAnExceptionKeepsItsType) {
   scheduler engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event>, step_output& out) {
@@ -113,7 +113,7 @@ TEST_F(Process, FailWithAnExceptionKeepsItsType) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, AThrowingStepFailsTheProcessWithThatException) {
+TEST_F(ProcsProcess, AThrowingStepFailsTheProcessWithThatException) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
@@ -135,7 +135,7 @@ TEST_F(Process, AThrowingStepFailsTheProcessWithThatException) {
   EXPECT_EQ(closes.load(), 1);
 }
 
-TEST_F(Process, KeepRunningStepsAgainWithoutAnyEvent) {
+TEST_F(ProcsProcess, KeepRunningStepsAgainWithoutAnyEvent) {
   int steps = 0;  // plain: the steps of one process happen-after each other
   scheduler engine({.workers = 2});
   process_handle handle =
@@ -153,7 +153,7 @@ TEST_F(Process, KeepRunningStepsAgainWithoutAnyEvent) {
 
 // Messages sent to itself during a step, then a command completed inline right after the
 // step: the next steps see them in exactly that order.
-TEST_F(Process, EventsComeInArrivalOrder) {
+TEST_F(ProcsProcess, EventsComeInArrivalOrder) {
   scheduler engine({.workers = 2});
   engine.on_command("echo", [](const command& asked, completion done) {
     done.complete("echo of " + asked.payload);
@@ -190,7 +190,7 @@ TEST_F(Process, EventsComeInArrivalOrder) {
 }
 
 // Every way of ending, a thousand processes: each one's close() runs exactly once.
-TEST_F(Process, CloseRunsExactlyOncePerProcessWhateverTheEnding) {
+TEST_F(ProcsProcess, CloseRunsExactlyOncePerProcessWhateverTheEnding) {
   constexpr int count = 1000;
   std::vector<std::atomic<int>> closes(count);
   std::vector<process_handle> handles;
@@ -239,7 +239,7 @@ TEST_F(Process, CloseRunsExactlyOncePerProcessWhateverTheEnding) {
   }
 }
 
-TEST_F(Process, APlainFunctionIsAOneStepProcess) {
+TEST_F(ProcsProcess, APlainFunctionIsAOneStepProcess) {
   scheduler engine({.workers = 2});
   process_handle fine = engine.submit(std::function<std::string()>([] { return "computed"; }));
   process_handle broken = engine.submit(
@@ -252,7 +252,7 @@ TEST_F(Process, APlainFunctionIsAOneStepProcess) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, IdsAreDistinctAndNonZeroAlsoAcrossReusedSlots) {
+TEST_F(ProcsProcess, IdsAreDistinctAndNonZeroAlsoAcrossReusedSlots) {
   std::set<pid> ids;
   constexpr int rounds = 10;
   constexpr int per_round = 100;
@@ -275,7 +275,7 @@ TEST_F(Process, IdsAreDistinctAndNonZeroAlsoAcrossReusedSlots) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, WaitForTimesOutAndTheProcessKeepsRunning) {
+TEST_F(ProcsProcess, WaitForTimesOutAndTheProcessKeepsRunning) {
   scheduler engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event> events, step_output& out) {
@@ -296,7 +296,7 @@ TEST_F(Process, WaitForTimesOutAndTheProcessKeepsRunning) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, ManyThreadsWaitingOnCopiesOfOneHandleAllGetTheResult) {
+TEST_F(ProcsProcess, ManyThreadsWaitingOnCopiesOfOneHandleAllGetTheResult) {
   scheduler engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event> events, step_output& out) {
@@ -328,7 +328,7 @@ TEST_F(Process, ManyThreadsWaitingOnCopiesOfOneHandleAllGetTheResult) {
 
 // duration::max() is how callers spell "no limit": it must not overflow into a deadline in the
 // past (a timeout_error at once).
-TEST_F(Process, WaitForWithTheLargestLimitWaitsForTheEnd) {
+TEST_F(ProcsProcess, WaitForWithTheLargestLimitWaitsForTheEnd) {
   std::atomic<bool> about_to_wait{false};
   scheduler engine({.workers = 2});
   process_handle handle =
@@ -354,7 +354,7 @@ TEST_F(Process, WaitForWithTheLargestLimitWaitsForTheEnd) {
 
 // step_output on its own: wait by default, the last status call wins, yields keep their order,
 // and clear() forgets everything but the capacity (so no payload leaks into the next step).
-TEST_F(Process, StepOutputRecordsAStepAndClearsForTheNext) {
+TEST_F(ProcsProcess, StepOutputRecordsAStepAndClearsForTheNext) {
   step_output out;
   EXPECT_EQ(out.status(), weft::procs::step_status::wait);
   EXPECT_TRUE(out.commands().empty());
@@ -382,7 +382,7 @@ TEST_F(Process, StepOutputRecordsAStepAndClearsForTheNext) {
   EXPECT_NE(message_of(out.error()).find("broken"), std::string::npos);
 }
 
-TEST_F(Process, AnEmptyHandleIsNotValidAndWaitingOnItIsMisuse) {
+TEST_F(ProcsProcess, AnEmptyHandleIsNotValidAndWaitingOnItIsMisuse) {
   process_handle empty;
   EXPECT_FALSE(empty.valid());
   EXPECT_EQ(empty.id(), weft::procs::no_pid);
@@ -390,7 +390,7 @@ TEST_F(Process, AnEmptyHandleIsNotValidAndWaitingOnItIsMisuse) {
   EXPECT_THROW(empty.wait_for(1ms), std::logic_error);
 }
 
-TEST_F(Process, SubmittingNothingOrRegisteringAnEmptyHandlerIsMisuse) {
+TEST_F(ProcsProcess, SubmittingNothingOrRegisteringAnEmptyHandlerIsMisuse) {
   scheduler engine({.workers = 1});
   EXPECT_THROW(engine.submit(std::unique_ptr<process>()), std::logic_error);
   EXPECT_THROW(engine.submit(std::function<std::string()>()), std::logic_error);
@@ -398,11 +398,11 @@ TEST_F(Process, SubmittingNothingOrRegisteringAnEmptyHandlerIsMisuse) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Process, ALocalQueueCapacityThatIsNotAPowerOfTwoIsMisuse) {
+TEST_F(ProcsProcess, ALocalQueueCapacityThatIsNotAPowerOfTwoIsMisuse) {
   EXPECT_THROW(scheduler({.workers = 2, .local_queue_capacity = 100}), std::logic_error);
 }
 
-TEST_F(Process, ZeroWorkersMeansOnePerHardwareThread) {
+TEST_F(ProcsProcess, ZeroWorkersMeansOnePerHardwareThread) {
   scheduler engine;
   EXPECT_EQ(engine.workers(), std::max(1u, std::thread::hardware_concurrency()));
   stop_and_check_clean(engine);
@@ -411,7 +411,7 @@ TEST_F(Process, ZeroWorkersMeansOnePerHardwareThread) {
 // Options at their edges (zeros, a one-slot queue) are either refused as misuse when the
 // scheduler is made, or they work: a process submitted from outside, one submitted from a step
 // and a ping-pong between the two all finish.
-TEST_F(Process, EdgeOptionsAreRefusedOrWork) {
+TEST_F(ProcsProcess, EdgeOptionsAreRefusedOrWork) {
   const std::vector<std::pair<std::string, scheduler_options>> cases = {
       {"global_batch = 0", scheduler_options{.workers = 1, .global_batch = 0}},
       {"global_queue_interval = 0", scheduler_options{.workers = 1, .global_queue_interval = 0}},

@@ -20,7 +20,7 @@ namespace {
 using namespace procs_test;
 using weft::procs::scheduler_stopped_error;
 using weft::procs::unknown_process_error;
-using Stop = contract_checked;
+using ProcsStop = contract_checked;
 
 std::size_t threads_of_this_process() {
   std::size_t count = 0;
@@ -48,7 +48,7 @@ std::unique_ptr<process> cooperative(std::atomic<int>& cancels, std::atomic<int>
                    .close = [&closes] { closes.fetch_add(1); }});
 }
 
-TEST_F(Stop, StopCancelsEveryProcessOnceAndCooperativeOnesFinish) {
+TEST_F(ProcsStop, StopCancelsEveryProcessOnceAndCooperativeOnesFinish) {
   constexpr int count = 200;
   std::atomic<int> cancels{0};
   std::atomic<int> closes{0};
@@ -69,7 +69,7 @@ TEST_F(Stop, StopCancelsEveryProcessOnceAndCooperativeOnesFinish) {
   }
 }
 
-TEST_F(Stop, ASecondCancelIsANoOp) {
+TEST_F(ProcsStop, ASecondCancelIsANoOp) {
   completion_box box;
   std::atomic<int> cancels{0};
   std::atomic<int> closes{0};
@@ -128,11 +128,15 @@ void expect_forced_at_the_deadline(bool keeps_running) {
   EXPECT_EQ(steps.load(), steps_at_stop) << "no step after stop returned";
 }
 
-TEST_F(Stop, AStubbornWaitingProcessIsForcedAtTheDeadline) { expect_forced_at_the_deadline(false); }
+TEST_F(ProcsStop, AStubbornWaitingProcessIsForcedAtTheDeadline) {
+  expect_forced_at_the_deadline(false);
+}
 
-TEST_F(Stop, AStubbornRunningProcessIsForcedAtTheDeadline) { expect_forced_at_the_deadline(true); }
+TEST_F(ProcsStop, AStubbornRunningProcessIsForcedAtTheDeadline) {
+  expect_forced_at_the_deadline(true);
+}
 
-TEST_F(Stop, SubmitAndSendAfterStopThrowSchedulerStopped) {
+TEST_F(ProcsStop, SubmitAndSendAfterStopThrowSchedulerStopped) {
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
   process_handle handle = engine.submit(wait_for_cancel(closes));
@@ -148,7 +152,7 @@ TEST_F(Stop, SubmitAndSendAfterStopThrowSchedulerStopped) {
 
 // Threads keep submitting and sending while the main thread stops the scheduler: every
 // submit either succeeds (and its process ends, closed once) or throws scheduler_stopped_error.
-TEST_F(Stop, SubmitAndSendRacingStopTakeEffectOrAreRefused) {
+TEST_F(ProcsStop, SubmitAndSendRacingStopTakeEffectOrAreRefused) {
   constexpr int threads = 4;
   std::atomic<int> closes{0};
   std::atomic<int> submitted{0};
@@ -193,7 +197,7 @@ TEST_F(Stop, SubmitAndSendRacingStopTakeEffectOrAreRefused) {
   EXPECT_EQ(closes.load(), submitted.load()) << "each accepted process closed exactly once";
 }
 
-TEST_F(Stop, TheDestructorStopsAndHandlesOutliveTheScheduler) {
+TEST_F(ProcsStop, TheDestructorStopsAndHandlesOutliveTheScheduler) {
   std::atomic<int> closes{0};
   process_handle handle;
   {
@@ -205,7 +209,7 @@ TEST_F(Stop, TheDestructorStopsAndHandlesOutliveTheScheduler) {
   EXPECT_EQ(handle.wait(), "ended by the destructor");
 }
 
-TEST_F(Stop, TerminateEndsAWaitingProcessWithCancelledError) {
+TEST_F(ProcsStop, TerminateEndsAWaitingProcessWithCancelledError) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
@@ -220,7 +224,7 @@ TEST_F(Stop, TerminateEndsAWaitingProcessWithCancelledError) {
   EXPECT_EQ(steps.load(), 1) << "no step after terminate";
 }
 
-TEST_F(Stop, TerminateEndsARunningProcessAfterItsCurrentStep) {
+TEST_F(ProcsStop, TerminateEndsARunningProcessAfterItsCurrentStep) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
@@ -233,7 +237,7 @@ TEST_F(Stop, TerminateEndsARunningProcessAfterItsCurrentStep) {
   EXPECT_EQ(closes.load(), 1);
 }
 
-TEST_F(Stop, TerminateOrCancelOfAnUnknownPidThrows) {
+TEST_F(ProcsStop, TerminateOrCancelOfAnUnknownPidThrows) {
   const pid never_issued = (pid{4242} << 32) | 99;
   scheduler engine({.workers = 2});
   EXPECT_THROW(engine.terminate(never_issued), unknown_process_error);
@@ -245,7 +249,7 @@ TEST_F(Stop, TerminateOrCancelOfAnUnknownPidThrows) {
   stop_and_check_clean(engine);
 }
 
-TEST_F(Stop, StopIsIdempotent) {
+TEST_F(ProcsStop, StopIsIdempotent) {
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
   engine.submit(wait_for_cancel(closes));
@@ -256,7 +260,7 @@ TEST_F(Stop, StopIsIdempotent) {
   EXPECT_EQ(closes.load(), 1);
 }
 
-TEST_F(Stop, NoWorkerThreadOutlivesStop) {
+TEST_F(ProcsStop, NoWorkerThreadOutlivesStop) {
   // A first thread makes the runtime start what it starts lazily with the first thread (TSan's
   // background thread), so that only the scheduler's own threads make a difference below.
   std::thread([] {}).join();
@@ -272,14 +276,14 @@ TEST_F(Stop, NoWorkerThreadOutlivesStop) {
   EXPECT_EQ(closes.load(), 16);
 }
 
-TEST_F(Stop, StopWithNothingToDoReturnsTrueAtOnce) {
+TEST_F(ProcsStop, StopWithNothingToDoReturnsTrueAtOnce) {
   scheduler engine({.workers = 3});
   EXPECT_EQ(engine.live(), 0u);
   stop_and_check_clean(engine);
 }
 
 // stop() joins the workers, so from a step it would wait for itself: misuse, not a deadlock.
-TEST_F(Stop, StopFromAStepIsMisuse) {
+TEST_F(ProcsStop, StopFromAStepIsMisuse) {
   scheduler engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context& self, std::span<event>, step_output& out) {
@@ -296,7 +300,7 @@ TEST_F(Stop, StopFromAStepIsMisuse) {
 
 // terminate() from the process's own step: the step finishes, nothing after it runs, and the
 // outcome is cancelled_error even though the step asked for done.
-TEST_F(Stop, TerminatingItselfInAStepEndsItAfterThatStep) {
+TEST_F(ProcsStop, TerminatingItselfInAStepEndsItAfterThatStep) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
@@ -317,7 +321,7 @@ TEST_F(Stop, TerminatingItselfInAStepEndsItAfterThatStep) {
 
 // Processes finishing by themselves (on a message) while other threads terminate them: each
 // is closed once and its handle holds either its result or cancelled_error.
-TEST_F(Stop, TerminateRacingTheProcessesOwnEndClosesOnce) {
+TEST_F(ProcsStop, TerminateRacingTheProcessesOwnEndClosesOnce) {
   const int count = static_cast<int>(scaled(2000, 500));
   std::atomic<int> closes{0};
   std::atomic<int> unexpected{0};
@@ -377,7 +381,7 @@ TEST_F(Stop, TerminateRacingTheProcessesOwnEndClosesOnce) {
 // A process that submits a child at every step, racing stop: the submits stop being accepted
 // (the step sees scheduler_stopped_error), and every process that was accepted ends, closed
 // once.
-TEST_F(Stop, StopEndsProcessesThatKeepSubmittingChildren) {
+TEST_F(ProcsStop, StopEndsProcessesThatKeepSubmittingChildren) {
   std::atomic<int> accepted{0};
   std::atomic<int> refused{0};
   std::atomic<int> closes{0};
@@ -412,7 +416,7 @@ TEST_F(Stop, StopEndsProcessesThatKeepSubmittingChildren) {
 }
 
 // "Later calls return at once (true)": also after a first stop that had to force a process.
-TEST_F(Stop, AStopAfterAForcedStopReturnsTrueAtOnce) {
+TEST_F(ProcsStop, AStopAfterAForcedStopReturnsTrueAtOnce) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   scheduler engine({.workers = 2});
@@ -425,7 +429,7 @@ TEST_F(Stop, AStopAfterAForcedStopReturnsTrueAtOnce) {
 }
 
 // Two threads stopping at once: both return once everything ended, and nothing ends twice.
-TEST_F(Stop, ConcurrentStopsBothReturnAfterTheEnd) {
+TEST_F(ProcsStop, ConcurrentStopsBothReturnAfterTheEnd) {
   std::atomic<int> closes{0};
   std::vector<process_handle> handles;
   scheduler engine({.workers = 2});
@@ -453,7 +457,7 @@ TEST_F(Stop, ConcurrentStopsBothReturnAfterTheEnd) {
 
 // duration::max() as the grace means "wait as long as it takes": it must not overflow into a
 // deadline in the past, which would force processes that were about to finish.
-TEST_F(Stop, StopWithTheLargestGraceWaitsForCooperativeProcesses) {
+TEST_F(ProcsStop, StopWithTheLargestGraceWaitsForCooperativeProcesses) {
   std::atomic<int> cancels{0};
   std::atomic<int> closes{0};
   completer_threads completers(1);
@@ -476,7 +480,7 @@ TEST_F(Stop, StopWithTheLargestGraceWaitsForCooperativeProcesses) {
 }
 
 // terminate() while init() is running: init finishes, but no step follows ("no further step").
-TEST_F(Stop, TerminateDuringInitPreventsEveryStep) {
+TEST_F(ProcsStop, TerminateDuringInitPreventsEveryStep) {
   std::atomic<bool> in_init{false};
   std::atomic<bool> release_init{false};
   std::atomic<int> steps{0};

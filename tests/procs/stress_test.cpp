@@ -33,7 +33,7 @@ extern char** environ;
 namespace {
 
 using namespace procs_test;
-using Stress = contract_checked;
+using ProcsStress = contract_checked;
 
 bool chaos_run() {
   const char* value = std::getenv("WEFT_PROCS_CHAOS");
@@ -131,9 +131,9 @@ void expect_exactly_once(std::size_t workers) {
   EXPECT_GE(engine.stats().steps, count);
 }
 
-TEST_F(Stress, ExactlyOnceCompletionAndCloseOn1Worker) { expect_exactly_once(1); }
-TEST_F(Stress, ExactlyOnceCompletionAndCloseOn2Workers) { expect_exactly_once(2); }
-TEST_F(Stress, ExactlyOnceCompletionAndCloseOn8Workers) { expect_exactly_once(8); }
+TEST_F(ProcsStress, ExactlyOnceCompletionAndCloseOn1Worker) { expect_exactly_once(1); }
+TEST_F(ProcsStress, ExactlyOnceCompletionAndCloseOn2Workers) { expect_exactly_once(2); }
+TEST_F(ProcsStress, ExactlyOnceCompletionAndCloseOn8Workers) { expect_exactly_once(8); }
 
 // --- one step at a time --------------------------------------------------------------------
 
@@ -141,7 +141,7 @@ TEST_F(Stress, ExactlyOnceCompletionAndCloseOn8Workers) { expect_exactly_once(8)
 // partner with messages at every step, so that wakeups from all sides race each other. The
 // scripted process records any step that begins while another of its steps is running (and
 // any step or close out of order); TSan checks that each step happens-after the previous one.
-TEST_F(Stress, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
+TEST_F(ProcsStress, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
   const std::size_t processes = stress_size(32, 16);
   const std::size_t rounds = stress_size(100, 50);
   completer_threads completers(4);
@@ -207,7 +207,7 @@ TEST_F(Stress, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
 // varies from round to round, so that over the rounds the message lands all across the worker's
 // end of the step and its transition of the process to idle. A lost wakeup leaves the round
 // waiting forever.
-TEST_F(Stress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
+TEST_F(ProcsStress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
   const std::size_t rounds = stress_size(10000, 2000, 1000);
   std::atomic<std::size_t> waiting_in_round{0};
   std::atomic<std::size_t> sending_in_round{0};
@@ -242,7 +242,7 @@ TEST_F(Stress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
 
 // The same race with a completion: the handler parks it, the test thread completes it at once,
 // while the worker is still ending the yielding step.
-TEST_F(Stress, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
+TEST_F(ProcsStress, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
   const std::size_t rounds = stress_size(10000, 2000, 1000);
   completion_box box;
   scheduler engine({.workers = 2});
@@ -276,7 +276,7 @@ TEST_F(Stress, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
 // Processes yield batches of commands with distinct tags; four threads complete them in
 // whatever order they get them. Each completion must come back once, to its own process, with
 // the data of its own yield.
-TEST_F(Stress, CompletionsFromManyThreadsFindTheirYields) {
+TEST_F(ProcsStress, CompletionsFromManyThreadsFindTheirYields) {
   const std::size_t processes = stress_size(32, 8);
   const std::size_t batches = stress_size(100, 30);
   constexpr std::size_t batch = 8;
@@ -351,10 +351,10 @@ void expect_children_beyond_the_local_queue_all_run(std::size_t workers) {
   EXPECT_EQ(runs.load(), children);
 }
 
-TEST_F(Stress, ChildrenBeyondTheLocalQueueAllRunOn1Worker) {
+TEST_F(ProcsStress, ChildrenBeyondTheLocalQueueAllRunOn1Worker) {
   expect_children_beyond_the_local_queue_all_run(1);
 }
-TEST_F(Stress, ChildrenBeyondTheLocalQueueAllRunOn4Workers) {
+TEST_F(ProcsStress, ChildrenBeyondTheLocalQueueAllRunOn4Workers) {
   expect_children_beyond_the_local_queue_all_run(4);
 }
 
@@ -398,38 +398,38 @@ int rerun_with_chaos(const std::string& filter) {
 }
 
 void expect_passes_with_chaos(const std::string& test_name) {
-  const int status = rerun_with_chaos("Stress." + test_name);
+  const int status = rerun_with_chaos("ProcsStress." + test_name);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "Stress." << test_name << " failed with WEFT_PROCS_CHAOS=1 (wait status " << status
+      << "ProcsStress." << test_name << " failed with WEFT_PROCS_CHAOS=1 (wait status " << status
       << "); its output is above";
 }
 
-TEST(StressChaos, ExactlyOnceCompletionAndCloseOn1Worker) {
+TEST(ProcsStressChaos, ExactlyOnceCompletionAndCloseOn1Worker) {
   expect_passes_with_chaos("ExactlyOnceCompletionAndCloseOn1Worker");
 }
-TEST(StressChaos, ExactlyOnceCompletionAndCloseOn2Workers) {
+TEST(ProcsStressChaos, ExactlyOnceCompletionAndCloseOn2Workers) {
   expect_passes_with_chaos("ExactlyOnceCompletionAndCloseOn2Workers");
 }
-TEST(StressChaos, ExactlyOnceCompletionAndCloseOn8Workers) {
+TEST(ProcsStressChaos, ExactlyOnceCompletionAndCloseOn8Workers) {
   expect_passes_with_chaos("ExactlyOnceCompletionAndCloseOn8Workers");
 }
-TEST(StressChaos, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
+TEST(ProcsStressChaos, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
   expect_passes_with_chaos("NoProcessIsEverSteppedByTwoWorkersAtOnce");
 }
-TEST(StressChaos, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
+TEST(ProcsStressChaos, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
   expect_passes_with_chaos("NoWakeupIsLostWhenAMessageRacesTheIdleTransition");
 }
-TEST(StressChaos, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
+TEST(ProcsStressChaos, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
   expect_passes_with_chaos("NoWakeupIsLostWhenACompletionRacesTheIdleTransition");
 }
-TEST(StressChaos, CompletionsFromManyThreadsFindTheirYields) {
+TEST(ProcsStressChaos, CompletionsFromManyThreadsFindTheirYields) {
   expect_passes_with_chaos("CompletionsFromManyThreadsFindTheirYields");
 }
 
-TEST(StressChaos, ChildrenBeyondTheLocalQueueAllRunOn1Worker) {
+TEST(ProcsStressChaos, ChildrenBeyondTheLocalQueueAllRunOn1Worker) {
   expect_passes_with_chaos("ChildrenBeyondTheLocalQueueAllRunOn1Worker");
 }
-TEST(StressChaos, ChildrenBeyondTheLocalQueueAllRunOn4Workers) {
+TEST(ProcsStressChaos, ChildrenBeyondTheLocalQueueAllRunOn4Workers) {
   expect_passes_with_chaos("ChildrenBeyondTheLocalQueueAllRunOn4Workers");
 }
 
