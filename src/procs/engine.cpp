@@ -218,8 +218,14 @@ process_handle engine::submit(std::unique_ptr<process> body, std::string_view me
   process_record& record = *allocated;
   pid id = make_pid(record.generation, record.index);
   record.body = std::move(body);
-  record.method.assign(method);
-  record.input.assign(input);
+  // The slot's strings from its last process usually hold the same method already (and no
+  // input): compare before copying, which is most of the cost of a small assign.
+  if (record.method != method) {
+    record.method.assign(method);
+  }
+  if (!input.empty() || !record.input.empty()) {
+    record.input.assign(input);
+  }
   record.initialised = false;
   record.waiting = false;
   record.forced.store(false, std::memory_order_relaxed);
