@@ -84,6 +84,12 @@ engine::engine(scheduler& facade, scheduler_options options)
   }
   max_searching_ =
       static_cast<std::uint32_t>(std::max<std::size_t>(1, std::min(workers_.size(), cores) / 2));
+  if (cores == 1) {
+    // On one core a spinning worker only delays the thread that would give it work (measured:
+    // a wake-up from an outside thread took 9.5 us with the spin, 4 us parking at once).
+    options_.spin_time = std::chrono::microseconds::zero();
+    options_.yield_rounds = 0;
+  }
   handler_maps_.push_back(std::make_unique<handler_map>());
   handlers_.store(handler_maps_.back().get(), std::memory_order_release);
 }

@@ -135,6 +135,8 @@ struct scheduler_options {
   // then parks on a futex. At most half the workers (and half the cores) search at once; the others
   // park. Spinning makes a wake-up after a short lull cost a queue read instead of a futex wake and
   // a reschedule (microseconds); it costs at most spin_time of CPU per lull, nothing when idle.
+  // With a single core allowed to the process there is no spinning nor yielding: it would only
+  // delay the thread that makes the work.
   std::chrono::microseconds spin_time{200};
   std::size_t yield_rounds = 4;
   std::string name = "weft::procs";  // in error messages and thread names
