@@ -116,6 +116,7 @@ class engine : public std::enable_shared_from_this<engine> {
   // Scheduling. Call with the record in phase queued and owned by the caller.
   void schedule(process_record& record, bool woken);
   void notify_work() noexcept;
+  void notify_others() noexcept;  // notify_work from a worker: a no-op with a single worker
   // Under the record's inbox_lock, with the record accepting: wakes it if idle. True when the
   // caller must schedule it (after unlocking).
   static bool wake_locked(process_record& record) noexcept;

@@ -94,6 +94,14 @@ void engine::schedule(process_record& record, bool woken) {
   // sees this queue non-empty whichever item it finds there; an item taken meanwhile was
   // taken by an awake worker, which looks again before it parks.
   if (push_local(*here, *queued, global_)) {
+    notify_others();
+  }
+}
+
+void engine::notify_others() noexcept {
+  // Called by a worker: with no other worker, nobody needs telling (this one is awake and
+  // looks at every queue before it parks), and the fence is most of the cost of a spawn.
+  if (workers_.size() > 1) {
     notify_work();
   }
 }
@@ -158,7 +166,7 @@ process_record* engine::find_work(worker& self) {
       if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
         worker::count(self.global_batches);
         if (!self.queue.empty_hint()) {
-          notify_work();
+          notify_others();
         }
         return taken;
       }
@@ -179,7 +187,7 @@ process_record* engine::find_work(worker& self) {
     if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
       worker::count(self.global_batches);
       if (!self.queue.empty_hint()) {
-        notify_work();
+        notify_others();
       }
       return taken;
     }
@@ -217,7 +225,7 @@ process_record* engine::search(worker& self) {
     if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       if (work_visible()) {
-        notify_work();
+        notify_others();
       }
     }
   };
