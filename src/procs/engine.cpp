@@ -393,8 +393,8 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
     on_time = all_finished_.wait_until(guard, now + grace, finished);
   }
   if (!on_time) {
-    // The stubborn ones: no more steps; each is closed once by the worker that picks it up
-    // (idle ones are woken for that), after its current step if it is running.
+    // The ones that ignored the cancel: no more steps; each is closed once by the worker that picks
+    // it up (idle ones are woken for that), after its current step if it is running.
     for_each_live([this](pid id) {
       try {
         terminate(id);

@@ -273,18 +273,7 @@ TEST_F(ProcsCommands, ACompletionOutlivingItsProcessIsDroppedNotMisrouted) {
   std::vector<process_handle> newcomers;
   process_handle spawner =
       engine.submit(scripted({.step = [&](context& self, std::span<event>, step_output& out) {
-        for (int index = 0; index < 8; ++index) {
-          newcomers.push_back(self.owner().submit(
-              scripted({.step = [&](context&, std::span<event> events, step_output& out) {
-                for (const event& arrived : events) {
-                  if (arrived.type == event_type::yield_complete) {
-                    misrouted.fetch_add(1);
-                  } else if (arrived.type == event_type::cancel) {
-                    out.done();
-                  }
-                }
-              }})));
-        }
+        submit_slot_heirs(self, 8, event_type::yield_complete, misrouted, newcomers);
         out.done();
       }}));
   spawner.wait_for(generous);

@@ -135,19 +135,10 @@ constexpr std::size_t plain_item_count = 400'000;
 constexpr std::size_t chaos_item_count = 50'000;
 #endif
 
-class GlobalQueueRace : public ::testing::TestWithParam<bool> {
+class GlobalQueueRace : public weft_procs_test::chaos_parameter_test {
  protected:
-  // WEFT_PROCS_CHAOS=1 in the environment makes the plain runs chaotic too.
-  void SetUp() override {
-    weft::procs::detail::set_chaos_for_testing(
-        GetParam() || weft::procs::detail::chaos_requested_by_environment());
-  }
-  void TearDown() override {
-    weft::procs::detail::set_chaos_for_testing(
-        weft::procs::detail::chaos_requested_by_environment());
-  }
   std::size_t item_count() const {
-    return weft::procs::detail::chaos_enabled() ? chaos_item_count : plain_item_count;
+    return chaos_parameter_test::item_count(plain_item_count, chaos_item_count);
   }
 };
 

@@ -359,19 +359,10 @@ race_outcome race_owner_against_thieves(std::size_t item_count, std::size_t capa
 }
 
 // Plain runs and runs with random yields between the queue's atomic steps.
-class LocalQueueRace : public ::testing::TestWithParam<bool> {
+class LocalQueueRace : public weft_procs_test::chaos_parameter_test {
  protected:
-  // WEFT_PROCS_CHAOS=1 in the environment makes the plain runs chaotic too.
-  void SetUp() override {
-    weft::procs::detail::set_chaos_for_testing(
-        GetParam() || weft::procs::detail::chaos_requested_by_environment());
-  }
-  void TearDown() override {
-    weft::procs::detail::set_chaos_for_testing(
-        weft::procs::detail::chaos_requested_by_environment());
-  }
   std::size_t item_count() const {
-    return weft::procs::detail::chaos_enabled() ? chaos_item_count : plain_item_count;
+    return chaos_parameter_test::item_count(plain_item_count, chaos_item_count);
   }
 };
 

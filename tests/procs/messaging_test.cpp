@@ -148,18 +148,7 @@ TEST_F(ProcsMessaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
   }
   process_handle spawner =
       engine.submit(scripted({.step = [&](context& self, std::span<event>, step_output& out) {
-        for (int index = 0; index < count; ++index) {
-          new_processes.push_back(self.owner().submit(
-              scripted({.step = [&](context&, std::span<event> events, step_output& out) {
-                for (const event& arrived : events) {
-                  if (arrived.type == event_type::message) {
-                    misrouted.fetch_add(1);
-                  } else if (arrived.type == event_type::cancel) {
-                    out.done();
-                  }
-                }
-              }})));
-        }
+        submit_slot_heirs(self, count, event_type::message, misrouted, new_processes);
         out.done();
       }}));
   spawner.wait_for(generous);

@@ -220,6 +220,26 @@ inline std::unique_ptr<process> wait_for_cancel(std::atomic<int>& closes,
                    .close = [&closes] { closes.fetch_add(1, std::memory_order_relaxed); }});
 }
 
+// From inside a step on a single-worker scheduler: submits `count` processes that finish on
+// cancel and count, in `misrouted`, every event of type `foreign` they receive. The worker's
+// free-slot cache is LIFO, so they take the slots of the processes that ended last (the
+// pid-reuse tests send or complete for those old pids and expect `misrouted` to stay 0).
+inline void submit_slot_heirs(context& self, int count, event_type foreign,
+                              std::atomic<int>& misrouted, std::vector<process_handle>& heirs) {
+  for (int index = 0; index < count; ++index) {
+    heirs.push_back(self.owner().submit(scripted(
+        {.step = [&misrouted, foreign](context&, std::span<event> events, step_output& out) {
+          for (const event& arrived : events) {
+            if (arrived.type == foreign) {
+              misrouted.fetch_add(1);
+            } else if (arrived.type == event_type::cancel) {
+              out.done();
+            }
+          }
+        }})));
+  }
+}
+
 // --- waiting -----------------------------------------------------------------------------
 
 // Counts arrivals from any thread; a test thread waits, with a limit, for `target` of them.

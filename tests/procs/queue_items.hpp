@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <memory>
 
+#include <gtest/gtest.h>
+
 // src/ is not on the test include path; the queues are internal to the library.
 #include "../../src/procs/chaos.hpp"
 #include "../../src/procs/global_queue.hpp"
@@ -29,5 +31,22 @@ inline std::unique_ptr<work_item[]> make_items(std::size_t count) {
   }
   return items;
 }
+
+// The race tests' fixture: the parameter turns on random yields between the queues' atomic
+// steps; WEFT_PROCS_CHAOS=1 in the environment makes the plain runs chaotic too.
+class chaos_parameter_test : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    weft::procs::detail::set_chaos_for_testing(
+        GetParam() || weft::procs::detail::chaos_requested_by_environment());
+  }
+  void TearDown() override {
+    weft::procs::detail::set_chaos_for_testing(
+        weft::procs::detail::chaos_requested_by_environment());
+  }
+  static std::size_t item_count(std::size_t plain, std::size_t chaotic) {
+    return weft::procs::detail::chaos_enabled() ? chaotic : plain;
+  }
+};
 
 }  // namespace weft_procs_test

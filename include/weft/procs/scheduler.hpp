@@ -7,7 +7,7 @@
 //   process_handle job = engine.submit(std::make_unique<my_workflow>(), "run", input);
 //   engine.send(job.id(), "hello");
 //   std::string result = job.wait();      // from a thread; job.await() from a weft coroutine
-//   engine.stop(std::chrono::seconds(5)); // cancel, wait, force the stubborn, join the workers
+//   engine.stop(std::chrono::seconds(5)); // cancel, wait, force the rest, join the workers
 //
 // Threads: every member is thread-safe and may be called from any thread, from inside a
 // process's step (through context::owner()) and from command handlers; none blocks except
