@@ -22,7 +22,7 @@ class pointer_ring {
   std::size_t size() const noexcept { return tail_ - head_; }
 
   void push_back(T* item) {
-    if (size() == mask_ + 1) {
+    if (size() == mask_ + 1) [[unlikely]] {
       grow();
     }
     slots_[tail_++ & mask_] = item;
@@ -46,7 +46,8 @@ class pointer_ring {
  private:
   static constexpr std::size_t initial_capacity = 256;
 
-  void grow() {
+  // Out of line: a wake (push_back) then needs no callee-saved register.
+  __attribute__((noinline)) void grow() {
     std::size_t capacity = (mask_ + 1) * 2;
     auto bigger = std::make_unique<T*[]>(capacity);
     for (std::size_t index = 0; index < size(); ++index) {

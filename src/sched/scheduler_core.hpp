@@ -130,6 +130,41 @@ class scheduler_core {
   // yield() out of line, for the fast path's slow cases.
   void yield_general();
 
+  // wait() for a single source that the caller has already armed, with no deadline: the hand-off
+  // path of every waiter_queue (a channel recv, a contended lock). It skips wait()'s generic
+  // arm/disarm loops and ends in a tail call to the switch, like yield(), so the coroutine
+  // resumes directly in park's caller: the resume hook runs the enter handlers and raises a
+  // pending cancellation there. Returns normally only when woken by source; a cancel raises
+  // cancelled_error with source still armed, and the caller disarms it while unwinding.
+  __attribute__((always_inline)) void park(coroutine& self, wait_source& source) {
+    self.state_ = coroutine_state::suspended;
+    self.woken_by_ = nullptr;
+    self.parked_on_ = &source;
+    self.waiting_on_ = &self.parked_on_;
+    self.waiting_count_ = 1;
+    ++suspended_;
+#if defined(WEFT_TAIL_SWITCH)
+    // Never null: self is alive. It is self when the tick woke it (a microtask or a reactor
+    // callback granted it, or cancelled it) before anyone else was ready.
+    coroutine* next = pick_next();
+    if (next == &self) [[unlikely]] {
+      self.state_ = coroutine_state::running;
+      check_cancel(self);
+      return;
+    }
+    if (self.handlers_ != nullptr) {
+      run_leave_handlers(self);
+    }
+    self.context_.resumes_through_hook = true;
+    prepare_switch(*next);
+    before_jump(&self.context_, next->context_);
+    return weft_switch_context(self.context_.registers, next->context_.registers);
+#else
+    suspend_current(self);
+    check_cancel(self);
+#endif
+  }
+
   // What a coroutine does when it resumes from a yield: its enter handlers, then a pending
   // cancellation.
   void after_resume(coroutine& self) {

@@ -48,10 +48,7 @@ coroutine::coroutine(scheduler& owner, std::string&& name, weft::priority priori
 
 coroutine::~coroutine() { delete handlers_; }
 
-void coroutine::release() noexcept {
-  if (--refs_ != 0) {
-    return;
-  }
+void coroutine::release_last() noexcept {
   if (error_ && !error_observed_ && !cancelled_) {
     // The last handle went away and nobody ever looked at the exception.
     error_observed_ = true;

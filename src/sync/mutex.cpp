@@ -37,14 +37,21 @@ std::string address_of(const void* object) {
   return text;
 }
 
-// The calling coroutine, which a mutex records as its owner.
-detail::coroutine& calling_coroutine(const mutex& target, const char* operation) {
-  detail::scheduler_core* core = detail::current_core();  // inline: lock and unlock are hot
+[[noreturn]] __attribute__((noinline, cold)) void throw_outside_coroutine(const mutex& target,
+                                                                          const char* operation) {
+  throw std::logic_error("weft::mutex " + address_of(&target) + ": " + operation +
+                         " called outside a coroutine; a weft::mutex is held by coroutines, so "
+                         "call it from weft::run's main or a coroutine started with weft::spawn");
+}
+
+// The calling coroutine, which a mutex records as its owner. Inline, with the error out of line:
+// lock and unlock are hot.
+__attribute__((always_inline)) inline detail::coroutine& calling_coroutine(const mutex& target,
+                                                                           const char* operation) {
+  detail::scheduler_core* core = detail::current_core();
   detail::coroutine* self = core == nullptr ? nullptr : core->current();
-  if (self == nullptr) {
-    throw std::logic_error("weft::mutex " + address_of(&target) + ": " + operation +
-                           " called outside a coroutine; a weft::mutex is held by coroutines, so "
-                           "call it from weft::run's main or a coroutine started with weft::spawn");
+  if (self == nullptr) [[unlikely]] {
+    throw_outside_coroutine(target, operation);
   }
   return *self;
 }
@@ -79,14 +86,54 @@ std::optional<std::uint64_t> mutex::owner_id() const noexcept {
   return owner_->id();
 }
 
-void mutex::set_owner(detail::coroutine* owner) noexcept {
+__attribute__((always_inline)) inline void mutex::set_owner(detail::coroutine* owner) noexcept {
   owner->add_ref();
   owner_ = owner;
 }
 
-void mutex::lock() { lock(timeout::never()); }
+__attribute__((always_inline)) inline void mutex::hand_on() noexcept {
+  detail::coroutine* previous = std::exchange(owner_, nullptr);
+  if (detail::queued_waiter* next = waiters_.front(); next != nullptr) {
+    set_owner(static_cast<detail::coroutine*>(next->slot));
+    waiters_.grant_front();
+  }
+  // The previous owner is the running coroutine (unlock) or the one leaving wait (pass on), so
+  // this is never its last reference.
+  previous->release();
+}
 
-void mutex::lock(const timeout& limit) {
+void mutex::lock() {
+  detail::coroutine& self = calling_coroutine(*this, "lock");
+  if (owner_ == &self) {
+    throw_relock(self);
+  }
+  if (owner_ == nullptr && waiters_.empty()) {
+    set_owner(&self);
+    return;
+  }
+  return wait_for_hand_off(self);
+}
+
+void mutex::wait_for_hand_off(detail::coroutine& self) {
+  static constexpr timeout never = timeout::never();
+  // slot carries the waiter's coroutine so that hand_on() can record it as the owner.
+  detail::queued_waiter me(waiters_, &self);
+  waiters_.wait(me, never, [this](detail::queued_waiter&) { hand_on(); });
+}
+
+void mutex::throw_relock(const detail::coroutine& self) const {
+  throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+                         detail::describe_coroutine(self) +
+                         " locks a mutex it already holds, which would wait forever; weft::mutex "
+                         "is not recursive: unlock it first or restructure the code");
+}
+
+void mutex::lock(const timeout& limit) { lock_within(limit); }
+
+// Both lock()s in one body, so that the contended lock() parks with no extra frame to return
+// through once the lock is handed over (each frame's register restores after a switch cost
+// more than the rest of the hand-off).
+__attribute__((always_inline)) inline void mutex::lock_within(const timeout& limit) {
   detail::coroutine& self = calling_coroutine(*this, "lock");
   if (owner_ == &self) {
     throw std::logic_error("weft::mutex " + address_of(this) + ": " +
@@ -123,7 +170,7 @@ bool mutex::try_lock() {
 
 bool mutex::try_lock_within(const timeout& limit) {
   try {
-    lock(limit);
+    lock_within(limit);
     return true;
   } catch (const timeout_error&) {
     return false;
@@ -145,17 +192,6 @@ void mutex::unlock() {
                            "; only the coroutine that locked a mutex may unlock it");
   }
   hand_on();
-}
-
-void mutex::hand_on() noexcept {
-  detail::coroutine* previous = std::exchange(owner_, nullptr);
-  if (detail::queued_waiter* next = waiters_.front(); next != nullptr) {
-    set_owner(static_cast<detail::coroutine*>(next->slot));
-    waiters_.grant_front();
-  }
-  // The previous owner is the running coroutine (unlock) or the one leaving wait (pass on), so
-  // this is never its last reference.
-  previous->release();
 }
 
 }  // namespace weft

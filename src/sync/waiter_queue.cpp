@@ -40,17 +40,6 @@ waiter_queue::~waiter_queue() {
   }
 }
 
-void waiter_queue::link(queued_waiter& waiter) noexcept {
-  waiter.link_.owner = &waiter;
-  waiters_.push_back(waiter.link_);
-  ++size_;
-}
-
-void waiter_queue::unlink(queued_waiter& waiter) noexcept {
-  intrusive_list::remove(waiter.link_);
-  --size_;
-}
-
 queued_waiter* waiter_queue::grant_front(std::uint8_t outcome) noexcept {
   queued_waiter* waiter = front();
   if (waiter == nullptr) {
@@ -82,17 +71,25 @@ std::size_t waiter_queue::grant_all(std::uint8_t outcome) noexcept {
 
 void waiter_queue::wait_until_granted(queued_waiter& waiter, const timeout& limit) {
   scheduler_core* core = current_core();
-  if (core == nullptr || core->current() == nullptr) {
+  coroutine* self = core == nullptr ? nullptr : core->current();
+  if (self == nullptr) [[unlikely]] {
     std::string what;
     describe(what);
     throw std::logic_error("weft: waiting on " + what +
                            " outside a coroutine; call it from weft::run's main or from a "
                            "coroutine started with weft::spawn");
   }
-  coroutine& self = *core->current();
+  if (!limit.bounded()) {
+    // The hand-off path: arm in place and park (a tail call: nothing runs here after the
+    // switch). A cancel raised while parked leaves the waiter linked; ~queued_waiter unlinks it.
+    core->check_cancel(*self);
+    waiter.coroutine_ = self;
+    link(waiter);
+    return core->park(*self, waiter);
+  }
   wait_source* sources[] = {&waiter};
   try {
-    wait_with_limit(*core, self, sources, limit, [&] {
+    wait_with_limit(*core, *self, sources, limit, [&] {
       std::string what = "waiting on ";
       describe(what);
       return what;

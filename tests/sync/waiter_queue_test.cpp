@@ -134,6 +134,111 @@ TEST(WaiterQueue, CancelledAfterGrantPassesTheGrantOn) {
       fifo_options());
 }
 
+// The parking path (a wait without deadline) when the tick itself wakes the waiter: nothing else
+// is ready, so the tick runs a microtask, which grants (or cancels) the very coroutine that is
+// parking; it must carry on without a switch.
+TEST(WaiterQueue, AGrantFromTheTickWhileNothingElseIsReadyResumesTheParkingWaiter) {
+  std::vector<std::string> log;
+  run_clean([&] {
+    token shared;
+    shared.take(0);
+    weft::current_scheduler().add_microtask([&] {
+      log.push_back("microtask grants");
+      shared.give();
+    });
+    log.push_back("main waits");
+    shared.take(1);
+    log.push_back("main has it");
+    EXPECT_FALSE(shared.free);
+    EXPECT_TRUE(shared.waiters.empty());
+    shared.give();
+    EXPECT_TRUE(shared.free);
+  });
+  EXPECT_EQ(log, (std::vector<std::string>{"main waits", "microtask grants", "main has it"}));
+}
+
+TEST(WaiterQueue, ACancelFromTheTickWhileNothingElseIsReadyLeavesTheQueueEmpty) {
+  run_clean([&] {
+    token shared;
+    shared.take(0);
+    weft::task<void> waiter;
+    waiter = weft::spawn([&] {
+      weft::current_scheduler().add_microtask([&] { waiter.cancel("from a microtask"); });
+      shared.take(1);
+      ADD_FAILURE() << "the cancelled take returned";
+    });
+    try {
+      waiter.await();
+      FAIL() << "expected cancelled_error";
+    } catch (const weft::cancelled_error& error) {
+      EXPECT_EQ(error.reason(), "from a microtask");
+    }
+    EXPECT_TRUE(shared.waiters.empty());    // the waiter unlinked itself while unwinding
+    EXPECT_TRUE(shared.passed_on.empty());  // it was never granted
+    shared.give();
+    EXPECT_TRUE(shared.free);
+  });
+}
+
+TEST(WaiterQueue, AWaiterCancelledWhileParkedLeavesOnlyItsOwnPlace) {
+  std::vector<int> order;
+  run_clean(
+      [&] {
+        token shared;
+        shared.take(0);
+        std::vector<weft::task<void>> waiters;
+        for (int who = 1; who <= 3; ++who) {
+          waiters.push_back(weft::spawn([&, who] {
+            shared.take(who);
+            order.push_back(who);
+            shared.give();
+          }));
+        }
+        weft::yield();
+        ASSERT_EQ(shared.waiters.size(), 3u);
+        waiters[1].cancel("not needed");
+        EXPECT_THROW(waiters[1].await(), weft::cancelled_error);
+        EXPECT_EQ(shared.waiters.size(), 2u);
+        shared.give();
+        waiters[0].await();
+        waiters[2].await();
+        EXPECT_TRUE(shared.passed_on.empty());
+        EXPECT_TRUE(shared.free);
+      },
+      fifo_options());
+  EXPECT_EQ(order, (std::vector<int>{1, 3}));
+}
+
+TEST(WaiterQueue, SwitchHandlersRunAroundAParkedWait) {
+  std::vector<std::string> log;
+  run_clean(
+      [&] {
+        token shared;
+        shared.take(0);
+        auto waiter = weft::spawn([&] {
+          log.push_back("waits");
+          shared.take(1);
+          log.push_back("has it");
+          shared.give();
+        });
+        waiter.on_enter([&] {
+          log.push_back("enter");
+          return true;
+        });
+        waiter.on_leave([&] {
+          log.push_back("leave");
+          return true;
+        });
+        weft::yield();
+        log.push_back("main gives");
+        shared.give();
+        waiter.await();
+      },
+      fifo_options());
+  EXPECT_EQ(log,
+            (std::vector<std::string>{"enter", "waits", "leave", "main gives", "enter", "has it"}));
+}
+
 TEST(WaiterQueue, WaitOutsideACoroutineIsALogicError) {
   token shared;
   shared.free = false;

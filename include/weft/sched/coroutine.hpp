@@ -152,7 +152,11 @@ class coroutine {
   const detail::stack& stack() const noexcept { return stack_; }
 
   void add_ref() noexcept { ++refs_; }
-  void release() noexcept;
+  void release() noexcept {
+    if (--refs_ == 0) {
+      release_last();
+    }
+  }
 
   // Marks the stored exception as seen by somebody (so dropping the last handle does not
   // report it as uncaught).
@@ -184,6 +188,8 @@ class coroutine {
   virtual void run_body() noexcept = 0;
   // Destroys and deallocates this block.
   virtual void destroy() noexcept = 0;
+  // release() of the last reference: reports an exception nobody looked at, then destroys.
+  void release_last() noexcept;
   void fail(std::exception_ptr error) noexcept { error_ = std::move(error); }
 
  private:
@@ -207,6 +213,7 @@ class coroutine {
   wait_source* woken_by_ = nullptr;
   wait_source* const* waiting_on_ = nullptr;  // armed sources while suspended (deadlock report)
   std::size_t waiting_count_ = 0;
+  wait_source* parked_on_ = nullptr;  // the one source of a park() (waiting_on_ points here)
   detail::stack stack_{};
   std::uint64_t id_ = 0;
   struct live_link : list_node {

@@ -115,7 +115,7 @@ class value_ring {
       regrow(size_ + 1);
     }
   }
-  void regrow(std::size_t at_least) {
+  __attribute__((noinline)) void regrow(std::size_t at_least) {
     std::size_t capacity = 8;
     while (capacity < at_least) {
       capacity *= 2;
@@ -242,10 +242,14 @@ class channel_state {
   bool can_pop_without_hand_off() const noexcept { return !buffer_.empty() && senders_.empty(); }
   T pop_buffered() noexcept { return buffer_.pop_front(); }
 
-  __attribute__((noinline)) void send(T&& value, const timeout& limit) {
-    if (offer(value)) {
-      return;
+  void send(T&& value, const timeout& limit) {
+    if (!offer(value)) {
+      send_blocking(std::move(value), limit);
     }
+  }
+  // send() once offer() found neither a receiver nor room. Out of line, so that the hand-off
+  // path in the caller stays small.
+  __attribute__((noinline)) void send_blocking(T&& value, const timeout& limit) {
     reference keep_alive(*this);  // every handle may go while this coroutine waits
     if (thread_ != std::this_thread::get_id()) {
       claim_thread(thread_, name());

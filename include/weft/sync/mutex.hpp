@@ -102,6 +102,11 @@ class mutex {
   std::size_t waiting() const noexcept { return waiters_.size(); }
 
  private:
+  void lock_within(const timeout& limit);
+  // lock()'s wait for the mutex to be handed over (noinline: lock() tail-calls it, so that the
+  // woken coroutine returns through one small frame).
+  __attribute__((noinline)) void wait_for_hand_off(detail::coroutine& self);
+  [[noreturn]] void throw_relock(const detail::coroutine& self) const;
   bool try_lock_within(const timeout& limit);
   // Passes ownership to the oldest waiter, or leaves the mutex free if none waits.
   void hand_on() noexcept;

@@ -39,6 +39,12 @@ class queued_waiter final : public wait_source {
       : slot(slot), value(value), queue_(queue) {}
   queued_waiter(const queued_waiter&) = delete;
   queued_waiter& operator=(const queued_waiter&) = delete;
+  // A wait that ends by an exception (a cancel raised while parked) may leave it queued.
+  ~queued_waiter() {
+    if (link_.linked()) [[unlikely]] {
+      disarm();
+    }
+  }
 
   bool granted() const noexcept { return granted_; }
   // Set by the granter together with the grant: how the wait ended for the primitive (for
@@ -113,8 +119,15 @@ class waiter_queue {
  private:
   friend class queued_waiter;
   void wait_until_granted(queued_waiter& waiter, const timeout& limit);
-  void link(queued_waiter& waiter) noexcept;
-  void unlink(queued_waiter& waiter) noexcept;
+  void link(queued_waiter& waiter) noexcept {
+    waiter.link_.owner = &waiter;
+    waiters_.push_back(waiter.link_);
+    ++size_;
+  }
+  void unlink(queued_waiter& waiter) noexcept {
+    intrusive_list::remove(waiter.link_);
+    --size_;
+  }
 
   intrusive_list waiters_;
   std::size_t size_ = 0;
