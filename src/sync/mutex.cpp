@@ -102,55 +102,25 @@ __attribute__((always_inline)) inline void mutex::hand_on() noexcept {
   previous->release();
 }
 
-void mutex::lock() {
+detail::coroutine* mutex::take_now_or_caller() {
   detail::coroutine& self = calling_coroutine(*this, "lock");
   if (owner_ == &self) {
     throw_relock(self);
   }
   if (owner_ == nullptr && waiters_.empty()) {
     set_owner(&self);
-    return;
+    return nullptr;
   }
-  return wait_for_hand_off(self);
+  return &self;
 }
 
-void mutex::wait_for_hand_off(detail::coroutine& self) {
-  static constexpr timeout never = timeout::never();
-  // slot carries the waiter's coroutine so that hand_on() can record it as the owner.
-  detail::queued_waiter me(waiters_, &self);
-  waiters_.wait(me, never, [this](detail::queued_waiter&) { hand_on(); });
-}
+void mutex::pass_on() noexcept { hand_on(); }
 
 void mutex::throw_relock(const detail::coroutine& self) const {
   throw std::logic_error("weft::mutex " + address_of(this) + ": " +
                          detail::describe_coroutine(self) +
                          " locks a mutex it already holds, which would wait forever; weft::mutex "
                          "is not recursive: unlock it first or restructure the code");
-}
-
-void mutex::lock(const timeout& limit) { lock_within(limit); }
-
-// Both lock()s in one body, so that the contended lock() parks with no extra frame to return
-// through once the lock is handed over (each frame's register restores after a switch cost
-// more than the rest of the hand-off).
-__attribute__((always_inline)) inline void mutex::lock_within(const timeout& limit) {
-  detail::coroutine& self = calling_coroutine(*this, "lock");
-  if (owner_ == &self) {
-    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
-                           detail::describe_coroutine(self) +
-                           " locks a mutex it already holds, which would wait forever; weft::mutex "
-                           "is not recursive: unlock it first or restructure the code");
-  }
-  if (owner_ == nullptr && waiters_.empty()) {
-    set_owner(&self);
-    return;
-  }
-  // slot carries the waiter's coroutine so that hand_on() can record it as the owner.
-  detail::queued_waiter me(waiters_, &self);
-  waiters_.wait(me, limit, [this](detail::queued_waiter&) {
-    // Granted (we are the owner now) but leaving by cancellation: the next waiter gets it.
-    hand_on();
-  });
 }
 
 bool mutex::try_lock() {
@@ -170,7 +140,7 @@ bool mutex::try_lock() {
 
 bool mutex::try_lock_within(const timeout& limit) {
   try {
-    lock_within(limit);
+    lock(limit);
     return true;
   } catch (const timeout_error&) {
     return false;

@@ -37,6 +37,10 @@ class timeout {
 };
 
 namespace detail {
+// timeout::never() as an object, for default arguments of hot waits: a reference to it costs
+// nothing, where a temporary is built on every call.
+inline constexpr timeout no_timeout{};
+
 // "timed out after 250 ms": the common tail of every timeout_error message.
 std::string timed_out_after(const timeout& limit);
 }  // namespace detail

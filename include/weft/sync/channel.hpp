@@ -153,7 +153,7 @@ class receiving_iterator {
   T& operator*() noexcept { return *current_; }
   T* operator->() noexcept { return &*current_; }
   receiving_iterator& operator++() {
-    current_ = state_->receive(timeout::never());
+    current_ = state_->receive(no_timeout);
     return *this;
   }
   void operator++(int) { ++*this; }
@@ -242,18 +242,13 @@ class channel_state {
   bool can_pop_without_hand_off() const noexcept { return !buffer_.empty() && senders_.empty(); }
   T pop_buffered() noexcept { return buffer_.pop_front(); }
 
-  void send(T&& value, const timeout& limit) {
-    if (!offer(value)) {
-      send_blocking(std::move(value), limit);
+  // Inline, wait included, like receive(): a sender whose value was taken resumes straight in
+  // the caller.
+  __attribute__((always_inline)) void send(T&& value, const timeout& limit) {
+    if (send_now(value)) {
+      return;
     }
-  }
-  // send() once offer() found neither a receiver nor room. Out of line, so that the hand-off
-  // path in the caller stays small.
-  __attribute__((noinline)) void send_blocking(T&& value, const timeout& limit) {
     reference keep_alive(*this);  // every handle may go while this coroutine waits
-    if (thread_ != std::this_thread::get_id()) {
-      claim_thread(thread_, name());
-    }
     queued_waiter me(senders_, &value);
     try {
       senders_.wait(me, limit);
@@ -264,9 +259,19 @@ class channel_state {
       }
       throw;
     }
-    if (me.outcome == channel_was_closed) {
+    if (me.outcome == channel_was_closed) [[unlikely]] {
       throw_channel_closed(name(), close_reason_, closed_during::blocked_send);
     }
+  }
+  // offer(), and when the caller must wait, a check that it waits on the channel's thread.
+  __attribute__((noinline)) bool send_now(T& value) {
+    if (offer(value)) {
+      return true;
+    }
+    if (thread_ != std::this_thread::get_id()) {
+      claim_thread(thread_, name());
+    }
+    return false;
   }
 
   // True when value was accepted (handed to a receiver or buffered): value is then moved from.
@@ -288,28 +293,37 @@ class channel_state {
   }
 
   // The next value, or nullopt once closed and drained.
-  __attribute__((noinline)) std::optional<T> receive(const timeout& limit) {
-    if (std::optional<T> value = poll()) {
-      return value;
-    }
-    if (closed_) {
-      return std::nullopt;
+  // Inline, wait included: the waiter and its slot live in the caller's frame and the
+  // out-of-line part ends in the switch, so a receiver handed a value resumes straight in the
+  // caller (see mutex::lock).
+  __attribute__((always_inline)) std::optional<T> receive(const timeout& limit) {
+    std::optional<T> slot;
+    if (receive_now(slot)) {
+      return slot;
     }
     reference keep_alive(*this);
-    if (thread_ != std::this_thread::get_id()) {
-      claim_thread(thread_, name());
-    }
-    std::optional<T> slot;
     queued_waiter me(receivers_, &slot);
     receivers_.wait(me, limit, [this, &slot](queued_waiter& leaving) {
       if (leaving.outcome == channel_delivered) {
         pass_on(std::move(*slot));
       }
     });
-    if (me.outcome == channel_was_closed) {
-      return std::nullopt;
+    return slot;  // empty when close() woke us
+  }
+  // receive() without waiting: true when slot now holds a value, or when the channel is closed
+  // and drained (slot stays empty); false when the caller must wait.
+  __attribute__((noinline)) bool receive_now(std::optional<T>& slot) {
+    if (std::optional<T> value = poll()) {
+      slot.emplace(std::move(*value));
+      return true;
     }
-    return slot;
+    if (closed_) {
+      return true;
+    }
+    if (thread_ != std::this_thread::get_id()) {
+      claim_thread(thread_, name());
+    }
+    return false;
   }
 
   // A value if one can be had without waiting (buffered, or from a blocked sender).
@@ -426,13 +440,14 @@ class channel {
   // Suspends while the channel is full (capacity 0: until a receiver has the value). On
   // timeout_error, cancelled_error or channel_closed_error the value has not been moved from;
   // the caller still owns it.
-  void send(T&& value, const timeout& limit = timeout::never()) {
-    if (!state_->push_if_room(value)) {
+  __attribute__((always_inline)) void send(T&& value, const timeout& limit = detail::no_timeout) {
+    if (!state_->push_if_room(value)) [[unlikely]] {
       state_->send(std::move(value), limit);
     }
   }
-  void send(const T& value,
-            const timeout& limit = timeout::never()) requires std::is_copy_constructible_v<T> {
+  __attribute__((always_inline)) void send(
+      const T& value,
+      const timeout& limit = detail::no_timeout) requires std::is_copy_constructible_v<T> {
     T copy(value);
     send(std::move(copy), limit);
   }
@@ -446,8 +461,8 @@ class channel {
 
   // Suspends until a value is available. Once closed and drained: channel_closed_error with the
   // first close reason.
-  T recv(const timeout& limit = timeout::never()) {
-    if (state_->can_pop_without_hand_off()) {
+  __attribute__((always_inline)) T recv(const timeout& limit = detail::no_timeout) {
+    if (state_->can_pop_without_hand_off()) [[likely]] {
       return state_->pop_buffered();
     }
     std::optional<T> value = state_->receive(limit);

@@ -76,10 +76,20 @@ class mutex {
 
   // Takes the mutex, waiting (FIFO) while another coroutine holds it. std::logic_error when the
   // caller already holds it or is not a coroutine.
-  void lock();
+  //
+  // Inline, and so is the wait: the waiter lives in the caller's frame and the out-of-line part
+  // ends in the switch, so a coroutine handed the mutex resumes straight in the caller, with no
+  // frame of ours to return through (each such return after a switch costs a mispredicted
+  // return, more than the rest of the hand-off).
+  void lock() { lock(detail::no_timeout); }
   // Same, giving up with timeout_error ("weft: waiting on mutex 0x.. held by task 3 'writer', 1
   // waiting timed out after 50 ms") when limit passes first; the mutex is then not held.
-  void lock(const timeout& limit);
+  void lock(const timeout& limit) {
+    if (detail::coroutine* self = take_now_or_caller()) {
+      detail::queued_waiter me(waiters_, self);  // slot: the coroutine hand_on() makes owner
+      waiters_.wait(me, limit, [this](detail::queued_waiter&) { pass_on(); });
+    }
+  }
   // Takes the mutex only if it is free and nobody waits for it; never suspends.
   bool try_lock();
   // lock(limit) that reports the timeout as false (std's timed-mutex interface).
@@ -102,10 +112,11 @@ class mutex {
   std::size_t waiting() const noexcept { return waiters_.size(); }
 
  private:
-  void lock_within(const timeout& limit);
-  // lock()'s wait for the mutex to be handed over (noinline: lock() tail-calls it, so that the
-  // woken coroutine returns through one small frame).
-  __attribute__((noinline)) void wait_for_hand_off(detail::coroutine& self);
+  // Takes the mutex at once when it is free and nobody queues (null), or returns the calling
+  // coroutine, which must then wait in the queue.
+  detail::coroutine* take_now_or_caller();
+  // A waiter granted the mutex but leaving by cancellation: the next waiter gets it.
+  void pass_on() noexcept;
   [[noreturn]] void throw_relock(const detail::coroutine& self) const;
   bool try_lock_within(const timeout& limit);
   // Passes ownership to the oldest waiter, or leaves the mutex free if none waits.
