@@ -45,12 +45,14 @@ struct block_cache_release {
   }
 };
 
-void register_release_at_thread_exit() {
+[[maybe_unused]] void register_release_at_thread_exit() {
   thread_local block_cache_release release;
   (void)release;
 }
 
-std::size_t class_of(std::size_t size) noexcept { return (size + granule - 1) / granule - 1; }
+[[maybe_unused]] std::size_t class_of(std::size_t size) noexcept {
+  return (size + granule - 1) / granule - 1;
+}
 
 }  // namespace
 

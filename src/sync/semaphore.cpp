@@ -42,41 +42,27 @@ void semaphore::describe(const void* self, std::string& out) {
   out += ")";
 }
 
-void semaphore::check_request(std::size_t permits, const char* operation) const {
+void semaphore::refuse_request(std::size_t permits, const char* operation) const {
   if (permits == 0) {
     throw std::invalid_argument(name_of(*this) + ": " + operation +
                                 "(0); ask for at least one permit");
   }
-  if (permits > max_) {
-    throw std::invalid_argument(name_of(*this) + ": " + operation + "(" + std::to_string(permits) +
-                                ") exceeds the semaphore's max of " + std::to_string(max_) +
-                                " permits and could never be served");
-  }
+  throw std::invalid_argument(name_of(*this) + ": " + operation + "(" + std::to_string(permits) +
+                              ") exceeds the semaphore's max of " + std::to_string(max_) +
+                              " permits and could never be served");
 }
 
-void semaphore::acquire(std::size_t permits, const timeout& limit) {
-  check_request(permits, "acquire");
-  if (waiters_.empty() && count_ >= permits) {
-    count_ -= permits;
-    return;
-  }
-  detail::queued_waiter me(waiters_, nullptr, permits);
-  try {
-    waiters_.wait(me, limit, [this](detail::queued_waiter& leaving) {
-      // Granted but cancelled before it ran: the permits go to whoever is next.
-      count_ += leaving.value;
-      grant_waiters();
-    });
-  } catch (...) {
-    // A request that leaves unserved from the head of the queue was holding back smaller ones
-    // behind it that the free count may already cover.
-    grant_waiters();
-    throw;
-  }
+void semaphore::pass_on(const detail::queued_waiter& leaving) noexcept {
+  count_ += leaving.value;
+  grant_waiters();
 }
+
+void semaphore::left_unserved() noexcept { grant_waiters(); }
 
 bool semaphore::try_acquire(std::size_t permits) {
-  check_request(permits, "try_acquire");
+  if (permits == 0 || permits > max_) {
+    refuse_request(permits, "try_acquire");
+  }
   if (!waiters_.empty() || count_ < permits) {
     return false;
   }

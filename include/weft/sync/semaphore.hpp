@@ -41,7 +41,24 @@ class semaphore {
 
   // Takes permits, waiting (FIFO) until enough are free. timeout_error when limit passes first
   // (nothing is taken then).
-  void acquire(std::size_t permits = 1, const timeout& limit = {});
+  // Inline with its wait, like mutex::lock: a waiter handed its permits resumes straight in
+  // the caller.
+  void acquire(std::size_t permits = 1, const timeout& limit = detail::no_timeout) {
+    if (permits == 0 || permits > max_) [[unlikely]] {
+      refuse_request(permits, "acquire");
+    }
+    if (waiters_.empty() && count_ >= permits) {
+      count_ -= permits;
+      return;
+    }
+    detail::queued_waiter me(waiters_, nullptr, permits);
+    try {
+      waiters_.wait(me, limit, [this](detail::queued_waiter& leaving) { pass_on(leaving); });
+    } catch (...) {
+      left_unserved();
+      throw;
+    }
+  }
   void acquire(const timeout& limit) { acquire(1, limit); }
   // Takes permits only if enough are free and nobody waits; never suspends.
   bool try_acquire(std::size_t permits = 1);
@@ -54,7 +71,13 @@ class semaphore {
   std::size_t waiting() const noexcept { return waiters_.size(); }
 
  private:
-  void check_request(std::size_t permits, const char* operation) const;
+  // std::invalid_argument for a request of 0 permits or more than max.
+  [[noreturn]] void refuse_request(std::size_t permits, const char* operation) const;
+  // A waiter granted its permits but cancelled before it ran: they go to whoever is next.
+  void pass_on(const detail::queued_waiter& leaving) noexcept;
+  // A request that leaves (served or not) may have held back smaller ones behind it that the
+  // free count already covers.
+  void left_unserved() noexcept;
   // Serves waiters from the front while the free count covers the oldest one's request.
   void grant_waiters() noexcept;
   static void describe(const void* self, std::string& out);
