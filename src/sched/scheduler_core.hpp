@@ -65,23 +65,30 @@ class scheduler_core {
     check_cancel(self);
     self.state_ = coroutine_state::ready;
     push_ready(self);
+    return switch_away(self);
+  }
+
+  // The end of yield() and park(): gives the CPU to the next ready coroutine (self is already
+  // queued or waiting). With the tail call to the switch, self resumes directly in the caller of
+  // the function this is inlined into, and after_resume() (enter handlers, a pending cancel) runs
+  // as the switch's resume hook only when the switcher saw it was needed.
+  __attribute__((always_inline)) void switch_away(coroutine& self) {
 #if defined(WEFT_TAIL_SWITCH)
+    // Never null: self is alive. It is self when the tick made it ready again (a microtask or a
+    // reactor callback that woke or cancelled it) before anyone else was.
     coroutine* next = pick_next();
-    if (next == &self) {
+    if (next == &self) [[unlikely]] {
       self.state_ = coroutine_state::running;
-      check_cancel(self);  // a microtask run by the tick may have cancelled us
+      check_cancel(self);
       return;
     }
     if (self.handlers_ != nullptr) {
       run_leave_handlers(self);
     }
-    // The last thing yield does: with the tail call, self resumes directly in yield's caller,
-    // and after_resume() (enter handlers, a pending cancel) runs as the switch's resume hook
-    // only when the switcher saw it was needed.
     self.context_.resumes_through_hook = true;
     prepare_switch(*next);
     before_jump(&self.context_, next->context_);
-    weft_switch_context(self.context_.registers, next->context_.registers);
+    return weft_switch_context(self.context_.registers, next->context_.registers);
 #else
     suspend_current(self);
     check_cancel(self);
@@ -143,26 +150,7 @@ class scheduler_core {
     self.waiting_on_ = &self.parked_on_;
     self.waiting_count_ = 1;
     ++suspended_;
-#if defined(WEFT_TAIL_SWITCH)
-    // Never null: self is alive. It is self when the tick woke it (a microtask or a reactor
-    // callback granted it, or cancelled it) before anyone else was ready.
-    coroutine* next = pick_next();
-    if (next == &self) [[unlikely]] {
-      self.state_ = coroutine_state::running;
-      check_cancel(self);
-      return;
-    }
-    if (self.handlers_ != nullptr) {
-      run_leave_handlers(self);
-    }
-    self.context_.resumes_through_hook = true;
-    prepare_switch(*next);
-    before_jump(&self.context_, next->context_);
-    return weft_switch_context(self.context_.registers, next->context_.registers);
-#else
-    suspend_current(self);
-    check_cancel(self);
-#endif
+    return switch_away(self);
   }
 
   // What a coroutine does when it resumes from a yield: its enter handlers, then a pending
