@@ -83,7 +83,7 @@ template <class Condition>
 void wait_until(handle_waiters& waiters, Condition&& ready, const timeout& limit,
                 const std::string& what) {
   scheduler_core& core = waiters.core();
-  coroutine& self = core.current_or_throw("a weft I/O wait");
+  coroutine& self = core.waiter_or_throw("a weft I/O wait");
   while (!ready()) {
     handle_wait until_ready(waiters, what);
     if (limit.bounded()) {

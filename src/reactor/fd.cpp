@@ -204,7 +204,7 @@ void wait_for(int fd, bool writing, const timeout& limit) {
   if (core == nullptr) {
     current_uv_loop(operation);  // throws the outside-a-coroutine logic_error
   }
-  coroutine& self = core->current_or_throw(operation);
+  coroutine& self = core->waiter_or_throw(operation);
   if (fd < 0) {
     throw std::invalid_argument(std::string("weft: ") + operation + " needs an open fd, got " +
                                 std::to_string(fd));

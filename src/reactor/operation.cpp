@@ -58,7 +58,7 @@ void abandon(std::unique_ptr<pending_operation>& operation, scheduler_core& core
 
 void await_operation(std::unique_ptr<pending_operation>& operation, const timeout& limit) {
   scheduler_core* core = current_core();
-  coroutine& self = core->current_or_throw("a weft I/O wait");
+  coroutine& self = core->waiter_or_throw("a weft I/O wait");
   operation_wait until_done(*operation);
   bool timed_out = false;
   try {

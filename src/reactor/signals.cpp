@@ -140,7 +140,7 @@ int wait(std::initializer_list<int> signal_numbers, const timeout& limit) {
   if (core == nullptr) {
     detail::current_uv_loop("weft::signals::wait");  // throws the outside-a-coroutine error
   }
-  detail::coroutine& self = core->current_or_throw("weft::signals::wait");
+  detail::coroutine& self = core->waiter_or_throw("weft::signals::wait");
   if (signal_numbers.size() == 0) {
     throw std::invalid_argument("weft::signals::wait needs at least one signal number");
   }

@@ -123,7 +123,7 @@ void trigger::wait(const timeout& limit) {
         "weft::trigger::wait called outside a coroutine of the trigger's scheduler; other "
         "threads notify() it, only its own scheduler's coroutines wait on it");
   }
-  detail::coroutine& self = core->current_or_throw("weft::trigger::wait");
+  detail::coroutine& self = core->waiter_or_throw("weft::trigger::wait");
   detail::trigger_wait notified(*state_);
   detail::wait_source* sources[] = {&notified};
   detail::wait_with_limit(*core, self, sources, limit, [] { return "waiting on a trigger"; });

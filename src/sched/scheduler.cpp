@@ -345,7 +345,7 @@ std::uint64_t scheduler_core::next_random() noexcept {
 // suspending and waking
 
 wait_source& scheduler_core::wait(wait_source* const* sources, std::size_t count) {
-  coroutine& self = current_or_throw("a weft wait");
+  coroutine& self = waiter_or_throw("a weft wait");
   check_cancel(self);
   std::size_t armed = 0;
   wait_source* fired = nullptr;
@@ -401,6 +401,20 @@ coroutine& scheduler_core::current_or_throw(const char* operation) const {
                            "a coroutine started with weft::spawn");
   }
   return *current_;
+}
+
+coroutine& scheduler_core::waiter_or_throw(const char* operation) const {
+  coroutine& self = current_or_throw(operation);
+  if (self.state_ != coroutine_state::running) {
+    // A microtask or reactor callback runs inside the tick of the coroutine giving up the CPU
+    // (then ready, suspended or finished), as do its leave and finish handlers: waiting there
+    // would suspend that coroutine a second time, from the middle of its own switch.
+    throw std::logic_error(std::string(operation) +
+                           " called from a microtask, a reactor callback or a switch handler, "
+                           "which run inside the scheduler's tick and cannot wait; spawn a "
+                           "coroutine for the part that waits");
+  }
+  return self;
 }
 
 bool scheduler_core::run_handlers(std::vector<std::function<bool()>>& handlers) noexcept {
@@ -561,7 +575,7 @@ void scheduler_core::task_wait::describe(std::string& out) const {
 }
 
 coroutine& scheduler_core::awaiter_for(coroutine& target) {
-  coroutine& self = current_or_throw("weft::task::await");
+  coroutine& self = waiter_or_throw("weft::task::await");
   if (&target == &self) {
     throw std::logic_error("weft: coroutine " + std::to_string(self.id()) +
                            " awaits its own task, which can never finish while it waits");

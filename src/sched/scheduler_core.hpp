@@ -58,8 +58,8 @@ class scheduler_core {
   // path, so that a yield is one function around the switch: call depth is what makes a
   // switch expensive (see switch_x86_64.S).
   __attribute__((always_inline)) void yield() {
-    if (current_ == nullptr) {
-      current_or_throw("weft::yield");
+    if (current_ == nullptr || current_->state_ != coroutine_state::running) [[unlikely]] {
+      waiter_or_throw("weft::yield");
     }
     coroutine& self = *current_;
     check_cancel(self);
@@ -104,9 +104,9 @@ class scheduler_core {
   // goes to yield().
   __attribute__((always_inline)) void yield_fast() {
     coroutine* self = current_;
-    if (self == nullptr || self->cancel_pending_ || self->handlers_ != nullptr || slow_tick_ ||
-        poll_countdown_ <= 1 || self->priority_ != weft::priority::normal || !queue_.high_empty())
-        [[unlikely]] {
+    if (self == nullptr || self->state_ != coroutine_state::running || self->cancel_pending_ ||
+        self->handlers_ != nullptr || slow_tick_ || poll_countdown_ <= 1 ||
+        self->priority_ != weft::priority::normal || !queue_.high_empty()) [[unlikely]] {
       return yield_general();
     }
     pointer_ring<coroutine>& ready = queue_.normal();
@@ -172,6 +172,9 @@ class scheduler_core {
 
   coroutine* current() const noexcept { return current_; }
   coroutine& current_or_throw(const char* operation) const;
+  // current_or_throw for a call that suspends: also refuses the tick's callbacks (microtasks,
+  // reactor callbacks, leave and finish handlers), which run while no coroutine is running.
+  coroutine& waiter_or_throw(const char* operation) const;
   reactor& driver() noexcept { return *reactor_; }
   bool shutting_down() const noexcept { return shutting_down_; }
   const scheduler_stats& stats() noexcept;

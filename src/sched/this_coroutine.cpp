@@ -98,7 +98,7 @@ void yield() {
 
 void sleep_until(clock::time_point deadline) {
   detail::scheduler_core& core = detail::core_or_throw("weft::sleep_until");
-  detail::coroutine& self = core.current_or_throw("weft::sleep_until");
+  detail::coroutine& self = core.waiter_or_throw("weft::sleep_until");
   detail::deadline_wait until(core, deadline, self.background());
   detail::wait_source* sources[] = {&until};
   core.wait(sources, 1);

@@ -39,6 +39,11 @@ std::string address_of(const void* object) {
 
 [[noreturn]] __attribute__((noinline, cold)) void throw_outside_coroutine(const mutex& target,
                                                                           const char* operation) {
+  detail::scheduler_core* core = detail::current_core();
+  if (core != nullptr && core->current() != nullptr) {
+    // A microtask, reactor callback or switch handler: waiter_or_throw says so.
+    core->waiter_or_throw(("weft::mutex " + address_of(&target) + ": " + operation).c_str());
+  }
   throw std::logic_error("weft::mutex " + address_of(&target) + ": " + operation +
                          " called outside a coroutine; a weft::mutex is held by coroutines, so "
                          "call it from weft::run's main or a coroutine started with weft::spawn");
@@ -50,7 +55,7 @@ __attribute__((always_inline)) inline detail::coroutine& calling_coroutine(const
                                                                            const char* operation) {
   detail::scheduler_core* core = detail::current_core();
   detail::coroutine* self = core == nullptr ? nullptr : core->current();
-  if (self == nullptr) [[unlikely]] {
+  if (self == nullptr || self->state() != detail::coroutine_state::running) [[unlikely]] {
     throw_outside_coroutine(target, operation);
   }
   return *self;

@@ -72,10 +72,13 @@ std::size_t waiter_queue::grant_all(std::uint8_t outcome) noexcept {
 void waiter_queue::wait_until_granted(queued_waiter& waiter, const timeout& limit) {
   scheduler_core* core = current_core();
   coroutine* self = core == nullptr ? nullptr : core->current();
-  if (self == nullptr) [[unlikely]] {
-    std::string what;
+  if (self == nullptr || self->state() != coroutine_state::running) [[unlikely]] {
+    std::string what = "weft: waiting on ";
     describe(what);
-    throw std::logic_error("weft: waiting on " + what +
+    if (self != nullptr) {
+      core->waiter_or_throw(what.c_str());  // a microtask, reactor callback or switch handler
+    }
+    throw std::logic_error(what +
                            " outside a coroutine; call it from weft::run's main or from a "
                            "coroutine started with weft::spawn");
   }

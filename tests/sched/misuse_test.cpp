@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -58,6 +59,53 @@ TEST(Misuse, SuspendingCallsOutsideACoroutine) {
   EXPECT_TRUE(mentions(sleep_until_message, "outside a coroutine")) << sleep_until_message;
   // The main thread outside any run is just as much "outside a coroutine".
   EXPECT_THROW(weft::yield(), std::logic_error);
+}
+
+// A microtask (or reactor callback) runs inside the tick of the coroutine giving up the CPU; a
+// wait there would suspend that coroutine a second time from the middle of its switch. Every
+// kind of wait refuses with a message that says where it was called from.
+TEST(Misuse, WaitingInAMicrotaskIsALogicErrorThatSaysSo) {
+  std::vector<std::string> errors;
+  run_clean([&] {
+    weft::mutex held;
+    weft::channel<int> gate(0);
+    auto holder = weft::spawn([&] {
+      held.lock();
+      (void)gate.recv();
+      held.unlock();
+    });
+    ASSERT_TRUE(weft_test::yield_until([&] { return held.locked(); }));
+    weft::channel<int> empty(0);
+    weft::semaphore none(0);
+    weft::current_scheduler().add_microtask([&] {
+      auto refused = [&](auto&& wait) {
+        try {
+          wait();
+          errors.push_back("returned");
+        } catch (const std::logic_error& error) {
+          errors.push_back(error.what());
+        }
+      };
+      refused([&] { held.lock(); });
+      refused([&] { (void)empty.recv(); });
+      refused([&] { none.acquire(); });
+      refused([&] { weft::yield(); });
+      refused([&] { weft::sleep_for(std::chrono::milliseconds(1)); });
+      refused([&] { holder.await(); });
+    });
+    weft::yield();  // the tick runs the microtask
+    gate.send(1);
+    holder.await();
+    EXPECT_FALSE(held.locked());
+    EXPECT_EQ(held.waiting(), 0u);
+    EXPECT_EQ(none.waiting(), 0u);
+  });
+  ASSERT_EQ(errors.size(), 6u);
+  for (const std::string& error : errors) {
+    EXPECT_NE(error.find("called from a microtask, a reactor callback or a switch handler"),
+              std::string::npos)
+        << error;
+  }
 }
 
 TEST(Misuse, SpawnOutsideARun) {
