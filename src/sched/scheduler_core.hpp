@@ -145,7 +145,6 @@ class scheduler_core {
   // cancelled_error with source still armed, and the caller disarms it while unwinding.
   __attribute__((always_inline)) void park(coroutine& self, wait_source& source) {
     self.state_ = coroutine_state::suspended;
-    self.woken_by_ = nullptr;
     self.parked_on_ = &source;
     self.waiting_on_ = &self.parked_on_;
     self.waiting_count_ = 1;

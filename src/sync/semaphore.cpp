@@ -52,13 +52,6 @@ void semaphore::refuse_request(std::size_t permits, const char* operation) const
                               " permits and could never be served");
 }
 
-void semaphore::pass_on(const detail::queued_waiter& leaving) noexcept {
-  count_ += leaving.value;
-  grant_waiters();
-}
-
-void semaphore::left_unserved() noexcept { grant_waiters(); }
-
 bool semaphore::try_acquire(std::size_t permits) {
   if (permits == 0 || permits > max_) {
     refuse_request(permits, "try_acquire");

@@ -18,22 +18,6 @@ using namespace procs_test;
 using weft_test::run_clean;
 using ProcsCoroutine = contract_checked;
 
-// Finishes with the data of the first message (or "cancelled" on a cancel).
-std::unique_ptr<process> first_message_wins() {
-  return scripted({.step = [](context&, std::span<event> events, step_output& out) {
-    for (event& arrived : events) {
-      if (arrived.type == event_type::message) {
-        out.done(std::move(arrived.data));
-        return;
-      }
-      if (arrived.type == event_type::cancel) {
-        out.done("cancelled");
-        return;
-      }
-    }
-  }});
-}
-
 // The process only finishes once another coroutine of the same weft thread sent it a message,
 // so the await must let that coroutine run.
 TEST_F(ProcsCoroutine, AwaitSuspendsOnlyTheAwaitingCoroutine) {

@@ -22,26 +22,6 @@ using weft::procs::scheduler_stopped_error;
 using weft::procs::unknown_process_error;
 using ProcsMessaging = contract_checked;
 
-// Finishes with the data of the first message it gets.
-std::unique_ptr<process> first_message_wins(std::atomic<int>* steps = nullptr) {
-  return scripted({.step = [steps](context&, std::span<event> events, step_output& out) {
-    if (steps != nullptr) {
-      steps->fetch_add(1);
-    }
-    for (event& arrived : events) {
-      if (arrived.type == event_type::message) {
-        out.done(std::move(arrived.data));
-        return;
-      }
-      if (arrived.type == event_type::cancel) {
-        out.done("cancelled");
-        return;
-      }
-    }
-    out.wait();
-  }});
-}
-
 TEST_F(ProcsMessaging, SendWakesAnIdleProcess) {
   std::atomic<int> steps{0};
   scheduler engine({.workers = 2});

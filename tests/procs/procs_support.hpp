@@ -220,6 +220,27 @@ inline std::unique_ptr<process> wait_for_cancel(std::atomic<int>& closes,
                    .close = [&closes] { closes.fetch_add(1, std::memory_order_relaxed); }});
 }
 
+// A process that finishes with the data of the first message it gets ("cancelled" on a
+// cancel), counting its steps in *steps when given.
+inline std::unique_ptr<process> first_message_wins(std::atomic<int>* steps = nullptr) {
+  return scripted({.step = [steps](context&, std::span<event> events, step_output& out) {
+    if (steps != nullptr) {
+      steps->fetch_add(1);
+    }
+    for (event& arrived : events) {
+      if (arrived.type == event_type::message) {
+        out.done(std::move(arrived.data));
+        return;
+      }
+      if (arrived.type == event_type::cancel) {
+        out.done("cancelled");
+        return;
+      }
+    }
+    out.wait();
+  }});
+}
+
 // From inside a step on a single-worker scheduler: submits `count` processes that finish on
 // cancel and count, in `misrouted`, every event of type `foreign` they receive. The worker's
 // free-slot cache is LIFO, so they take the slots of the processes that ended last (the

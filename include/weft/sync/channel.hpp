@@ -268,9 +268,7 @@ class channel_state {
     if (offer(value)) {
       return true;
     }
-    if (thread_ != std::this_thread::get_id()) {
-      claim_thread(thread_, name());
-    }
+    check_waiting_thread();
     return false;
   }
 
@@ -320,9 +318,7 @@ class channel_state {
     if (closed_) {
       return true;
     }
-    if (thread_ != std::this_thread::get_id()) {
-      claim_thread(thread_, name());
-    }
+    check_waiting_thread();
     return false;
   }
 
@@ -374,6 +370,14 @@ class channel_state {
    private:
     channel_state& state_;
   };
+
+  // Before a wait: the first waiter claims the channel for its thread; a wait from another
+  // thread is std::logic_error.
+  void check_waiting_thread() {
+    if (thread_ != std::this_thread::get_id()) {
+      claim_thread(thread_, name());
+    }
+  }
 
   // A value handed to a receiver that was cancelled before it ran: it goes to the next waiting
   // receiver, or back to the front of the buffer (it was sent before anything buffered now). The

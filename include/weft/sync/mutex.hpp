@@ -79,8 +79,8 @@ class mutex {
   //
   // Inline, and so is the wait: the waiter lives in the caller's frame and the out-of-line part
   // ends in the switch, so a coroutine handed the mutex resumes straight in the caller, with no
-  // frame of ours to return through (each such return after a switch costs a mispredicted
-  // return, more than the rest of the hand-off).
+  // frame of ours to return through (measured: each such return after a switch costs more than
+  // the rest of the hand-off, most likely a mispredicted return).
   void lock() { lock(detail::no_timeout); }
   // Same, giving up with timeout_error ("weft: waiting on mutex 0x.. held by task 3 'writer', 1
   // waiting timed out after 50 ms") when limit passes first; the mutex is then not held.

@@ -53,9 +53,15 @@ class semaphore {
     }
     detail::queued_waiter me(waiters_, nullptr, permits);
     try {
-      waiters_.wait(me, limit, [this](detail::queued_waiter& leaving) { pass_on(leaving); });
+      waiters_.wait(me, limit, [this](detail::queued_waiter& leaving) {
+        // Granted but cancelled before it ran: the permits go to whoever is next.
+        count_ += leaving.value;
+        grant_waiters();
+      });
     } catch (...) {
-      left_unserved();
+      // A request that leaves unserved from the head of the queue was holding back smaller
+      // ones behind it that the free count may already cover.
+      grant_waiters();
       throw;
     }
   }
@@ -73,11 +79,6 @@ class semaphore {
  private:
   // std::invalid_argument for a request of 0 permits or more than max.
   [[noreturn]] void refuse_request(std::size_t permits, const char* operation) const;
-  // A waiter granted its permits but cancelled before it ran: they go to whoever is next.
-  void pass_on(const detail::queued_waiter& leaving) noexcept;
-  // A request that leaves (served or not) may have held back smaller ones behind it that the
-  // free count already covers.
-  void left_unserved() noexcept;
   // Serves waiters from the front while the free count covers the oldest one's request.
   void grant_waiters() noexcept;
   static void describe(const void* self, std::string& out);
