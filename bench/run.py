@@ -127,8 +127,8 @@ IO_ALL = ("tcp_echo_pingpong", "tcp_pump", "timers", "threadpool_roundtrip")
 IO_NET = ("tcp_echo_pingpong", "tcp_pump")
 POOL_ALL = ("acquire_release_uncontended", "acquire_release_uncontended_c",
             "acquire_release_contended", "contended_service_spread", "pg_select1",
-            "pg_select1_params")
-POOL_PG = ("pg_select1", "pg_select1_params")
+            "pg_select1_params", "pg_select1_leased")
+POOL_PG = ("pg_select1", "pg_select1_params", "pg_select1_leased")
 SYNC_ALL = ("channel_pingpong", "channel_buffered_throughput", "mutex_handoff_2",
             "mutex_handoff_100")
 PROCS_ALL = ("spawn_many_10k", "spawn_many_100k", "yield_many", "ping_pong", "chained_spawn",
@@ -230,6 +230,7 @@ SUITES: dict[str, Suite] = {
             Benchmark("contended_service_spread", "ratio"),
             Benchmark("pg_select1", "queries/s"),
             Benchmark("pg_select1_params", "queries/s"),
+            Benchmark("pg_select1_leased", "queries/s"),
         ),
         programs=(
             # Runs bench_pool_weft (no server) and bench_pool_weft_pg (the pg_ benchmarks).
@@ -249,10 +250,14 @@ SUITES: dict[str, Suite] = {
             "services any coroutine got divided by the fewest (1.00 is perfectly fair). "
             "pg_select1: SELECT 1 per second against a private PostgreSQL 15 server (unix "
             "socket, run on the cores the client is not pinned to): weft, 50 coroutines on one "
-            "thread sharing a weft::pg::pool of 8 (acquire, execute_script, release; no session "
-            "reset on release); libpq_threads, 8 threads each looping PQexec on its own blocking "
-            "PGconn; both the simple query protocol. pg_select1_params: the same with the "
-            "extended protocol (weft db.query, libpq PQexecParams). Target: weft at least 1.5x."
+            "thread calling db.query on a weft::pg::pool of 8 (pool::query pipelines their "
+            "queries over the shared connections once all are in use; extended protocol; no "
+            "session reset on release); libpq_threads, 8 threads each looping PQexec (the "
+            "cheaper simple protocol) on its own blocking PGconn. pg_select1_params: "
+            "SELECT $1::int with the parameter 1 (weft db.query, libpq PQexecParams). "
+            "pg_select1_leased: weft without pipelining, each query on an exclusive lease "
+            "(acquire, query, release), against the same PQexec loop. Target: weft at least "
+            "1.5x on pg_select1."
         ),
     ),
     "procs": Suite(

@@ -1,19 +1,23 @@
-// Suite `pool` (bench/run.py), benchmarks pg_select1 and pg_select1_params: queries per second
-// of `SELECT 1` through weft::pg::pool against a real PostgreSQL 15 server. Peer:
-// bench/peers/pool/libpq_threads.cpp (blocking libpq, one thread per connection).
+// Suite `pool` (bench/run.py), benchmarks pg_select1, pg_select1_params and pg_select1_leased:
+// queries per second of `SELECT 1` through weft::pg::pool against a real PostgreSQL 15 server.
+// Peer: bench/peers/pool/libpq_threads.cpp (blocking libpq, one thread per connection).
 //
 // The program starts a private server of its own (tests/pg/pg_private_server.cpp: a copy of a
 // template data dir, unix socket, fsync off) on the cores this process is NOT pinned to (run.py
 // pins the program to one core, so the client gets that core and the server the others), and
 // stops it at the end. One scheduler thread: 50 coroutines share a pool of max 8 connections;
-// each loops acquire, one query, release, checking the value:
-//   pg_select1:        db.acquire()->execute_script("SELECT 1"): the simple query protocol, the
-//                      same exchange as the peer's PQexec("SELECT 1");
-//   pg_select1_params: db.query("SELECT 1"): the extended protocol (Parse, Bind, Execute; what
-//                      every query with parameters uses), as the peer's PQexecParams.
-// The pool is made with reset_on_release = false: its default DISCARD ALL on every release is
-// a second round trip per query that a throughput-minded user turns off (sessions here hold no
-// state). Untimed warm-up (all 8 connections open and in use), then the queries completed in
+// each loops one query, checking the value:
+//   pg_select1:        db.query("SELECT 1"): pool::query, which pipelines the coroutines'
+//                      queries over the pool's connections once all are in use (see
+//                      weft/pg/pool.hpp). The extended protocol (Parse, Bind, Describe, Execute,
+//                      Sync: what pipelining needs), against the peer's cheaper simple-protocol
+//                      PQexec;
+//   pg_select1_params: db.query("SELECT $1::int", 1), as the peer's PQexecParams;
+//   pg_select1_leased: db.acquire()->query("SELECT 1"), one query per exclusive lease (no
+//                      pipelining: what a coroutine holding its own connection gets).
+// The pool is made with reset_on_release = false: its default DISCARD ALL whenever a connection
+// goes back is a second round trip that a throughput-minded user turns off (sessions here hold
+// no state). Untimed warm-up (all 8 connections open and in use), then the queries completed in
 // the timed window / its length.
 //
 // Sizes: warm-up 0.2 s, timed 1 s (smoke: 0.05 s and 0.2 s).
@@ -36,9 +40,9 @@ namespace {
 constexpr int coroutines = 50;
 constexpr std::size_t connections = 8;
 
-enum class protocol { simple, extended };
+enum class way { shared, shared_params, leased };
 
-double select1_per_second(const std::string& conninfo, protocol used,
+double select1_per_second(const std::string& conninfo, way used, const char* name,
                           std::chrono::milliseconds warmup, std::chrono::milliseconds measured) {
   weft::scheduler scheduler;
   return scheduler.run([&] {
@@ -54,9 +58,9 @@ double select1_per_second(const std::string& conninfo, protocol used,
     for (int worker = 0; worker < coroutines; ++worker) {
       workers.push_back(weft::spawn([&] {
         while (!stop) {
-          int value = used == protocol::simple
-                          ? db.acquire()->execute_script("SELECT 1").value<int>()
-                          : db.query("SELECT 1").value<int>();
+          int value = used == way::shared          ? db.query("SELECT 1").value<int>()
+                      : used == way::shared_params ? db.query("SELECT $1::int", 1).value<int>()
+                                                   : db.acquire()->query("SELECT 1").value<int>();
           if (value != 1) {
             throw std::runtime_error("SELECT 1 did not return 1");
           }
@@ -75,8 +79,7 @@ double select1_per_second(const std::string& conninfo, protocol used,
       worker.await();
     }
     weft::pool_stats stats = db.stats();
-    std::fprintf(stderr, "# %s weft: %lld queries in %.3f s, %llu connections created\n",
-                 used == protocol::simple ? "pg_select1" : "pg_select1_params",
+    std::fprintf(stderr, "# %s weft: %lld queries in %.3f s, %llu connections created\n", name,
                  static_cast<long long>(completed_after - completed_before),
                  bench::nanoseconds_between(start, end) / 1e9,
                  static_cast<unsigned long long>(stats.created));
@@ -94,22 +97,30 @@ double select1_per_second(const std::string& conninfo, protocol used,
 
 int main(int argc, char** argv) {
   bench::arguments arguments = bench::parse_arguments(argc, argv);
-  bool simple = arguments.wants("pg_select1");
-  bool extended = arguments.wants("pg_select1_params");
-  if (!simple && !extended) {
+  struct variant {
+    const char* name;
+    way used;
+  };
+  const variant variants[] = {{"pg_select1", way::shared},
+                              {"pg_select1_params", way::shared_params},
+                              {"pg_select1_leased", way::leased}};
+  bool any = false;
+  for (const variant& each : variants) {
+    any = any || arguments.wants(each.name);
+  }
+  if (!any) {
     return 0;
   }
   try {
     weft_pg_test::private_server server({.server_on_other_cores = true});
     auto warmup = std::chrono::milliseconds(arguments.smoke ? 50 : 200);
     auto measured = std::chrono::milliseconds(arguments.smoke ? 200 : 1000);
-    if (simple) {
-      bench::report("pg_select1", "queries/s",
-                    select1_per_second(server.conninfo(), protocol::simple, warmup, measured));
-    }
-    if (extended) {
-      bench::report("pg_select1_params", "queries/s",
-                    select1_per_second(server.conninfo(), protocol::extended, warmup, measured));
+    for (const variant& each : variants) {
+      if (arguments.wants(each.name)) {
+        bench::report(
+            each.name, "queries/s",
+            select1_per_second(server.conninfo(), each.used, each.name, warmup, measured));
+      }
     }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_pool_weft_pg: %s\n", error.what());

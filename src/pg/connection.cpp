@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -24,13 +25,20 @@
 #include "weft/reactor/operation.hpp"
 #include "weft/reactor/thread_pool.hpp"
 #include "weft/sched/this_coroutine.hpp"
+#include "weft/sync/waiter_queue.hpp"
 
 namespace weft::pg {
 
+namespace {
+void describe_answers(const void* owner, std::string& out);
+void describe_gate(const void* owner, std::string& out);
+struct answer;
+}  // namespace
+
 struct connection::state {
   PGconn* session = nullptr;
-  std::uint64_t id = 0;  // tells this connection's prepared statements from others'
-  bool busy = false;
+  std::uint64_t id = 0;         // tells this connection's prepared statements from others'
+  bool script_running = false;  // execute_script: the session is the script's alone
   std::uint64_t statements_prepared = 0;
   std::string target;         // "user@host:port/dbname", for messages (never the password)
   std::string closed_reason;  // why session is null, for the next call's error
@@ -39,6 +47,23 @@ struct connection::state {
   // it, and registering it per wait costs several syscalls (see weft/reactor/fd.hpp). Reset
   // before PQfinish closes the socket.
   weft::fd_registration socket_watch;
+  std::uint64_t transaction_owner = 0;  // coroutine id; see connection::set_transaction_owner
+
+  // Pipelining. Every query is numbered when sent (sent counts them) and answered in that
+  // order (answered counts those whose results were all read, up to their Sync); `pending`
+  // holds their answers in that order, from the oldest unanswered (null for one abandoned by
+  // its caller). At most one coroutine reads the socket at a time (reading); it fills in each
+  // completed answer and wakes its caller, and hands the reading on when its own is in.
+  bool pipeline_mode = false;
+  bool reading = false;
+  bool recovering = false;  // a lone interrupted query is being cancelled; see `gate`
+  std::uint64_t sent = 0;
+  std::uint64_t answered = 0;
+  std::deque<answer*> pending;
+  // What the oldest unanswered query has returned so far: its last result and its first error.
+  result gathered;
+  std::unique_ptr<PGresult, detail::result_deleter> gathered_error;
+  weft::detail::waiter_queue gate{this, &describe_gate};  // queries held while recovering
 
   state() = default;
   state(const state&) = delete;
@@ -148,6 +173,9 @@ error server_error(const PGresult* raw, state& session, const exchange& what,
 
 void flush_output(state& session, const timeout& limit, const exchange& what) {
   for (;;) {
+    if (session.session == nullptr) {
+      return;  // lost while waiting (a pipelined query's reader found out): its answer says so
+    }
     int status = PQflush(session.session);
     if (status == 0) {
       return;
@@ -291,20 +319,32 @@ void recover(state& session, const exchange& what) noexcept {
   });
 }
 
-// One exchange: send, flush, collect; recovering the session when interrupted.
+[[noreturn]] void throw_refused(state& session, const exchange& what) {
+  if (PQstatus(session.session) == CONNECTION_BAD) {
+    throw_lost(session, what);
+  }
+  throw std::logic_error("weft::pg: " + what.describe() +
+                         " was refused by libpq: " + trimmed(PQerrorMessage(session.session)));
+}
+
+// One exchange that has the session to itself (a script, in the simple query protocol, which
+// pipeline mode does not allow): send, flush, collect; recovering the session when interrupted.
+// The caller has checked that nothing else is in flight.
 template <class Send>
 result run_exchange(state& session, const timeout& limit, const exchange& what, Send&& send) {
-  session.busy = true;
+  if (session.pipeline_mode) {
+    if (PQexitPipelineMode(session.session) == 0) {
+      throw_refused(session, what);
+    }
+    session.pipeline_mode = false;
+  }
+  session.script_running = true;
   struct idle_again {
     state& session;
-    ~idle_again() { session.busy = false; }
+    ~idle_again() { session.script_running = false; }
   } idle{session};
   if (send() == 0) {
-    if (PQstatus(session.session) == CONNECTION_BAD) {
-      throw_lost(session, what);
-    }
-    throw std::logic_error("weft::pg: " + what.describe() +
-                           " was refused by libpq: " + trimmed(PQerrorMessage(session.session)));
+    throw_refused(session, what);
   }
   try {
     flush_output(session, limit, what);
@@ -321,6 +361,248 @@ result run_exchange(state& session, const timeout& limit, const exchange& what, 
     recover(session, what);
     throw;
   }
+}
+
+// ---- Pipelined queries ----------------------------------------------------------------------
+
+// One pipelined query's answer, filled in by whichever coroutine reads it. Lives on the
+// querying coroutine's stack; the reader reaches it through state::pending, from which it is
+// removed (nulled) when its query is abandoned.
+struct answer {
+  explicit answer(state& session) : wakeup(&session, &describe_answers) {}
+  std::uint64_t sequence = 0;
+  bool ready = false;
+  bool lost = false;    // the connection was lost before the whole answer came
+  bool parked = false;  // its coroutine waits in wakeup (so can be handed the reading)
+  result value;
+  std::unique_ptr<PGresult, detail::result_deleter> failure;  // the server's first error
+  weft::detail::waiter_queue wakeup;
+};
+
+// queued_waiter outcomes for a parked query.
+constexpr std::uint8_t outcome_answered = 0;  // its answer is filled in
+constexpr std::uint8_t outcome_read = 1;      // the reading is handed to it
+
+void describe_answers(const void* owner, std::string& out) {
+  const auto& session = *static_cast<const state*>(owner);
+  out += "the answer of a query on PostgreSQL connection " + session.target + " (" +
+         std::to_string(session.sent - session.answered) + " queries in flight)";
+}
+
+void describe_gate(const void* owner, std::string& out) {
+  const auto& session = *static_cast<const state*>(owner);
+  out += "PostgreSQL connection " + session.target +
+         " (an interrupted query is being cancelled on the server)";
+}
+
+// The oldest unanswered query is complete: hand it what was gathered (and wake its coroutine
+// if parked). An answer nobody waits for any more (abandoned) is dropped.
+void deliver(state& session, bool lost) {
+  answer* target = session.pending.front();
+  session.pending.pop_front();
+  ++session.answered;
+  if (target == nullptr) {
+    session.gathered = result();
+    session.gathered_error.reset();
+    return;
+  }
+  target->value = std::move(session.gathered);
+  target->failure = std::move(session.gathered_error);
+  target->lost = lost;
+  target->ready = true;
+  if (target->parked) {
+    target->wakeup.grant_front(outcome_answered);
+  }
+}
+
+// The reader is done: the oldest parked query reads next. A query still sending (not parked yet)
+// finds nobody reading when it comes to wait, and reads itself.
+void hand_reading_on(state& session) noexcept {
+  session.reading = false;
+  for (answer* each : session.pending) {
+    if (each != nullptr && each->parked && !each->ready) {
+      session.reading = true;
+      each->parked = false;
+      each->wakeup.grant_front(outcome_read);
+      return;
+    }
+  }
+}
+
+// The session is gone: every query still in flight is answered "lost".
+void lose_everything(state& session, std::string reason) {
+  while (!session.pending.empty()) {
+    deliver(session, true);
+  }
+  mark_closed(session, std::move(reason));
+  session.gate.grant_all(0);  // they find the session closed
+}
+
+// Reads answers (for everyone) until mine is ready. Timeouts and cancels reach the caller with
+// mine unanswered; everything read until then was handed out.
+void read_answers(state& session, answer& mine, const timeout& limit, const exchange& what) {
+  while (!mine.ready) {
+    int empty_in_a_row = 0;
+    while (!mine.ready && PQisBusy(session.session) == 0 && empty_in_a_row < 2) {
+      PGresult* raw = PQgetResult(session.session);
+      if (raw == nullptr) {
+        ++empty_in_a_row;  // the end of one query's results; its Sync comes next
+        continue;
+      }
+      empty_in_a_row = 0;
+      switch (PQresultStatus(raw)) {
+        case PGRES_PIPELINE_SYNC:
+          PQclear(raw);
+          deliver(session, false);
+          break;
+        case PGRES_FATAL_ERROR:
+        case PGRES_BAD_RESPONSE:
+        case PGRES_NONFATAL_ERROR:
+        case PGRES_PIPELINE_ABORTED:
+          if (session.gathered_error == nullptr) {
+            session.gathered_error.reset(raw);
+          } else {
+            PQclear(raw);
+          }
+          break;
+        case PGRES_COPY_IN:
+        case PGRES_COPY_OUT:
+        case PGRES_COPY_BOTH:
+          PQclear(raw);
+          lose_everything(session, "a COPY statement was run, which weft::pg does not support");
+          throw std::logic_error("weft::pg: a query on " + session.target +
+                                 " started a COPY, which weft::pg does not support; the "
+                                 "connection was closed (use INSERT / SELECT instead)");
+        default:
+          session.gathered = result(raw);
+          break;
+      }
+    }
+    if (mine.ready) {
+      return;
+    }
+    if (PQstatus(session.session) == CONNECTION_BAD) {
+      lose_everything(session,
+                      "the connection was lost: " + trimmed(PQerrorMessage(session.session)));
+      return;
+    }
+    wait_readable(socket_of(session, what), limit);
+    if (PQconsumeInput(session.session) == 0) {
+      lose_everything(session,
+                      "the connection was lost: " + trimmed(PQerrorMessage(session.session)));
+      return;
+    }
+  }
+}
+
+// Waits for mine to be answered: reads for everyone while nobody else does, else parks until
+// its answer comes or the reading is handed to it.
+void await_answer(state& session, answer& mine, const timeout& limit, const exchange& what) {
+  bool handed_reading = false;
+  while (!mine.ready) {
+    if (handed_reading || !session.reading) {
+      session.reading = true;
+      struct pass_reading {
+        state& session;
+        ~pass_reading() { hand_reading_on(session); }
+      } pass{session};
+      read_answers(session, mine, limit, what);
+      return;
+    }
+    weft::detail::queued_waiter waiter(mine.wakeup);
+    mine.parked = true;
+    try {
+      mine.wakeup.wait(waiter, limit, [&](weft::detail::queued_waiter& granted) {
+        if (granted.outcome == outcome_read) {
+          hand_reading_on(session);  // cancelled after the hand-over: someone else reads
+        }
+      });
+    } catch (...) {
+      mine.parked = false;
+      throw;
+    }
+    mine.parked = false;
+    handed_reading = waiter.outcome == outcome_read;
+  }
+}
+
+// A pipelined query was interrupted before its answer came. Alone in flight, it is cancelled on
+// the server and its answer drained (queries sent meanwhile wait at the gate); with later
+// queries behind it, it is abandoned. Returns what the caller's error should add.
+std::string abandon(state& session, answer& mine, const exchange& what) noexcept {
+  if (mine.ready) {
+    return "";
+  }
+  bool alone = session.answered == mine.sequence && session.sent == mine.sequence + 1;
+  if (!alone || session.reading || session.session == nullptr) {
+    if (!session.pending.empty()) {
+      session.pending[mine.sequence - session.answered] = nullptr;  // its answer is dropped
+    }
+    return "; it was left to finish on the server (other queries were pipelined behind it, and "
+           "a cancel request could stop one of those) and its result will be dropped";
+  }
+  session.recovering = true;
+  session.reading = true;
+  weft::protect([&] {
+    try {
+      timeout limit(recovery_limit);
+      flush_output(session, limit, what);
+      send_cancel(session, limit);
+      read_answers(session, mine, limit, what);
+    } catch (const std::exception& failure) {
+      lose_everything(session, "it could not be brought back after " + what.describe() +
+                                   " was interrupted (" + failure.what() + ")");
+    }
+  });
+  session.reading = false;
+  session.recovering = false;
+  session.gate.grant_all(0);
+  return session.session != nullptr
+             ? "; it was cancelled on the server and the connection is ready for the next query"
+             : "; the connection was closed: " + session.closed_reason;
+}
+
+// The outcome of an answered query: its result, or its error.
+result take_answer(state& session, answer& mine, const exchange& what) {
+  if (mine.failure != nullptr) {
+    error failure = server_error(mine.failure.get(), session, what, mine.lost);
+    throw failure;
+  }
+  if (mine.lost) {
+    throw error("weft::pg: " + what.describe() + " on " + session.target +
+                    " failed: " + session.closed_reason + "; open a new connection",
+                "08006", session.closed_reason);
+  }
+  return std::move(mine.value);
+}
+
+// One pipelined query: send it with its own Sync, flush, await its answer.
+template <class Send>
+result run_pipelined(state& session, const timeout& limit, const exchange& what, Send&& send) {
+  if (!session.pipeline_mode) {
+    if (PQenterPipelineMode(session.session) == 0) {
+      throw_refused(session, what);
+    }
+    session.pipeline_mode = true;
+  }
+  if (send() == 0 || PQpipelineSync(session.session) == 0) {
+    throw_refused(session, what);
+  }
+  answer mine(session);
+  mine.sequence = session.sent++;
+  session.pending.push_back(&mine);
+  try {
+    flush_output(session, limit, what);
+    await_answer(session, mine, limit, what);
+  } catch (const timeout_error&) {
+    std::string outcome = abandon(session, mine, what);
+    throw timeout_error("weft::pg: " + what.describe() + " on " + session.target + " " +
+                        weft::detail::timed_out_after(limit) + outcome);
+  } catch (const cancelled_error&) {
+    abandon(session, mine, what);
+    throw;
+  }
+  return take_answer(session, mine, what);
 }
 
 // The arrays PQsendQueryParams / PQsendQueryPrepared take, pointing into params.
@@ -412,34 +694,64 @@ connection connection::connect(std::string_view conninfo, const timeout& limit) 
   return connection(std::move(opened));
 }
 
-connection::state& connection::usable_state(const char* operation) const {
-  if (state_ == nullptr) {
-    throw std::logic_error(std::string("weft::pg::connection::") + operation +
+namespace {
+
+state& open_state(const std::unique_ptr<state>& opened, const std::string& qualified) {
+  if (opened == nullptr) {
+    throw std::logic_error(qualified +
                            ": the connection is not connected (default-constructed or moved "
                            "from); open one with weft::pg::connection::connect");
   }
-  std::string qualified = std::string("weft::pg::connection::") + operation;
   weft::detail::current_uv_loop(qualified.c_str());
-  if (state_->busy) {
-    throw std::logic_error(qualified +
-                           ": a query is already running on this connection; a connection runs "
-                           "one query at a time, so give each coroutine its own connection (or "
-                           "a pool)");
-  }
-  if (state_->session == nullptr) {
-    throw error(qualified + " on " + state_->target + ": the connection is closed (" +
-                    state_->closed_reason + "); open a new connection",
+  if (opened->session == nullptr) {
+    throw error(qualified + " on " + opened->target + ": the connection is closed (" +
+                    opened->closed_reason + "); open a new connection",
                 "08003", "the connection is closed");
   }
-  return *state_;
+  return *opened;
+}
+
+}  // namespace
+
+connection::state& connection::usable_state(const char* operation) const {
+  std::string qualified = std::string("weft::pg::connection::") + operation;
+  state& session = open_state(state_, qualified);
+  if (session.script_running || session.sent != session.answered || session.recovering) {
+    throw std::logic_error(qualified +
+                           ": other queries are in flight on this connection, and this needs "
+                           "the session to itself; wait for them (or use another connection)");
+  }
+  return session;
+}
+
+connection::state& connection::pipeline_state(const char* operation, const timeout& limit) const {
+  std::string qualified = std::string("weft::pg::connection::") + operation;
+  state* session = &open_state(state_, qualified);
+  if (session->script_running) {
+    throw std::logic_error(qualified +
+                           ": a script (execute_script) is running on this connection, and "
+                           "scripts cannot be pipelined; wait for it (or use another "
+                           "connection)");
+  }
+  if (session->transaction_owner != 0 && session->transaction_owner != weft::this_coroutine::id()) {
+    throw std::logic_error(qualified +
+                           ": another coroutine has a transaction open on this connection, and "
+                           "this query would run inside it; use another connection (or a pool)");
+  }
+  while (session->recovering) {
+    weft::detail::queued_waiter waiter(session->gate);
+    session->gate.wait(waiter, limit);
+    session = &open_state(state_, qualified);  // the recovery may have closed it
+  }
+  return *session;
 }
 
 result connection::query_params(const timeout& limit, std::string_view sql,
                                 std::span<const param> params) {
-  state& session = usable_state("query");
+  state& session = pipeline_state("query", limit);
   std::string text(sql);
   encoded_params encoded(params);
-  return run_exchange(session, limit, exchange{"query", sql}, [&] {
+  return run_pipelined(session, limit, exchange{"query", sql}, [&] {
     return PQsendQueryParams(session.session, text.c_str(), encoded.count(), encoded.types.data(),
                              encoded.values.data(), encoded.lengths.data(), encoded.formats.data(),
                              0);
@@ -448,7 +760,7 @@ result connection::query_params(const timeout& limit, std::string_view sql,
 
 result connection::query_prepared(const timeout& limit, const statement& prepared,
                                   std::span<const param> params) {
-  state& session = usable_state("query");
+  state& session = pipeline_state("query", limit);
   if (prepared.connection_id_ != session.id) {
     throw std::logic_error(
         "weft::pg::connection::query: statement \"" + prepared.name() +
@@ -457,7 +769,7 @@ result connection::query_prepared(const timeout& limit, const statement& prepare
         "); prepare it on the connection that runs it");
   }
   encoded_params encoded(params);
-  return run_exchange(session, limit, exchange{"prepared statement", prepared.sql()}, [&] {
+  return run_pipelined(session, limit, exchange{"prepared statement", prepared.sql()}, [&] {
     return PQsendQueryPrepared(session.session, prepared.name().c_str(), encoded.count(),
                                encoded.values.data(), encoded.lengths.data(),
                                encoded.formats.data(), 0);
@@ -465,12 +777,12 @@ result connection::query_prepared(const timeout& limit, const statement& prepare
 }
 
 statement connection::prepare(std::string_view sql, std::string name, const timeout& limit) {
-  state& session = usable_state("prepare");
+  state& session = pipeline_state("prepare", limit);
   if (name.empty()) {
     name = "weft_" + std::to_string(++session.statements_prepared);
   }
   std::string text(sql);
-  run_exchange(session, limit, exchange{"prepare", sql}, [&] {
+  run_pipelined(session, limit, exchange{"prepare", sql}, [&] {
     return PQsendPrepare(session.session, name.c_str(), text.c_str(), 0, nullptr);
   });
   return statement(std::move(name), std::move(text), session.id);
@@ -488,7 +800,22 @@ bool connection::is_open() const noexcept {
          PQstatus(state_->session) == CONNECTION_OK;
 }
 
-bool connection::busy() const noexcept { return state_ != nullptr && state_->busy; }
+bool connection::busy() const noexcept {
+  return state_ != nullptr &&
+         (state_->script_running || state_->sent != state_->answered || state_->recovering);
+}
+
+std::size_t connection::in_flight() const noexcept {
+  return state_ == nullptr ? 0 : static_cast<std::size_t>(state_->sent - state_->answered);
+}
+
+bool connection::recovering() const noexcept { return state_ != nullptr && state_->recovering; }
+
+void connection::set_transaction_owner(std::uint64_t coroutine_id) noexcept {
+  if (state_ != nullptr) {
+    state_->transaction_owner = coroutine_id;
+  }
+}
 
 bool connection::in_transaction() const noexcept {
   if (state_ == nullptr || state_->session == nullptr) {
@@ -524,7 +851,7 @@ void connection::close() {
   if (state_ == nullptr) {
     return;
   }
-  if (state_->busy) {
+  if (busy()) {
     throw std::logic_error(
         "weft::pg::connection::close: a query is running on this connection; cancel its "
         "coroutine (or let it finish) before closing");

@@ -23,9 +23,14 @@ transaction::transaction(connection& session, const timeout& limit, std::string_
   }
   session.execute_script(begin_command, limit);
   active_ = true;
+  session.set_transaction_owner(weft::this_coroutine::id());
 }
 
 transaction::~transaction() {
+  struct release_owner {
+    connection& session;
+    ~release_owner() { session.set_transaction_owner(0); }
+  } release{session_};
   // Nothing to undo once the session ended (the server rolled back), or when the transaction
   // was already ended by hand (a COMMIT statement, say).
   if (!active_ || !session_.is_open() || !session_.in_transaction() || session_.busy()) {
@@ -52,6 +57,7 @@ void transaction::commit(const timeout& limit) {
   }
   result done = session_.execute_script("COMMIT", limit);
   active_ = false;
+  session_.set_transaction_owner(0);
   if (done.command_tag() == "ROLLBACK") {
     throw error(
         "weft::pg: COMMIT rolled back instead: a statement in the transaction had failed, so "
@@ -68,6 +74,7 @@ void transaction::rollback(const timeout& limit) {
   }
   session_.execute_script("ROLLBACK", limit);
   active_ = false;
+  session_.set_transaction_owner(0);
 }
 
 }  // namespace weft::pg

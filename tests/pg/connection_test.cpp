@@ -1,4 +1,4 @@
-// weft::pg::connection: connecting, server errors, a lost session, one query at a time.
+// weft::pg::connection: connecting, server errors, a lost session (pipelining: pipeline_test.cpp).
 #include "weft/pg/connection.hpp"
 
 #include <stdlib.h>
@@ -136,17 +136,6 @@ TEST_F(PgConnection, KilledBackendMakesTheNextUseFailAndTheConnectionStaysClosed
       EXPECT_NE(std::string(failure.what()).find("connection is closed"), std::string::npos)
           << failure.what();
     }
-  });
-}
-
-TEST_F(PgConnection, SecondConcurrentQueryIsALogicError) {
-  run_clean([&] {
-    pg::connection conn = pg::connection::connect(conninfo_, weft::timeout(10s));
-    auto first = weft::spawn([&] { return conn.query("SELECT 1 FROM pg_sleep(0.05)").size(); });
-    weft_test::yield_until([&] { return conn.busy(); });
-    EXPECT_THROW(conn.query("SELECT 2"), std::logic_error);
-    EXPECT_EQ(first.await(), 1u);
-    EXPECT_FALSE(conn.busy());
   });
 }
 

@@ -1,8 +1,11 @@
-// Suite `pool` peer for pg_select1 and pg_select1_params (see bench/pool/weft_pg_select1.cpp):
-// the classic blocking way. 8 threads, each with its own PGconn (blocking mode), each looping
-// one query and checking the value: PQexec("SELECT 1") (simple protocol) for pg_select1,
-// PQexecParams("SELECT 1", no parameters) (extended protocol) for pg_select1_params. Same
-// private server (started the same way, on the cores this process is not pinned to), same
+// Suite `pool` peer for the pg_ benchmarks (see bench/pool/weft_pg_select1.cpp): the classic
+// blocking way. 8 threads, each with its own PGconn (blocking mode), each looping one query and
+// checking the value:
+//   pg_select1, pg_select1_leased: PQexec("SELECT 1") (the simple query protocol: one message,
+//                                  the cheapest exchange libpq has; the peer has no other way
+//                                  to run it, so both rows measure the same loop);
+//   pg_select1_params:             PQexecParams("SELECT $1::int", "1") (the extended protocol).
+// Same private server (started the same way, on the cores this process is not pinned to), same
 // warm-up and timed window; queries completed in the window / its length.
 #include <libpq-fe.h>
 
@@ -31,6 +34,8 @@ struct alignas(64) thread_counter {
 
 enum class protocol { simple, extended };
 
+const char* const one_text = "1";
+
 double select1_per_second(const std::string& conninfo, protocol used,
                           std::chrono::milliseconds warmup, std::chrono::milliseconds measured) {
   std::vector<PGconn*> sessions;
@@ -54,9 +59,10 @@ double select1_per_second(const std::string& conninfo, protocol used,
     workers.emplace_back([&, index] {
       PGconn* session = sessions[static_cast<std::size_t>(index)];
       while (!stop.load(std::memory_order_relaxed)) {
-        PGresult* result = used == protocol::simple ? PQexec(session, "SELECT 1")
-                                                    : PQexecParams(session, "SELECT 1", 0, nullptr,
-                                                                   nullptr, nullptr, nullptr, 0);
+        PGresult* result = used == protocol::simple
+                               ? PQexec(session, "SELECT 1")
+                               : PQexecParams(session, "SELECT $1::int", 1, nullptr, &one_text,
+                                              nullptr, nullptr, 0);
         bool right = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 &&
                      std::strcmp(PQgetvalue(result, 0, 0), "1") == 0;
         PQclear(result);
@@ -93,7 +99,7 @@ double select1_per_second(const std::string& conninfo, protocol used,
     throw std::runtime_error("a query failed");
   }
   std::fprintf(stderr, "# %s libpq_threads: %lld queries in %.3f s\n",
-               used == protocol::simple ? "pg_select1" : "pg_select1_params",
+               used == protocol::simple ? "PQexec" : "PQexecParams",
                static_cast<long long>(completed_after - completed_before),
                bench::nanoseconds_between(start, end) / 1e9);
   return static_cast<double>(completed_after - completed_before) /
@@ -105,8 +111,9 @@ double select1_per_second(const std::string& conninfo, protocol used,
 int main(int argc, char** argv) {
   bench::arguments arguments = bench::parse_arguments(argc, argv);
   bool simple = arguments.wants("pg_select1");
+  bool leased = arguments.wants("pg_select1_leased");
   bool extended = arguments.wants("pg_select1_params");
-  if (!simple && !extended) {
+  if (!simple && !leased && !extended) {
     return 0;
   }
   try {
@@ -120,6 +127,10 @@ int main(int argc, char** argv) {
     if (extended) {
       bench::report("pg_select1_params", "queries/s",
                     select1_per_second(server.conninfo(), protocol::extended, warmup, measured));
+    }
+    if (leased) {
+      bench::report("pg_select1_leased", "queries/s",
+                    select1_per_second(server.conninfo(), protocol::simple, warmup, measured));
     }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_pool_libpq_threads: %s\n", error.what());

@@ -10,9 +10,21 @@
 // timeout_error / cancelled_error reaches the caller; if that recovery fails within 10 s the
 // connection is closed instead (the next call says why).
 //
-// One query at a time: a connection is a single session, and a second call while one is in
-// flight (from another coroutine) is a std::logic_error; use a connection per coroutine or a
-// pool. Threads: a connection belongs to the scheduler (thread) whose coroutines use it; calls
+// Several coroutines may query one connection at once: their queries are pipelined (libpq's
+// pipeline mode), sent at once without waiting for the ones before, run by the server one
+// after another in the order sent, and each answered to its own caller. Each query has its own
+// Sync, so it is its own implicit transaction and an error fails only that query. This is what
+// weft::pg::pool::query does to keep a few connections busy for many coroutines. A query that
+// times out or is cancelled while later queries are pipelined behind it is abandoned, not
+// cancelled on the server (a cancel request stops whatever the session runs when it arrives,
+// which could be one of those later queries): the server finishes it, its result is dropped, and
+// the queries behind it wait for it. A lone query is cancelled on the server as described above;
+// queries sent meanwhile wait until that recovery ends.
+// What needs the session to itself: execute_script (the simple protocol, which cannot be
+// pipelined) while other queries are in flight, or a query from another coroutine while one
+// runs a script, is a std::logic_error; so is a query from another coroutine while a
+// weft::pg::transaction is open on the connection (it would run inside that transaction).
+// Threads: a connection belongs to the scheduler (thread) whose coroutines use it; calls
 // must come from one of its coroutines (outside a coroutine: std::logic_error). The connection must
 // not be destroyed or closed while a query runs on it.
 //
@@ -26,6 +38,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -118,8 +131,14 @@ class connection {
 
   // True while the session is usable: connected and not lost.
   bool is_open() const noexcept;
-  // True while a query is in flight.
+  // True while a query or script is in flight (or an interrupted one is being recovered).
   bool busy() const noexcept;
+  // Queries sent and not yet answered (pipelined ones included; an abandoned one counts until
+  // the server has answered it).
+  std::size_t in_flight() const noexcept;
+  // True while a lone interrupted query is being cancelled on the server and its answer
+  // drained; queries sent meanwhile wait for that to end.
+  bool recovering() const noexcept;
   // Inside BEGIN ... COMMIT (including a failed transaction that awaits ROLLBACK).
   bool in_transaction() const noexcept;
   // The server process serving this session (for pg_cancel_backend / pg_stat_activity).
@@ -139,8 +158,14 @@ class connection {
   struct state;  // the libpq connection and what this side knows about it (connection.cpp)
 
  private:
+  friend class transaction;
   explicit connection(std::unique_ptr<state> opened) noexcept;
+  // The coroutine (this_coroutine::id()) whose weft::pg::transaction is open here, 0 for none.
+  void set_transaction_owner(std::uint64_t coroutine_id) noexcept;
+  // The open session, for an operation that needs it to itself (nothing else in flight)...
   state& usable_state(const char* operation) const;
+  // ... or for a query that may be pipelined (waits out a recovery in progress).
+  state& pipeline_state(const char* operation, const timeout& limit) const;
 
   std::unique_ptr<state> state_;
 };

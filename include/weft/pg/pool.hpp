@@ -3,7 +3,7 @@
 //   pg::pool db({.conninfo = "host=/run/postgresql dbname=app", .max = 8});
 //   weft::lease<pg::connection> conn = db.acquire(weft::timeout(1s));
 //   conn->query("SELECT ...", 42);                    // returned to the pool when conn ends
-//   int n = db.query("SELECT count(*) FROM t").value<int>();  // acquire, run, release
+//   int n = db.query("SELECT count(*) FROM t").value<int>();  // a shared, pipelined session
 //
 // Built on weft::pool<T> (see weft/pool/pool.hpp for acquire, FIFO hand-off, the circuit
 // breaker and close; the same threading rules: one scheduler, calls from its coroutines; a pool
@@ -18,6 +18,17 @@
 //   - the periodic healthcheck (healthcheck_interval > 0) runs SELECT 1 on idle connections and
 //     replaces those that fail.
 // A lease of a lost connection is best discard()ed (the pool would drop it on release anyway).
+//
+// pool::query shares sessions: it is for statements that leave no session state behind (no
+// SET, no temp tables, no BEGIN; use a lease for those). While the pool can open another
+// connection or has an idle one, a query takes a connection as acquire() does; once every
+// connection is in use, a query joins the shared session with the fewest queries in flight and
+// is pipelined behind them (see connection.hpp), so a handful of connections serve many
+// coroutines without a round trip each. A shared session goes back to the pool when its last
+// query ends. When every shared session holds pipeline_depth queries, or the first ones are
+// still connecting, a query waits (FIFO, within its limit) for a place in one. Exclusive users
+// are not starved: while anyone waits in acquire(), queries stop joining shared sessions and
+// wait in the same FIFO queue as acquire(), so the shared sessions drain and are handed over.
 #pragma once
 
 #include <chrono>
@@ -26,9 +37,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weft/pg/connection.hpp"
 #include "weft/pool/pool.hpp"
+#include "weft/sync/waiter_queue.hpp"
 
 namespace weft::pg {
 
@@ -44,6 +57,8 @@ struct pool_options {
   // Limit for the session reset on release and for the healthcheck's SELECT 1.
   std::chrono::steady_clock::duration reset_timeout = std::chrono::seconds(5);
   bool reset_on_release = true;
+  // The most queries pool::query pipelines on one shared session.
+  std::size_t pipeline_depth = 32;
   std::shared_ptr<circuit_breaker_strategy> breaker_strategy{};
   std::string name = "pg";
 };
@@ -56,16 +71,17 @@ class pool {
   weft::lease<connection> acquire(const timeout& limit) { return connections_.acquire(limit); }
   std::optional<weft::lease<connection>> try_acquire() { return connections_.try_acquire(); }
 
-  // Acquires a connection, runs one query on it and gives it back.
+  // Runs one query on a shared session (see above); limit bounds the wait for a connection
+  // and the query itself. Without a limit the wait is the pool's acquire_timeout.
   template <class... Params>
   result query(std::string_view sql, const Params&... params) {
-    weft::lease<connection> session = acquire();
-    return session->query(sql, params...);
+    shared_use session(*this, std::nullopt);
+    return session.get().query(sql, params...);
   }
   template <class... Params>
   result query(const timeout& limit, std::string_view sql, const Params&... params) {
-    weft::lease<connection> session = acquire(limit);
-    return session->query(limit, sql, params...);
+    shared_use session(*this, limit);
+    return session.get().query(limit, sql, params...);
   }
 
   void close() { connections_.close(); }
@@ -74,8 +90,38 @@ class pool {
   circuit_breaker& breaker() { return connections_.breaker(); }
 
  private:
-  static weft::pool_options<connection> adapt(pool_options options);
+  // A leased connection that pool::query calls share; users counts the queries on it.
+  struct shared_session {
+    weft::lease<connection> lease;
+    std::size_t users = 0;
+  };
+  // One query's use of a shared session: taken in the constructor, given up in the destructor
+  // (the last user returns the lease to the pool).
+  class shared_use {
+   public:
+    shared_use(pool& owner, const std::optional<timeout>& limit);
+    ~shared_use();
+    shared_use(const shared_use&) = delete;
+    shared_use& operator=(const shared_use&) = delete;
+    connection& get() const { return *session_->lease; }
 
+   private:
+    pool& owner_;
+    shared_session* session_;
+  };
+
+  static weft::pool_options<connection> adapt(pool_options options);
+  static void describe_shared_waiters(const void* owner, std::string& out);
+  shared_session* share(const std::optional<timeout>& limit);
+  void unshare(shared_session* session) noexcept;
+
+  std::size_t pipeline_depth_;
+  std::optional<std::chrono::steady_clock::duration> acquire_timeout_;
+  std::string name_;
+  std::vector<std::unique_ptr<shared_session>> shared_;
+  std::size_t shared_connecting_ = 0;  // pool::query calls inside acquire() for a session
+  // Queries waiting for a place in a shared session (sessions full, or still connecting).
+  weft::detail::waiter_queue shared_waiters_{this, &describe_shared_waiters};
   weft::pool<connection> connections_;
 };
 

@@ -11,6 +11,8 @@
 // marked failed (a statement in it raised an error) rolls back instead and throws pg::error
 // "25P02", so a lost update is never silent.
 //
+// While it is open, only the coroutine that began it may run queries on the connection: another
+// coroutine's query (which would run inside the transaction) is a std::logic_error.
 // Same threading and blocking rules as the connection (see connection.hpp); the connection must
 // outlive the transaction. Nested transactions are not supported: beginning one while the
 // connection is already in a transaction is a std::logic_error (use SAVEPOINT statements).
