@@ -17,7 +17,8 @@
 
 namespace {
 
-const std::vector<std::string> pg_benchmarks = {"pg_select1", "pg_select1_params"};
+const std::vector<std::string> pg_benchmarks = {"pg_select1", "pg_select1_params",
+                                                "pg_select1_leased"};
 
 bool is_pg(const std::string& name) {
   for (const std::string& pg : pg_benchmarks) {

@@ -53,7 +53,10 @@ struct connection::state {
   // order (answered counts those whose results were all read, up to their Sync); `pending`
   // holds their answers in that order, from the oldest unanswered (null for one abandoned by
   // its caller). At most one coroutine reads the socket at a time (reading); it fills in each
-  // completed answer and wakes its caller, and hands the reading on when its own is in.
+  // completed answer and wakes its caller, and hands the reading on when its own is in. Only
+  // the reader flushes (what every query queued) and consumes input: libpq reads input into its
+  // buffer when a flush would block, so a flush by another coroutine could take in the answers a
+  // reader waits for on the socket and leave it waiting for nothing.
   bool pipeline_mode = false;
   bool reading = false;
   bool recovering = false;  // a lone interrupted query is being cancelled; see `gate`
@@ -171,6 +174,20 @@ error server_error(const PGresult* raw, state& session, const exchange& what,
   return error(message, sqlstate, primary, detail, hint);
 }
 
+// The socket buffer is full. Keep reading while waiting to write, so that a server blocked on
+// sending us something (notices, an early error, answers) cannot deadlock both sides: wait for
+// writability in slices, and the caller consumes input between them.
+void wait_writable_slice(state& session, const timeout& limit, const exchange& what) {
+  bool slice_is_limit = limit.bounded() && limit.deadline() <= clock::now() + flush_slice;
+  try {
+    wait_writable(socket_of(session, what), slice_is_limit ? limit : timeout(flush_slice));
+  } catch (const timeout_error&) {
+    if (slice_is_limit) {
+      throw;
+    }
+  }
+}
+
 void flush_output(state& session, const timeout& limit, const exchange& what) {
   for (;;) {
     if (session.session == nullptr) {
@@ -183,20 +200,10 @@ void flush_output(state& session, const timeout& limit, const exchange& what) {
     if (status < 0) {
       throw_lost(session, what);
     }
-    // The socket buffer is full. Keep reading while waiting to write, so that a server blocked
-    // on sending us something (notices, an early error) cannot deadlock both sides: wait for
-    // writability in slices and consume input between them.
     if (PQconsumeInput(session.session) == 0) {
       throw_lost(session, what);
     }
-    bool slice_is_limit = limit.bounded() && limit.deadline() <= clock::now() + flush_slice;
-    try {
-      wait_writable(socket_of(session, what), slice_is_limit ? limit : timeout(flush_slice));
-    } catch (const timeout_error&) {
-      if (slice_is_limit) {
-        throw;
-      }
-    }
+    wait_writable_slice(session, limit, what);
   }
 }
 
@@ -486,8 +493,15 @@ void read_answers(state& session, answer& mine, const timeout& limit, const exch
                       "the connection was lost: " + trimmed(PQerrorMessage(session.session)));
       return;
     }
-    wait_readable(socket_of(session, what), limit);
-    if (PQconsumeInput(session.session) == 0) {
+    // Send what the queries queued since (theirs and others'), then wait for more answers; while
+    // the output does not fit, wait to write in slices and take in answers between them.
+    int flushed = PQflush(session.session);
+    if (flushed == 0) {
+      wait_readable(socket_of(session, what), limit);
+    } else if (flushed > 0) {
+      wait_writable_slice(session, limit, what);
+    }
+    if (flushed < 0 || PQconsumeInput(session.session) == 0) {
       lose_everything(session,
                       "the connection was lost: " + trimmed(PQerrorMessage(session.session)));
       return;
@@ -592,8 +606,7 @@ result run_pipelined(state& session, const timeout& limit, const exchange& what,
   mine.sequence = session.sent++;
   session.pending.push_back(&mine);
   try {
-    flush_output(session, limit, what);
-    await_answer(session, mine, limit, what);
+    await_answer(session, mine, limit, what);  // the reader flushes it
   } catch (const timeout_error&) {
     std::string outcome = abandon(session, mine, what);
     throw timeout_error("weft::pg: " + what.describe() + " on " + session.target + " " +

@@ -82,6 +82,33 @@ TEST_F(PgPipeline, ConcurrentQueriesAreSentAtOnceRunInSendingOrderAndEachGetsIts
   });
 }
 
+// More queued than the socket holds: the output waits for the server, which answers
+// meanwhile; everything goes out and every answer comes back.
+TEST_F(PgPipeline, QueriesLargerThanTheSocketBufferAllGetThrough) {
+  constexpr int queries = 40;
+  constexpr std::size_t size = 256 * 1024;  // 10 MiB in all
+  run_clean([&] {
+    pg::connection conn = connect();
+    blocker lock(conninfo_);
+    auto head = weft::spawn([&] { return conn.query(blocked_query, lock_key()).value<int>(); });
+    weft_test::yield_until([&] { return conn.in_flight() == 1; });
+    std::vector<weft::task<int>> workers;
+    for (int worker = 0; worker < queries; ++worker) {
+      workers.push_back(weft::spawn([&, worker] {
+        std::string text(size + static_cast<std::size_t>(worker), 'x');
+        return conn.query("SELECT length($1::text)", text).value<int>();
+      }));
+    }
+    weft_test::yield_until([&] { return conn.in_flight() == queries + 1; });
+    lock.release();
+    EXPECT_EQ(head.await(), 0);
+    for (int worker = 0; worker < queries; ++worker) {
+      EXPECT_EQ(workers[static_cast<std::size_t>(worker)].await(), static_cast<int>(size) + worker);
+    }
+    EXPECT_EQ(conn.in_flight(), 0u);
+  });
+}
+
 TEST_F(PgPipeline, AnErrorFailsOnlyItsOwnQuery) {
   run_clean([&] {
     pg::connection conn = connect();
