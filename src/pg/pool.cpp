@@ -102,7 +102,9 @@ pool::shared_session* pool::share(const std::optional<timeout>& limit) {
     }
     // Full, or still connecting: wait until a place frees up or a session opens.
     weft::detail::queued_waiter waiter(shared_waiters_);
-    shared_waiters_.wait(waiter, deadline);
+    shared_waiters_.wait(waiter, deadline, [this](weft::detail::queued_waiter&) {
+      shared_waiters_.grant_front(0);  // cancelled after being told: tell the next one
+    });
   }
   ++shared_connecting_;
   struct connected {

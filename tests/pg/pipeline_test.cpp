@@ -430,6 +430,31 @@ TEST_F(PgSharedPool, AQueryWaitingForAPlaceTimesOut) {
   });
 }
 
+TEST_F(PgSharedPool, CloseWakesAQueryWaitingForAPlace) {
+  run_clean([&] {
+    pg::pool_options settings = options(1);
+    settings.pipeline_depth = 1;
+    pg::pool db(std::move(settings));
+    blocker lock(conninfo_);
+    auto head = weft::spawn([&] { return db.query(blocked_query, lock_key()).value<int>(); });
+    weft_test::yield_until([&] { return db.stats().active == 1; });
+    bool waiting = false;
+    auto second = weft::spawn([&] {
+      waiting = true;
+      db.query("SELECT 1");
+    });
+    weft_test::yield_until([&] { return waiting; });
+    weft::yield();
+    EXPECT_FALSE(second.done()) << "it waits for a place in the one shared session";
+    db.close();
+    EXPECT_THROW(second.await(), weft::pool_closed_error) << "woken by close, not by the head";
+    EXPECT_FALSE(head.done());
+    lock.release();
+    EXPECT_EQ(head.await(), 0) << "a query under way finishes";
+    EXPECT_EQ(db.stats().count(), 0u) << "its connection was destroyed on release";
+  });
+}
+
 TEST_F(PgSharedPool, ZeroPipelineDepthIsRejected) {
   pg::pool_options settings = options(1);
   settings.pipeline_depth = 0;

@@ -26,7 +26,7 @@
 // is pipelined behind them (see connection.hpp), so a handful of connections serve many
 // coroutines without a round trip each. A shared session goes back to the pool when its last
 // query ends. When every shared session holds pipeline_depth queries, or the first ones are
-// still connecting, a query waits (FIFO, within its limit) for a place in one. Exclusive users
+// still connecting, a query waits (within its limit) for a place in one. Exclusive users
 // are not starved: while anyone waits in acquire(), queries stop joining shared sessions and
 // wait in the same FIFO queue as acquire(), so the shared sessions drain and are handed over.
 #pragma once
@@ -84,7 +84,10 @@ class pool {
     return session.get().query(limit, sql, params...);
   }
 
-  void close() { connections_.close(); }
+  void close() {
+    connections_.close();
+    shared_waiters_.grant_all(0);  // they find the pool closed
+  }
   bool closed() const { return connections_.closed(); }
   pool_stats stats() const { return connections_.stats(); }
   circuit_breaker& breaker() { return connections_.breaker(); }
