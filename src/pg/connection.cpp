@@ -217,6 +217,16 @@ void await_result_ready(state& session, const timeout& limit, const exchange& wh
   }
 }
 
+// An exchange reports its first error; later ones (a failed Sync after it, say) are freed.
+void keep_first_error(std::unique_ptr<PGresult, detail::result_deleter>& first,
+                      PGresult* raw) noexcept {
+  if (first == nullptr) {
+    first.reset(raw);
+  } else {
+    PQclear(raw);
+  }
+}
+
 [[noreturn]] void refuse_copy(state& session, const exchange& what) {
   mark_closed(session, "a COPY statement was run, which weft::pg does not support");
   throw std::logic_error("weft::pg: " + what.describe() +
@@ -238,11 +248,7 @@ result collect(state& session, const timeout& limit, const exchange& what) {
       case PGRES_FATAL_ERROR:
       case PGRES_BAD_RESPONSE:
       case PGRES_NONFATAL_ERROR:
-        if (first_error == nullptr) {
-          first_error.reset(raw);
-        } else {
-          PQclear(raw);
-        }
+        keep_first_error(first_error, raw);
         break;
       case PGRES_COPY_IN:
       case PGRES_COPY_OUT:
@@ -466,11 +472,7 @@ void read_answers(state& session, answer& mine, const timeout& limit, const exch
         case PGRES_BAD_RESPONSE:
         case PGRES_NONFATAL_ERROR:
         case PGRES_PIPELINE_ABORTED:
-          if (session.gathered_error == nullptr) {
-            session.gathered_error.reset(raw);
-          } else {
-            PQclear(raw);
-          }
+          keep_first_error(session.gathered_error, raw);
           break;
         case PGRES_COPY_IN:
         case PGRES_COPY_OUT:

@@ -321,6 +321,18 @@ class PgSharedPool : public PgPipeline {
     made.acquire_timeout = 30s;
     return made;
   }
+  // One connection that takes one query at a time.
+  pg::pool_options one_place() const {
+    pg::pool_options made = options(1);
+    made.pipeline_depth = 1;
+    return made;
+  }
+  // Runs a blocked query through db; returns once it holds its connection.
+  static weft::task<int> occupy(pg::pool& db) {
+    auto head = weft::spawn([&db] { return db.query(blocked_query, lock_key()).value<int>(); });
+    weft_test::yield_until([&] { return db.stats().active == 1; });
+    return head;
+  }
 };
 
 TEST_F(PgSharedPool, ManyCoroutinesShareTwoConnectionsAndEveryAnswerIsRight) {
@@ -356,8 +368,7 @@ TEST_F(PgSharedPool, QueriesJoinASharedSessionInsteadOfWaitingForAConnection) {
   run_clean([&] {
     pg::pool db(options(1));
     blocker lock(conninfo_);
-    auto head = weft::spawn([&] { return db.query(blocked_query, lock_key()).value<int>(); });
-    weft_test::yield_until([&] { return db.stats().active == 1; });
+    weft::task<int> head = occupy(db);
     int started = 0;
     std::vector<weft::task<int>> joined;
     for (int worker = 1; worker <= 5; ++worker) {
@@ -416,12 +427,9 @@ TEST_F(PgSharedPool, AnExclusiveAcquireIsNotStarvedByAStreamOfQueries) {
 
 TEST_F(PgSharedPool, AQueryWaitingForAPlaceTimesOut) {
   run_clean([&] {
-    pg::pool_options settings = options(1);
-    settings.pipeline_depth = 1;
-    pg::pool db(std::move(settings));
+    pg::pool db(one_place());
     blocker lock(conninfo_);
-    auto head = weft::spawn([&] { return db.query(blocked_query, lock_key()).value<int>(); });
-    weft_test::yield_until([&] { return db.stats().active == 1; });
+    weft::task<int> head = occupy(db);
     EXPECT_THROW(db.query(weft::timeout(30ms), "SELECT 1"), weft::timeout_error);
     lock.release();
     EXPECT_EQ(head.await(), 0);
@@ -432,12 +440,9 @@ TEST_F(PgSharedPool, AQueryWaitingForAPlaceTimesOut) {
 
 TEST_F(PgSharedPool, CloseWakesAQueryWaitingForAPlace) {
   run_clean([&] {
-    pg::pool_options settings = options(1);
-    settings.pipeline_depth = 1;
-    pg::pool db(std::move(settings));
+    pg::pool db(one_place());
     blocker lock(conninfo_);
-    auto head = weft::spawn([&] { return db.query(blocked_query, lock_key()).value<int>(); });
-    weft_test::yield_until([&] { return db.stats().active == 1; });
+    weft::task<int> head = occupy(db);
     bool waiting = false;
     auto second = weft::spawn([&] {
       waiting = true;
