@@ -20,10 +20,14 @@
 // which could be one of those later queries): the server finishes it, its result is dropped, and
 // the queries behind it wait for it. A lone query is cancelled on the server as described above;
 // queries sent meanwhile wait until that recovery ends.
+//
 // What needs the session to itself: execute_script (the simple protocol, which cannot be
 // pipelined) while other queries are in flight, or a query from another coroutine while one
 // runs a script, is a std::logic_error; so is a query from another coroutine while a
 // weft::pg::transaction is open on the connection (it would run inside that transaction).
+// Statements that change the session (SET, temp tables, an explicit BEGIN) affect every query
+// pipelined after them: share a connection only between coroutines that expect that.
+//
 // Threads: a connection belongs to the scheduler (thread) whose coroutines use it; calls
 // must come from one of its coroutines (outside a coroutine: std::logic_error). The connection must
 // not be destroyed or closed while a query runs on it.
@@ -147,8 +151,10 @@ class connection {
   int server_version() const;
 
   // Receives the server's notices and warnings ("there is no transaction in progress"); they
-  // are dropped when no handler is set. Called on the connection's coroutine, inside query;
-  // it must not throw (it is called from inside libpq: an exception terminates the program).
+  // are dropped when no handler is set. Called inside a call on this connection, on the
+  // coroutine reading its answers at the time (with queries pipelined, not necessarily the one
+  // whose query caused the notice); it must not throw (it is called from inside libpq: an exception
+  // terminates the program).
   void set_notice_handler(std::function<void(std::string_view)> handler);
 
   // Ends the session (a Terminate message, without waiting). Idempotent. std::logic_error
