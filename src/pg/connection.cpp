@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -866,12 +867,22 @@ void connection::close() {
   if (state_ == nullptr) {
     return;
   }
-  if (busy()) {
+  // Queries abandoned by a timeout or a cancel wait for nobody: their answers go with the
+  // session (the server stops them when it sees the connection gone).
+  const state& session = *state_;
+  bool someone_waits = session.script_running || session.reading || session.recovering ||
+                       std::any_of(session.pending.begin(), session.pending.end(),
+                                   [](const answer* each) { return each != nullptr; });
+  if (someone_waits) {
     throw std::logic_error(
         "weft::pg::connection::close: a query is running on this connection; cancel its "
         "coroutine (or let it finish) before closing");
   }
   mark_closed(*state_, "it was closed by close()");
+  state_->pending.clear();
+  state_->answered = state_->sent;
+  state_->gathered = result();
+  state_->gathered_error.reset();
 }
 
 }  // namespace weft::pg

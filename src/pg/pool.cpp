@@ -30,10 +30,10 @@ weft::pool_options<connection> pool::adapt(pool_options options) {
   };
   adapted.before_acquire = [](connection& session) { return session.is_open(); };
   adapted.before_release = [reset_on_release, reset_timeout](connection& session) {
-    if (!session.is_open() || session.busy()) {
+    if (!session.is_open()) {
       return false;
     }
-    if (!reset_on_release) {
+    if (!reset_on_release && !session.busy()) {
       return true;
     }
     // Protected: the releasing coroutine may be unwinding from a cancellation, and a reset cut
@@ -41,6 +41,14 @@ weft::pool_options<connection> pool::adapt(pool_options options) {
     return weft::protect([&] {
       try {
         timeout limit(reset_timeout);
+        if (session.in_flight() != 0) {
+          // Queries abandoned by a timeout or a cancel still run: a query behind them returns
+          // once they are answered, so the next user starts on an idle session.
+          session.query(limit, "SELECT 1");
+        }
+        if (!reset_on_release) {
+          return session.is_open() && !session.busy();
+        }
         if (session.in_transaction()) {
           session.execute_script("ROLLBACK", limit);
         }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -457,6 +458,107 @@ TEST_F(PgSharedPool, CloseWakesAQueryWaitingForAPlace) {
     lock.release();
     EXPECT_EQ(head.await(), 0) << "a query under way finishes";
     EXPECT_EQ(db.stats().count(), 0u) << "its connection was destroyed on release";
+  });
+}
+
+// Shared queries, exclusive leases with transactions, queries that time out (alone: cancelled
+// on the server; behind others: abandoned) and coroutines cancelled mid-query, all at once on a
+// small pool: every answer that arrives is right, nothing hangs, and the pool ends consistent.
+TEST_F(PgSharedPool, AMixOfSharedExclusiveTimedOutAndCancelledUsersLeavesThePoolConsistent) {
+  constexpr int workers = 24;
+  constexpr int rounds = 8;
+  run_clean([&] {
+    pg::pool_options settings = options(3);
+    settings.pipeline_depth = 4;
+    pg::pool db(std::move(settings));
+    int right = 0;
+    int timed_out = 0;
+    std::vector<weft::task<void>> tasks;
+    for (int worker = 0; worker < workers; ++worker) {
+      tasks.push_back(weft::spawn([&, worker] {
+        for (int round = 0; round < rounds; ++round) {
+          int sent = worker * 1000 + round;
+          switch ((worker + round) % 3) {
+            case 0:
+              EXPECT_EQ(db.query("SELECT $1::int", sent).value<int>(), sent);
+              ++right;
+              break;
+            case 1:
+              try {
+                EXPECT_EQ(db.query(weft::timeout(3ms),
+                                   "SELECT $1::int FROM pg_sleep(0.001 * ($1 % 5))", sent)
+                              .value<int>(),
+                          sent);
+                ++right;
+              } catch (const weft::timeout_error&) {
+                ++timed_out;
+              }
+              break;
+            default: {
+              weft::lease<pg::connection> own = db.acquire(weft::timeout(20s));
+              pg::transaction tx(*own);
+              EXPECT_EQ(own->query("SELECT $1::int", sent).value<int>(), sent);
+              tx.commit();
+              ++right;
+              break;
+            }
+          }
+        }
+      }));
+    }
+    // Coroutines cancelled while their shared query is under way (or before it is sent).
+    int cancelled = 0;
+    for (int victim = 0; victim < 12; ++victim) {
+      auto doomed = weft::spawn([&, victim] {
+        EXPECT_EQ(db.query("SELECT $1::int FROM pg_sleep(0.002)", victim).value<int>(), victim);
+      });
+      for (int turn = 0; turn < victim % 4; ++turn) {
+        weft::yield();
+      }
+      doomed.cancel();
+      try {
+        doomed.await();
+      } catch (const weft::cancelled_error&) {
+        ++cancelled;
+      }
+    }
+    for (weft::task<void>& task : tasks) {
+      task.await();
+    }
+    EXPECT_EQ(right + timed_out, workers * rounds);
+    EXPECT_GE(right, workers * rounds * 2 / 3) << "only the 3 ms ones may time out";
+    weft::pool_stats stats = db.stats();
+    EXPECT_EQ(stats.active, 0u);
+    EXPECT_EQ(stats.reserved, 0u);
+    EXPECT_EQ(stats.waiters, 0u);
+    EXPECT_LE(stats.count(), 3u);
+    EXPECT_EQ(db.query(weft::timeout(10s), "SELECT 42").value<int>(), 42);
+    db.close();
+    EXPECT_EQ(db.stats().count(), 0u);
+    std::printf("  [%d answered, %d timed out, %d cancelled]\n", right, timed_out, cancelled);
+  });
+}
+
+// The last user of a shared session leaves while a query abandoned behind it is still on the
+// server: the pool waits that one out before the reset, and keeps the connection.
+TEST_F(PgSharedPool, AConnectionGivenBackWithAbandonedQueriesInFlightIsDrainedAndKept) {
+  run_clean([&] {
+    pg::pool db(options(1));
+    blocker lock(conninfo_);
+    weft::task<int> head = occupy(db);
+    EXPECT_THROW(db.query(weft::timeout(30ms), "SELECT 2"), weft::timeout_error)
+        << "queued behind the blocked query, in its shared session";
+    lock.release();
+    EXPECT_EQ(head.await(), 0);
+    weft::pool_stats stats = db.stats();
+    EXPECT_EQ(stats.active, 0u);
+    EXPECT_EQ(stats.idle, 1u);
+    EXPECT_EQ(stats.destroyed, 0u) << "drained and reset, not dropped";
+    weft::lease<pg::connection> next = db.acquire(weft::timeout(10s));
+    EXPECT_EQ(next->in_flight(), 0u);
+    EXPECT_EQ(next->query("SELECT 3").value<int>(), 3);
+    next.release();
+    db.close();
   });
 }
 

@@ -158,7 +158,8 @@ class connection {
   void set_notice_handler(std::function<void(std::string_view)> handler);
 
   // Ends the session (a Terminate message, without waiting). Idempotent. std::logic_error
-  // while a query runs on it.
+  // while a coroutine waits on it (a query, a script, a recovery); queries abandoned by a
+  // timeout or a cancel do not count, their answers are dropped with the session.
   void close();
 
   struct state;  // the libpq connection and what this side knows about it (connection.cpp)
