@@ -313,6 +313,65 @@ TEST_F(PgPipeline, ALostConnectionFailsEveryQueryInFlight) {
   });
 }
 
+// Thirty coroutines pipelining on one connection, some with deadlines that expire (alone: a
+// cancel on the server; behind others: abandoned) and some cancelled while they wait or read:
+// every answer that arrives belongs to its caller, and the connection ends idle and usable.
+TEST_F(PgPipeline, TimeoutsAndCancelsAmidAFullPipelineNeverMisrouteAnAnswer) {
+  constexpr int workers = 30;
+  constexpr int rounds = 6;
+  run_clean([&] {
+    pg::connection conn = connect();
+    int answered = 0;
+    int timed_out = 0;
+    int cancelled = 0;
+    std::vector<weft::task<void>> tasks;
+    for (int worker = 0; worker < workers; ++worker) {
+      tasks.push_back(weft::spawn([&, worker] {
+        for (int round = 0; round < rounds; ++round) {
+          int sent = worker * 100 + round;
+          try {
+            int got = worker % 3 == 0
+                          ? conn.query(weft::timeout(2ms),
+                                       "SELECT $1::int FROM pg_sleep(0.001 * ($1 % 4))", sent)
+                                .value<int>()
+                          : conn.query("SELECT $1::int", sent).value<int>();
+            EXPECT_EQ(got, sent) << "an answer reached the wrong caller";
+            ++answered;
+          } catch (const weft::timeout_error&) {
+            ++timed_out;
+          }
+        }
+      }));
+    }
+    for (int victim = 0; victim < 10; ++victim) {
+      auto doomed = weft::spawn([&, victim] {
+        EXPECT_EQ(conn.query("SELECT $1::int + 1000", victim).value<int>(), victim + 1000);
+      });
+      for (int turn = 0; turn < victim % 3; ++turn) {
+        weft::yield();
+      }
+      doomed.cancel();
+      try {
+        doomed.await();
+      } catch (const weft::cancelled_error&) {
+        ++cancelled;
+      }
+    }
+    for (weft::task<void>& task : tasks) {
+      task.await();
+    }
+    EXPECT_EQ(answered + timed_out, workers * rounds);
+    EXPECT_GE(answered, workers * rounds * 2 / 3) << "only every third worker has a deadline";
+    EXPECT_TRUE(conn.is_open());
+    // Abandoned answers may still be on their way; a query behind them returns after them.
+    EXPECT_EQ(conn.query(weft::timeout(10s), "SELECT 7").value<int>(), 7);
+    EXPECT_EQ(conn.in_flight(), 0u);
+    EXPECT_FALSE(conn.busy());
+    conn.execute_script("SELECT 8");  // the session is the script's alone again
+    std::printf("  [%d answered, %d timed out, %d cancelled]\n", answered, timed_out, cancelled);
+  });
+}
+
 class PgSharedPool : public PgPipeline {
  protected:
   pg::pool_options options(std::size_t max) const {
