@@ -47,6 +47,26 @@ class PgPipeline : public weft_pg_test::pg_test {
   static constexpr const char* blocked_query = "SELECT 0 FROM pg_advisory_xact_lock($1)";
 
   pg::connection connect() const { return pg::connection::connect(conninfo_, weft::timeout(10s)); }
+
+  // Spawns `victims` coroutines that each run query(victim), cancels each after a few turns
+  // (before it sends, while it waits, while it reads), and returns how many ended cancelled.
+  template <class Query>
+  static int cancel_mid_query(int victims, int most_turns, Query&& query) {
+    int cancelled = 0;
+    for (int victim = 0; victim < victims; ++victim) {
+      auto doomed = weft::spawn([&query, victim] { query(victim); });
+      for (int turn = 0; turn < victim % most_turns; ++turn) {
+        weft::yield();
+      }
+      doomed.cancel();
+      try {
+        doomed.await();
+      } catch (const weft::cancelled_error&) {
+        ++cancelled;
+      }
+    }
+    return cancelled;
+  }
 };
 
 TEST_F(PgPipeline, ConcurrentQueriesAreSentAtOnceRunInSendingOrderAndEachGetsItsOwnAnswer) {
@@ -323,7 +343,6 @@ TEST_F(PgPipeline, TimeoutsAndCancelsAmidAFullPipelineNeverMisrouteAnAnswer) {
     pg::connection conn = connect();
     int answered = 0;
     int timed_out = 0;
-    int cancelled = 0;
     std::vector<weft::task<void>> tasks;
     for (int worker = 0; worker < workers; ++worker) {
       tasks.push_back(weft::spawn([&, worker] {
@@ -343,20 +362,9 @@ TEST_F(PgPipeline, TimeoutsAndCancelsAmidAFullPipelineNeverMisrouteAnAnswer) {
         }
       }));
     }
-    for (int victim = 0; victim < 10; ++victim) {
-      auto doomed = weft::spawn([&, victim] {
-        EXPECT_EQ(conn.query("SELECT $1::int + 1000", victim).value<int>(), victim + 1000);
-      });
-      for (int turn = 0; turn < victim % 3; ++turn) {
-        weft::yield();
-      }
-      doomed.cancel();
-      try {
-        doomed.await();
-      } catch (const weft::cancelled_error&) {
-        ++cancelled;
-      }
-    }
+    int cancelled = cancel_mid_query(10, 3, [&](int victim) {
+      EXPECT_EQ(conn.query("SELECT $1::int + 1000", victim).value<int>(), victim + 1000);
+    });
     for (weft::task<void>& task : tasks) {
       task.await();
     }
@@ -566,21 +574,9 @@ TEST_F(PgSharedPool, AMixOfSharedExclusiveTimedOutAndCancelledUsersLeavesThePool
       }));
     }
     // Coroutines cancelled while their shared query is under way (or before it is sent).
-    int cancelled = 0;
-    for (int victim = 0; victim < 12; ++victim) {
-      auto doomed = weft::spawn([&, victim] {
-        EXPECT_EQ(db.query("SELECT $1::int FROM pg_sleep(0.002)", victim).value<int>(), victim);
-      });
-      for (int turn = 0; turn < victim % 4; ++turn) {
-        weft::yield();
-      }
-      doomed.cancel();
-      try {
-        doomed.await();
-      } catch (const weft::cancelled_error&) {
-        ++cancelled;
-      }
-    }
+    int cancelled = cancel_mid_query(12, 4, [&](int victim) {
+      EXPECT_EQ(db.query("SELECT $1::int FROM pg_sleep(0.002)", victim).value<int>(), victim);
+    });
     for (weft::task<void>& task : tasks) {
       task.await();
     }
