@@ -50,19 +50,17 @@ struct connection::state {
   weft::fd_registration socket_watch;
   std::uint64_t transaction_owner = 0;  // coroutine id; see connection::set_transaction_owner
 
-  // Pipelining. Every query is numbered when sent (sent counts them) and answered in that
-  // order (answered counts those whose results were all read, up to their Sync); `pending`
-  // holds their answers in that order, from the oldest unanswered (null for one abandoned by
-  // its caller). At most one coroutine reads the socket at a time (reading); it fills in each
-  // completed answer and wakes its caller, and hands the reading on when its own is in. Only
-  // the reader flushes (what every query queued) and consumes input: libpq reads input into its
-  // buffer when a flush would block, so a flush by another coroutine could take in the answers a
-  // reader waits for on the socket and leave it waiting for nothing.
+  // Pipelining. `pending` holds the answers of the queries in flight in the order they were
+  // sent, which is the order the server answers them, from the oldest unanswered (null for one
+  // abandoned by its caller); an answer leaves it once all its results, up to its Sync, are read.
+  // At most one coroutine reads the socket at a time (reading); it fills in each completed answer
+  // and wakes its caller, and hands the reading on when its own is in. Only the reader flushes
+  // (what every query queued) and consumes input: libpq reads input into its buffer when a flush
+  // would block, so a flush by another coroutine could take in the answers a reader waits for on
+  // the socket and leave it waiting for nothing.
   bool pipeline_mode = false;
   bool reading = false;
   bool recovering = false;  // a lone interrupted query is being cancelled; see `gate`
-  std::uint64_t sent = 0;
-  std::uint64_t answered = 0;
   std::deque<answer*> pending;
   // What the oldest unanswered query has returned so far: its last result and its first error.
   result gathered;
@@ -191,9 +189,6 @@ void wait_writable_slice(state& session, const timeout& limit, const exchange& w
 
 void flush_output(state& session, const timeout& limit, const exchange& what) {
   for (;;) {
-    if (session.session == nullptr) {
-      return;  // lost while waiting (a pipelined query's reader found out): its answer says so
-    }
     int status = PQflush(session.session);
     if (status == 0) {
       return;
@@ -384,7 +379,6 @@ result run_exchange(state& session, const timeout& limit, const exchange& what, 
 // removed (nulled) when its query is abandoned.
 struct answer {
   explicit answer(state& session) : wakeup(&session, &describe_answers) {}
-  std::uint64_t sequence = 0;
   bool ready = false;
   bool lost = false;    // the connection was lost before the whole answer came
   bool parked = false;  // its coroutine waits in wakeup (so can be handed the reading)
@@ -400,7 +394,7 @@ constexpr std::uint8_t outcome_read = 1;      // the reading is handed to it
 void describe_answers(const void* owner, std::string& out) {
   const auto& session = *static_cast<const state*>(owner);
   out += "the answer of a query on PostgreSQL connection " + session.target + " (" +
-         std::to_string(session.sent - session.answered) + " queries in flight)";
+         std::to_string(session.pending.size()) + " queries in flight)";
 }
 
 void describe_gate(const void* owner, std::string& out) {
@@ -414,7 +408,6 @@ void describe_gate(const void* owner, std::string& out) {
 void deliver(state& session, bool lost) {
   answer* target = session.pending.front();
   session.pending.pop_front();
-  ++session.answered;
   if (target == nullptr) {
     session.gathered = result();
     session.gathered_error.reset();
@@ -550,10 +543,11 @@ std::string abandon(state& session, answer& mine, const exchange& what) noexcept
   if (mine.ready) {
     return "";
   }
-  bool alone = session.answered == mine.sequence && session.sent == mine.sequence + 1;
+  bool alone = session.pending.size() == 1;  // then it is mine: mine is not answered yet
   if (!alone || session.reading || session.session == nullptr) {
-    if (!session.pending.empty()) {
-      session.pending[mine.sequence - session.answered] = nullptr;  // its answer is dropped
+    auto place = std::find(session.pending.begin(), session.pending.end(), &mine);
+    if (place != session.pending.end()) {
+      *place = nullptr;  // its answer is dropped
     }
     return "; it was left to finish on the server (other queries were pipelined behind it, and "
            "a cancel request could stop one of those) and its result will be dropped";
@@ -606,7 +600,6 @@ result run_pipelined(state& session, const timeout& limit, const exchange& what,
     throw_refused(session, what);
   }
   answer mine(session);
-  mine.sequence = session.sent++;
   session.pending.push_back(&mine);
   try {
     await_answer(session, mine, limit, what);  // the reader flushes it
@@ -712,15 +705,16 @@ connection connection::connect(std::string_view conninfo, const timeout& limit) 
 
 namespace {
 
-state& open_state(const std::unique_ptr<state>& opened, const std::string& qualified) {
+// qualified: "weft::pg::connection::query", for messages.
+state& open_state(const std::unique_ptr<state>& opened, const char* qualified) {
   if (opened == nullptr) {
-    throw std::logic_error(qualified +
+    throw std::logic_error(std::string(qualified) +
                            ": the connection is not connected (default-constructed or moved "
                            "from); open one with weft::pg::connection::connect");
   }
-  weft::detail::current_uv_loop(qualified.c_str());
+  weft::detail::current_uv_loop(qualified);
   if (opened->session == nullptr) {
-    throw error(qualified + " on " + opened->target + ": the connection is closed (" +
+    throw error(std::string(qualified) + " on " + opened->target + ": the connection is closed (" +
                     opened->closed_reason + "); open a new connection",
                 "08003", "the connection is closed");
   }
@@ -729,28 +723,26 @@ state& open_state(const std::unique_ptr<state>& opened, const std::string& quali
 
 }  // namespace
 
-connection::state& connection::usable_state(const char* operation) const {
-  std::string qualified = std::string("weft::pg::connection::") + operation;
+connection::state& connection::usable_state(const char* qualified) const {
   state& session = open_state(state_, qualified);
-  if (session.script_running || session.sent != session.answered || session.recovering) {
-    throw std::logic_error(qualified +
+  if (session.script_running || !session.pending.empty() || session.recovering) {
+    throw std::logic_error(std::string(qualified) +
                            ": other queries are in flight on this connection, and this needs "
                            "the session to itself; wait for them (or use another connection)");
   }
   return session;
 }
 
-connection::state& connection::pipeline_state(const char* operation, const timeout& limit) const {
-  std::string qualified = std::string("weft::pg::connection::") + operation;
+connection::state& connection::pipeline_state(const char* qualified, const timeout& limit) const {
   state* session = &open_state(state_, qualified);
   if (session->script_running) {
-    throw std::logic_error(qualified +
+    throw std::logic_error(std::string(qualified) +
                            ": a script (execute_script) is running on this connection, and "
                            "scripts cannot be pipelined; wait for it (or use another "
                            "connection)");
   }
   if (session->transaction_owner != 0 && session->transaction_owner != weft::this_coroutine::id()) {
-    throw std::logic_error(qualified +
+    throw std::logic_error(std::string(qualified) +
                            ": another coroutine has a transaction open on this connection, and "
                            "this query would run inside it; use another connection (or a pool)");
   }
@@ -764,7 +756,7 @@ connection::state& connection::pipeline_state(const char* operation, const timeo
 
 result connection::query_params(const timeout& limit, std::string_view sql,
                                 std::span<const param> params) {
-  state& session = pipeline_state("query", limit);
+  state& session = pipeline_state("weft::pg::connection::query", limit);
   std::string text(sql);
   encoded_params encoded(params);
   return run_pipelined(session, limit, exchange{"query", sql}, [&] {
@@ -776,7 +768,7 @@ result connection::query_params(const timeout& limit, std::string_view sql,
 
 result connection::query_prepared(const timeout& limit, const statement& prepared,
                                   std::span<const param> params) {
-  state& session = pipeline_state("query", limit);
+  state& session = pipeline_state("weft::pg::connection::query", limit);
   if (prepared.connection_id_ != session.id) {
     throw std::logic_error(
         "weft::pg::connection::query: statement \"" + prepared.name() +
@@ -793,7 +785,7 @@ result connection::query_prepared(const timeout& limit, const statement& prepare
 }
 
 statement connection::prepare(std::string_view sql, std::string name, const timeout& limit) {
-  state& session = pipeline_state("prepare", limit);
+  state& session = pipeline_state("weft::pg::connection::prepare", limit);
   if (name.empty()) {
     name = "weft_" + std::to_string(++session.statements_prepared);
   }
@@ -805,7 +797,7 @@ statement connection::prepare(std::string_view sql, std::string name, const time
 }
 
 result connection::execute_script(std::string_view sql, const timeout& limit) {
-  state& session = usable_state("execute_script");
+  state& session = usable_state("weft::pg::connection::execute_script");
   std::string text(sql);
   return run_exchange(session, limit, exchange{"script", sql},
                       [&] { return PQsendQuery(session.session, text.c_str()); });
@@ -818,11 +810,11 @@ bool connection::is_open() const noexcept {
 
 bool connection::busy() const noexcept {
   return state_ != nullptr &&
-         (state_->script_running || state_->sent != state_->answered || state_->recovering);
+         (state_->script_running || !state_->pending.empty() || state_->recovering);
 }
 
 std::size_t connection::in_flight() const noexcept {
-  return state_ == nullptr ? 0 : static_cast<std::size_t>(state_->sent - state_->answered);
+  return state_ == nullptr ? 0 : state_->pending.size();
 }
 
 bool connection::recovering() const noexcept { return state_ != nullptr && state_->recovering; }
@@ -880,7 +872,6 @@ void connection::close() {
   }
   mark_closed(*state_, "it was closed by close()");
   state_->pending.clear();
-  state_->answered = state_->sent;
   state_->gathered = result();
   state_->gathered_error.reset();
 }

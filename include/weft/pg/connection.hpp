@@ -170,9 +170,10 @@ class connection {
   // The coroutine (this_coroutine::id()) whose weft::pg::transaction is open here, 0 for none.
   void set_transaction_owner(std::uint64_t coroutine_id) noexcept;
   // The open session, for an operation that needs it to itself (nothing else in flight)...
-  state& usable_state(const char* operation) const;
-  // ... or for a query that may be pipelined (waits out a recovery in progress).
-  state& pipeline_state(const char* operation, const timeout& limit) const;
+  state& usable_state(const char* qualified) const;
+  // ... or for a query that may be pipelined (waits out a recovery in progress). qualified
+  // names the call in messages: "weft::pg::connection::query".
+  state& pipeline_state(const char* qualified, const timeout& limit) const;
 
   std::unique_ptr<state> state_;
 };
