@@ -80,7 +80,7 @@ class context_process : public procs::process {
   context* self_ = nullptr;
 };
 
-// The root of a timed workload: start() runs in its first step, before the first submit;
+// The root of a timed workload: start() runs in its first step, before the first spawn;
 // on_message for each message; it finishes with the elapsed ns as its result once finished()
 // says so.
 class timed_root : public context_process {
@@ -114,7 +114,7 @@ class timed_root : public context_process {
 // Submits the processes of child number `index` of `root` (which must hear from one of them).
 using spawn_child = std::function<void(procs::scheduler& owner, pid root, std::uint64_t index)>;
 
-// The root of most workloads: submits every child in its first step, then counts their
+// The root of most workloads: spawns every child in its first step, then counts their
 // messages until each has reported, adding up the 8-byte values into *sum when given one.
 class counting_root : public timed_root {
  public:
@@ -229,7 +229,7 @@ class pinger : public context_process {
   std::uint64_t completed_ = 0;
 };
 
-// chained_spawn: submits the next link and finishes; the last link reports to the root.
+// chained_spawn: spawns the next link and finishes; the last link reports to the root.
 class chain_link : public context_process {
  public:
   chain_link(std::size_t links_after, pid root) : links_after_(links_after), root_(root) {}
@@ -237,7 +237,7 @@ class chain_link : public context_process {
     if (links_after_ == 0) {
       report_to(root_);
     } else {
-      owner().submit(std::make_unique<chain_link>(links_after_ - 1, root_));
+      owner().spawn(std::make_unique<chain_link>(links_after_ - 1, root_));
     }
     out.done();
   }
@@ -260,7 +260,7 @@ class chained_spawn_root : public timed_root {
     }
   }
   bool finished() const override { return finished_ == chains_; }
-  void start_chain() { owner().submit(std::make_unique<chain_link>(depth_ - 1, self())); }
+  void start_chain() { owner().spawn(std::make_unique<chain_link>(depth_ - 1, self())); }
 
   std::size_t depth_;
   std::size_t chains_;

@@ -6,22 +6,24 @@
 // count: once untimed at its smoke size (warm-up), then timed; the scheduler is stopped at the
 // end (stop must return true: every process finished by itself). The timed span runs inside
 // one root process (submitted from main, so it runs on a worker) from its first step, before
-// its first submit, to the step in which the message of the last child arrives. Children
-// report to the root with scheduler::send (a message event from the child's pid), so the root
-// learns each completion the way a process would in an application.
+// its first spawn, to the step in which the message of the last child arrives. Children are
+// started with scheduler::spawn (they return a pid and no handle: nobody waits on them, as
+// nobody waits on a goroutine) and report to the root with scheduler::send (a message event
+// from the child's pid), so the root learns each completion the way a process would in an
+// application.
 //
-// spawn_many_*: the root submits N processes whose one step sends an empty message to the root
+// spawn_many_*: the root spawns N processes whose one step sends an empty message to the root
 //   and finishes. ns per task.
 // yield_many: 200 processes each return keep_running 1000 times (one step more to report).
 //   ns per yield.
 // ping_pong: 1000 pairs of processes; the pinger sends an 8-byte counter to its ponger, which
 //   sends it back + 1 (checked); 100 round trips per pair. ns per round trip = wall time /
 //   (pairs * round trips).
-// chained_spawn: each process submits the next and finishes, 1000 deep; the last messages the
+// chained_spawn: each process spawns the next and finishes, 1000 deep; the last messages the
 //   root, which then starts the next chain; 100 chains. ns per spawn.
 // fan_out_in: 10k processes each compute a value (xorshift of its index) and send it (8 bytes)
 //   to the root, which sums them (checked against a sum computed in main). ns per child.
-// skewed_cpu: the root submits, in one step, 10k processes that each spin ~10 us (xorshift
+// skewed_cpu: the root spawns, in one step, 10k processes that each spin ~10 us (xorshift
 //   rounds calibrated once at start and printed to stderr); ms until all are done.
 // wake_latency_p50/p99: main (a thread outside the scheduler) sends a steady_clock timestamp
 //   to an idle process, then sleeps 30 us (and until the process has taken it); the process
@@ -129,22 +131,22 @@ double run_root(procs::scheduler& engine, std::unique_ptr<procs::process> root) 
 
 double spawn_many(procs::scheduler& engine, std::size_t tasks) {
   return run_root(engine, std::make_unique<counting_root>(tasks, [](auto& owner, pid root, auto) {
-                    owner.submit(std::make_unique<reporting_child>(root));
+                    owner.spawn(std::make_unique<reporting_child>(root));
                   }));
 }
 
 double yield_many(procs::scheduler& engine, std::size_t tasks, std::size_t yields) {
   return run_root(engine,
                   std::make_unique<counting_root>(tasks, [yields](auto& owner, pid root, auto) {
-                    owner.submit(std::make_unique<yielder>(yields, root));
+                    owner.spawn(std::make_unique<yielder>(yields, root));
                   }));
 }
 
 double ping_pong(procs::scheduler& engine, std::size_t pairs, std::size_t round_trips) {
   return run_root(
       engine, std::make_unique<counting_root>(pairs, [round_trips](auto& owner, pid root, auto) {
-        pid partner = owner.submit(std::make_unique<ponger>(round_trips)).id();
-        owner.submit(std::make_unique<pinger>(partner, round_trips, root));
+        pid partner = owner.spawn(std::make_unique<ponger>(round_trips));
+        owner.spawn(std::make_unique<pinger>(partner, round_trips, root));
       }));
 }
 
@@ -156,7 +158,7 @@ std::pair<double, std::uint64_t> computing_children(procs::scheduler& engine, st
       run_root(engine, std::make_unique<counting_root>(
                            children,
                            [rounds](auto& owner, pid root, std::uint64_t index) {
-                             owner.submit(std::make_unique<computing_child>(index, rounds, root));
+                             owner.spawn(std::make_unique<computing_child>(index, rounds, root));
                            },
                            &sum));
   return {elapsed, sum};

@@ -2,14 +2,14 @@
 // side is worker.cpp.
 #include "procs/engine.hpp"
 
-#include "procs/block_cache.hpp"
-
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
+#include "weft/detail/blocks.hpp"
 #include "weft/error.hpp"
 
 namespace weft::procs {
@@ -204,40 +204,59 @@ process_handle engine::submit(std::unique_ptr<process> body, std::string_view me
   if (body == nullptr) {
     throw std::invalid_argument(options_.name + ": submit needs a process, got nullptr");
   }
-  // Counted before the check (both seq_cst, paired with stop()): either we see stopping_ and
-  // back out, or stop() sees this process in live_ and waits for it.
-  live_.fetch_add(1, std::memory_order_seq_cst);
+  std::shared_ptr<outcome_state> state;
+  pid id = launch(std::move(body), method, input, &state);
+  return process_handle(id, std::move(state));
+}
+
+pid engine::spawn(std::unique_ptr<process> body, std::string_view method, std::string_view input) {
+  if (body == nullptr) {
+    throw std::invalid_argument(options_.name + ": spawn needs a process, got nullptr");
+  }
+  return launch(std::move(body), method, input, nullptr);
+}
+
+pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::string_view input,
+                   std::shared_ptr<outcome_state>* handle_state) {
+  // Counted before the check, so that either we see stopping_ and back out, or stop() counts
+  // this process as live and waits for it (see count_live for why a worker needs no fence).
+  worker* here = current_worker(this);
+  count_started(here);
   if (stopping_.load(std::memory_order_seq_cst)) {
-    release_live();
+    uncount_started(here);
     throw scheduler_stopped_error(options_.name +
                                   ": submit after stop(): the scheduler takes no "
                                   "new processes");
   }
-  worker* here = current_worker(this);
   process_record* allocated = nullptr;
   try {
     allocated = allocate_record(here);
   } catch (...) {
-    release_live();
+    uncount_started(here);
     throw;
   }
   process_record& record = *allocated;
   pid id = make_pid(record.generation, record.index);
   record.body = std::move(body);
-  // The slot's strings from its last process usually hold the same method already (and no
-  // input): compare before copying, which is most of the cost of a small assign.
-  if (record.method != method) {
-    record.method.assign(method);
-  }
-  if (!input.empty() || !record.input.empty()) {
-    record.input.assign(input);
+  // Most processes start at "main" with no input: that is a flag in the record's first line,
+  // and the strings (two other lines) are neither written here nor read by init.
+  record.default_entry = method == std::string_view("main") && input.empty();
+  if (!record.default_entry) {
+    if (record.entry == nullptr) {
+      record.entry = std::make_unique<entry_point>();
+    }
+    record.entry->method.assign(method);
+    record.entry->input.assign(input);
   }
   record.initialised = false;
   record.waiting = false;
   record.forced.store(false, std::memory_order_relaxed);
-  record.outcome = std::allocate_shared<outcome_state>(block_cache_allocator<outcome_state>{});
+  if (handle_state != nullptr) {
+    record.outcome =
+        std::allocate_shared<outcome_state>(weft::detail::block_allocator<outcome_state>{});
+    *handle_state = record.outcome;  // before schedule(): from then on a worker may finish it
+  }
   process_record_access::bind(record.self, id, facade_);
-  process_handle handle(id, record.outcome);
   // Queued before it accepts events: a sender that gets in first sees it queued and leaves the
   // waking to us.
   record.state.store(phase_queued, std::memory_order_relaxed);
@@ -256,8 +275,39 @@ process_handle engine::submit(std::unique_ptr<process> body, std::string_view me
     }
     record.inbox_lock.unlock();
   }
-  schedule(record, false);
-  return handle;
+  // From a worker, the new process takes the "next" slot, as Go's runqput(next) and Tokio's
+  // LIFO slot do: a chain of spawns (or a spawn the spawner then waits on) stays on this core,
+  // hot in its cache, instead of being stolen by an idle worker at the cost of a cache-line
+  // transfer per hop. The process it displaces goes to the queue, where thieves see it.
+  schedule(record, true);
+  return id;
+}
+
+void engine::report_detached_failure(pid id, const std::exception_ptr& error) const noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const cancelled_error&) {
+    return;  // terminated, forced at stop, or it chose to end cancelled: not a failure to report
+  } catch (...) {
+  }
+  if (options_.on_detached_failure) {
+    try {
+      options_.on_detached_failure(id, error);
+      return;
+    } catch (...) {
+      std::fprintf(stderr, "%s: on_detached_failure threw for %s; the failure was:\n",
+                   options_.name.c_str(), describe_pid(id).c_str());
+    }
+  }
+  std::string what = "an exception that is not a std::exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& failure) {
+    what = failure.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "%s: detached process %s failed: %s\n", options_.name.c_str(),
+               describe_pid(id).c_str(), what.c_str());
 }
 
 bool engine::wake_locked(process_record& record) noexcept {
@@ -383,14 +433,28 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
     }
   };
   for_each_live([this](pid id) { cancel(id, false); });
-  auto finished = [this] { return live_.load(std::memory_order_seq_cst) == 0; };
+  auto finished = [this] { return count_live() == 0; };
+  // A finishing worker notifies once it sees stopping_, but it reads stopping_ without a fence
+  // (a fence per process would tax every finish for stop's sake), so a finish racing the store
+  // above may miss it: the waits below are polls of at most finish_poll, and never sleep
+  // through the end.
+  auto wait_finished = [&](std::chrono::steady_clock::time_point deadline) {
+    while (!finished()) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        return false;
+      }
+      all_finished_.wait_until(guard, std::min(deadline, now + finish_poll));
+    }
+    return true;
+  };
+  const auto never = std::chrono::steady_clock::time_point::max();
   bool on_time = false;
   const auto now = std::chrono::steady_clock::now();
-  if (grace >= std::chrono::steady_clock::time_point::max() - now) {
-    all_finished_.wait(guard, finished);  // no deadline: now + grace would overflow
-    on_time = true;
+  if (grace >= never - now) {
+    on_time = wait_finished(never);  // no deadline: now + grace would overflow
   } else {
-    on_time = all_finished_.wait_until(guard, now + grace, finished);
+    on_time = wait_finished(now + grace);
   }
   if (!on_time) {
     // The ones that ignored the cancel: no more steps; each is closed once by the worker that picks
@@ -402,7 +466,7 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
         // It finished between the sweep and the terminate.
       }
     });
-    all_finished_.wait(guard, finished);
+    wait_finished(never);
   }
   all_finished_by_themselves_ = on_time;
   shutting_down_.store(true, std::memory_order_seq_cst);
@@ -421,11 +485,66 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
   return all_finished_by_themselves_;
 }
 
-void engine::release_live() noexcept {
-  // seq_cst, like stop()'s store of stopping_ and its reads of live_: one of the two sees
-  // the other's write, so stop() is never left waiting for a zero it was not told of.
-  if (live_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-      stopping_.load(std::memory_order_seq_cst)) {
+// --- counting live processes ------------------------------------------------------------------
+//
+// One shared counter of live processes, incremented by the spawning worker and decremented by
+// the one that finishes the process, was the hottest cache line of a spawn on two cores (each
+// spawn and each finish moved it between them). Instead each worker counts the processes it
+// started and the ones it finished, in counters only it writes (a release store, no RMW);
+// submissions from outside the workers use one shared pair. live = started - finished.
+//
+// count_live reads every `finished` first, then every `started`, all with acquire. A process's
+// start happens-before its finish (the run queue's release/acquire is between them), and the
+// finish's release store is read by our acquire load, so any finish we count has its start
+// counted too: the result is never below the number of processes live when the first load ran,
+// and it is 0 only when nothing was live then and nothing started until the last load.
+//
+// Why a worker's start needs no fence against stop(): a worker starts a process only inside a
+// step or a command handler, i.e. while the process it is running is live and not yet counted
+// finished; that process's finish is counted later, on this same worker, after the start. So
+// while stop() has not seen the spawner finish it sees a nonzero count, and once it has seen
+// the finish it sees the start. Outside threads have no such anchor: they use a seq_cst RMW,
+// paired with stop()'s seq_cst store of stopping_ (one of the two sees the other).
+
+void engine::count_started(worker* here) noexcept {
+  if (here != nullptr) {
+    here->started.store(here->started.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
+  } else {
+    outside_started_.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+void engine::uncount_started(worker* here) noexcept {
+  // Undoes count_started for a process that never began: counted as finished at once.
+  if (here != nullptr) {
+    here->finished.store(here->finished.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_release);
+  } else {
+    outside_finished_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  notify_if_stopping();
+}
+
+std::size_t engine::count_live() const noexcept {
+  std::uint64_t finished = outside_finished_.load(std::memory_order_acquire);
+  for (const auto& each : workers_) {
+    finished += each->finished.load(std::memory_order_acquire);
+  }
+  std::uint64_t started = outside_started_.load(std::memory_order_acquire);
+  for (const auto& each : workers_) {
+    started += each->started.load(std::memory_order_acquire);
+  }
+  return started >= finished ? static_cast<std::size_t>(started - finished) : 0;
+}
+
+void engine::count_finished(worker& here) noexcept {
+  here.finished.store(here.finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  notify_if_stopping();
+}
+
+void engine::notify_if_stopping() noexcept {
+  if (stopping_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> guard(stop_lock_);
     all_finished_.notify_all();
   }
@@ -469,6 +588,19 @@ process_handle scheduler::submit(std::function<std::string()> function) {
   }
   return engine_->submit(std::make_unique<detail::function_process>(std::move(function)), "main",
                          {});
+}
+
+pid scheduler::spawn(std::unique_ptr<process> body, std::string_view method,
+                     std::string_view input) {
+  return engine_->spawn(std::move(body), method, input);
+}
+
+pid scheduler::spawn(std::function<std::string()> function) {
+  if (!function) {
+    throw std::invalid_argument(engine_->name() + ": spawn needs a function, got an empty one");
+  }
+  return engine_->spawn(std::make_unique<detail::function_process>(std::move(function)), "main",
+                        {});
 }
 
 void scheduler::send(pid to, std::string message, pid from) {

@@ -56,6 +56,8 @@ struct worker {
   std::size_t until_global_look = 0;  // runs left before the global queue's forced look
   std::uint64_t random_state = 0;
   step_output output;                       // reused for every step on this worker
+  std::vector<event> batch;                 // the events of the run in progress (swapped with
+                                            // the record's inbox, so buffers are reused)
   std::vector<std::uint32_t> free_records;  // a cache of the table's free list
   std::atomic<std::uint32_t> wake_word{0};  // futex word: 1 once unparked
 
@@ -73,6 +75,9 @@ struct worker {
   std::atomic<std::uint64_t> stolen{0};
   std::atomic<std::uint64_t> global_batches{0};
   std::atomic<std::uint64_t> parks{0};
+  // Processes this worker started and finished (engine.cpp: counting live processes).
+  std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> finished{0};
 
   explicit worker(std::size_t local_capacity) : queue(local_capacity) {}
 
@@ -91,11 +96,12 @@ class engine : public std::enable_shared_from_this<engine> {
   void on_command(std::string type, command_handler handler);
   process_handle submit(std::unique_ptr<process> body, std::string_view method,
                         std::string_view input);
+  pid spawn(std::unique_ptr<process> body, std::string_view method, std::string_view input);
   bool deliver(pid to, event&& incoming, const char* operation, bool throw_if_unknown);
   void cancel(pid target, bool throw_if_unknown);
   void terminate(pid target);
   bool stop(std::chrono::steady_clock::duration grace);
-  std::size_t live() const noexcept { return live_.load(std::memory_order_acquire); }
+  std::size_t live() const noexcept { return count_live(); }
   std::size_t worker_count() const noexcept { return workers_.size(); }
   scheduler::counters stats() const noexcept;
   const std::string& name() const noexcept { return options_.name; }
@@ -113,6 +119,12 @@ class engine : public std::enable_shared_from_this<engine> {
   void free_record(worker* here, process_record& record) noexcept;
   process_record* live_record(pid id) const noexcept;  // the record, unchecked (see deliver)
 
+  // submit and spawn: starts the process; gives its outcome a second owner in *handle_state,
+  // or none when nullptr (detached).
+  pid launch(std::unique_ptr<process> body, std::string_view method, std::string_view input,
+             std::shared_ptr<outcome_state>* handle_state);
+  void report_detached_failure(pid id, const std::exception_ptr& error) const noexcept;
+
   // Scheduling. Call with the record in phase queued and owned by the caller.
   void schedule(process_record& record, bool woken);
   void notify_work() noexcept;
@@ -125,15 +137,22 @@ class engine : public std::enable_shared_from_this<engine> {
   void worker_main(worker& self);
   process_record* find_work(worker& self);
   process_record* search(worker& self);
-  bool park(worker& self);  // false when the engine is shutting down
+  void leave_searching(worker& self) noexcept;  // self found work: one searcher fewer
+  bool park(worker& self);                      // false when the engine is shutting down
   void unpark_one() noexcept;
   bool work_visible() const noexcept;
   void run(worker& self, process_record& record);
   void dispatch(worker& self, process_record& record);
   void go_idle(worker& self, process_record& record);
-  void finish(worker* here, process_record& record, std::string result,
+  void finish(worker& here, process_record& record, std::string result,
               std::exception_ptr error) noexcept;
-  void release_live() noexcept;  // one process fewer; wakes stop() at zero
+  // Live processes (engine.cpp explains the counting).
+  void count_started(worker* here) noexcept;
+  void uncount_started(worker* here) noexcept;
+  void count_finished(worker& here) noexcept;
+  std::size_t count_live() const noexcept;
+  void notify_if_stopping() noexcept;
+  static constexpr std::chrono::milliseconds finish_poll{1};
 
   scheduler& facade_;
   scheduler_options options_;
@@ -167,9 +186,10 @@ class engine : public std::enable_shared_from_this<engine> {
   std::vector<worker*> parked_;
 
   // Lifecycle.
-  std::atomic<std::size_t> live_{0};
-  std::atomic<bool> stopping_{false};       // submit refused; stop's cancel pass under way
-  std::atomic<bool> shutting_down_{false};  // workers exit; send refused
+  std::atomic<std::uint64_t> outside_started_{0};   // by threads that are not workers
+  std::atomic<std::uint64_t> outside_finished_{0};  // their submits refused after counting
+  std::atomic<bool> stopping_{false};               // submit refused; stop's cancel pass under way
+  std::atomic<bool> shutting_down_{false};          // workers exit; send refused
   std::mutex stop_lock_;
   std::condition_variable all_finished_;
   bool stop_started_ = false;

@@ -152,6 +152,13 @@ void engine::worker_main(worker& self) {
   std::string thread_name = "procs-" + std::to_string(self.number);
   ::pthread_setname_np(::pthread_self(), thread_name.substr(0, 15).c_str());
   while (process_record* record = find_work(self)) {
+    if (self.searching) {
+      // Woken (unpark_one counts the woken as searching) and found work before search() did:
+      // it is busy now. Left counted, it would be a searcher that never searches, and every
+      // producer would rely on it and wake nobody: the other workers would sleep through
+      // any amount of queued work.
+      leave_searching(self);
+    }
     run(self, *record);
   }
   this_worker = nullptr;
@@ -200,6 +207,22 @@ process_record* engine::find_work(worker& self) {
   }
 }
 
+void engine::leave_searching(worker& self) noexcept {
+  self.searching = false;
+  // The last searcher found work: if more is queued, wake another to take it. Only then: a
+  // woken worker counts as searching before it runs, so waking one for nothing would keep
+  // this (hot) worker from searching after its step, and the next item would wait for the
+  // woken one's slow futex return. Safe: a producer racing this check either is seen here
+  // (fence, then the queues) or sees searching_ at zero (its fence, then searching_) and
+  // wakes someone itself.
+  if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (work_visible()) {
+      notify_others();
+    }
+  }
+}
+
 process_record* engine::search(worker& self) {
   if (!self.searching) {
     // At most half the workers, and half the cores, search at once (max_searching_): more would
@@ -214,21 +237,6 @@ process_record* engine::search(worker& self) {
                                                std::memory_order_relaxed));
     self.searching = true;
   }
-  auto leave_searching = [this, &self] {
-    self.searching = false;
-    // The last searcher found work: if more is queued, wake another to take it. Only then: a
-    // woken worker counts as searching before it runs, so waking one for nothing would keep
-    // this (hot) worker from searching after its step, and the next item would wait for the
-    // woken one's slow futex return. Safe: a producer racing this check either is seen here
-    // (fence, then the queues) or sees searching_ at zero (its fence, then searching_) and
-    // wakes someone itself.
-    if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (work_visible()) {
-        notify_others();
-      }
-    }
-  };
   const std::size_t count = workers_.size();
   const auto spin_until = std::chrono::steady_clock::now() + options_.spin_time;
   std::size_t yields = 0;
@@ -242,13 +250,13 @@ process_record* engine::search(worker& self) {
       if (process_record* stolen = victim.queue.steal_into(self.queue)) {
         worker::count(self.steals);
         worker::count(self.stolen, 1 + self.queue.size_hint());
-        leave_searching();
+        leave_searching(self);
         return stolen;
       }
     }
     if (process_record* taken = global_.pop_batch(self.queue, options_.global_batch)) {
       worker::count(self.global_batches);
-      leave_searching();
+      leave_searching(self);
       return taken;
     }
     if (shutting_down_.load(std::memory_order_acquire)) {
@@ -324,27 +332,36 @@ void engine::run(worker& self, process_record& record) {
   // one makes this process run again.
   record.inbox_lock.lock();
   record.state.store(phase_running, std::memory_order_relaxed);
-  record.batch.swap(record.inbox);
+  if (!record.inbox.empty()) {
+    // The worker's empty vector (with its capacity) goes to the record for the next events.
+    // Only when there are events: swapping an empty inbox would hand the capacity to a record
+    // that never gets any, and leave the next busy one growing a vector from nothing.
+    self.batch.swap(record.inbox);
+  }
   record.inbox_lock.unlock();
   chaos_point();
   if (record.forced.load(std::memory_order_acquire)) {
-    finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
     return;
   }
   if (!record.initialised) {
     record.initialised = true;
     try {
-      record.body->init(record.self, record.method, record.input);
+      if (record.default_entry) {
+        record.body->init(record.self, "main", {});
+      } else {
+        record.body->init(record.self, record.entry->method, record.entry->input);
+      }
     } catch (...) {
-      record.batch.clear();
-      finish(&self, record, {}, std::current_exception());
+      self.batch.clear();
+      finish(self, record, {}, std::current_exception());
       return;
     }
     if (record.forced.load(std::memory_order_acquire)) {  // terminated while in init
-      finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+      finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
       return;
     }
-  } else if (record.waiting && record.batch.empty()) {
+  } else if (record.waiting && self.batch.empty()) {
     // Defensive: a waiting process is only queued by an event, and the event is in the batch.
     go_idle(self, record);
     return;
@@ -352,25 +369,25 @@ void engine::run(worker& self, process_record& record) {
   step_output& out = self.output;
   out.clear();
   try {
-    record.body->step(std::span<event>(record.batch.data(), record.batch.size()), out);
+    record.body->step(std::span<event>(self.batch.data(), self.batch.size()), out);
   } catch (...) {
     out.fail(std::current_exception());
   }
   worker::count(self.steps);
-  record.batch.clear();
+  self.batch.clear();
   if (!out.commands().empty()) {
     dispatch(self, record);
   }
   if (record.forced.load(std::memory_order_acquire)) {
-    finish(&self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
     return;
   }
   switch (out.status()) {
     case step_status::done:
-      finish(&self, record, std::move(out.result_), nullptr);
+      finish(self, record, std::move(out.result_), nullptr);
       return;
     case step_status::failed:
-      finish(&self, record, {}, out.error());
+      finish(self, record, {}, out.error());
       return;
     case step_status::keep_running:
       // To the back of this worker's queue: everything queued before it runs first. (The
@@ -422,7 +439,7 @@ void engine::dispatch(worker& self, process_record& record) {
   }
 }
 
-void engine::finish(worker* here, process_record& record, std::string result,
+void engine::finish(worker& here, process_record& record, std::string result,
                     std::exception_ptr error) noexcept {
   record.inbox_lock.lock();
   record.accepting = false;
@@ -435,14 +452,19 @@ void engine::finish(worker* here, process_record& record, std::string result,
     record.body->close();
     record.body.reset();
   }
-  record.batch.clear();
+  here.batch.clear();
   record.initialised = false;
   record.waiting = false;
   std::shared_ptr<outcome_state> outcome = std::move(record.outcome);
-  free_record(here, record);
+  const pid id = record.self.self();
+  free_record(&here, record);
   // After close(): whoever waits on the handle sees close's effects.
-  outcome->settle(std::move(result), std::move(error));
-  release_live();
+  if (outcome != nullptr) {
+    outcome->settle(std::move(result), std::move(error));
+  } else if (error != nullptr) {
+    report_detached_failure(id, error);
+  }
+  count_finished(here);
 }
 
 }  // namespace weft::procs::detail

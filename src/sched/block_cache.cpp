@@ -1,90 +1,199 @@
-// Per-thread size-class free lists for coroutine control blocks.
+// The small-block allocator (weft/detail/blocks.hpp): per-thread size-class free lists in
+// front of a process-wide depot of full batches.
 //
-// Spawning must not pay malloc/free: a block freed by a finished coroutine is kept on its
-// thread's free list for its size class and handed to the next spawn of a similar size. Blocks
-// freed on a thread other than the one that allocated them simply join that thread's cache (the
-// memory is ordinary operator-new memory), so nothing breaks if a handle dies elsewhere. Each
-// thread keeps at most max_cached blocks per class; the rest go back to operator delete, and a
-// thread's cache is released when the thread exits.
+// Each thread keeps, per size class, a `loaded` list (frees push, allocations pop; at most
+// `batch` blocks) and one `spare` batch of exactly `batch` blocks. The fast paths touch only
+// `loaded`. When a free finds `loaded` full, `loaded` becomes the spare (the old spare, if any,
+// goes to the depot); when an allocation finds it empty, the spare (or a batch from the depot,
+// or else fresh memory) becomes `loaded`. Keeping a spare means a thread oscillating around a
+// batch boundary does not hit the depot on every call (Bonwick's magazines, the design behind
+// Solaris' and Linux's slab caches). Everything is O(1): batches move as linked chains.
+//
+// Memory orderings: a block moves between threads only through the depot, whose mutex gives
+// the happens-before (the giver's unlock releases the `next` links it wrote, the taker's lock
+// acquires them). A block freed on another thread than the one that allocated it is ordinary
+// operator-new memory: it joins the freeing thread's lists. That the object's last use
+// happens-before its free is the caller's duty, as for ::operator delete.
+//
+// Memory held: up to 2 x batch blocks per class per thread, plus up to depot_bytes per class
+// in the depot (the high-water mark of what a program freed in bursts; beyond it batches go
+// back to operator delete). A thread's lists go to the depot (its spare) and back to operator
+// delete (the partial `loaded`) when it exits.
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <new>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/detail/blocks.hpp"
 
 namespace weft::detail {
 namespace {
 
 constexpr std::size_t granule = 64;
-constexpr std::size_t class_count = 16;  // blocks up to 1 KiB are cached
-constexpr std::size_t max_cached = 4096;
+constexpr std::size_t class_count = max_block_size / granule;  // 16: 64 B ... 1 KiB
+constexpr std::uint32_t batch = 64;
+constexpr std::size_t depot_bytes = std::size_t{8} << 20;
 
 struct free_block {
-  free_block* next;
+  free_block* next;        // the next block of this list or chain
+  free_block* next_chain;  // in the depot, on a chain's first block: the next chain
 };
+static_assert(sizeof(free_block) <= granule);
 
-// Trivially destructible and constant-initialized, so the hot path reads it with no TLS
-// initialization check; the blocks are given back at thread exit by block_cache_release,
-// registered the first time a thread allocates fresh memory.
-struct block_cache {
-  free_block* heads[class_count];
-  std::size_t counts[class_count];
-};
+[[maybe_unused]] std::size_t class_of(std::size_t size) noexcept {
+  return (size + granule - 1) / granule - 1;
+}
+[[maybe_unused]] std::size_t block_size_of(std::size_t index) noexcept {
+  return (index + 1) * granule;
+}
 
-constinit thread_local block_cache cache{};
+void delete_list(free_block* head) noexcept {
+  while (head != nullptr) {
+    free_block* next = head->next;
+    ::operator delete(head);
+    head = next;
+  }
+}
 
-struct block_cache_release {
-  ~block_cache_release() {
-    for (std::size_t index = 0; index < class_count; ++index) {
-      while (cache.heads[index] != nullptr) {
-        free_block* block = cache.heads[index];
-        cache.heads[index] = block->next;
-        ::operator delete(block);
+// Full batches of one class, shared by every thread. Leaked on purpose (constructed on first
+// use, never destroyed): threads may still free blocks while static destructors run.
+struct depot {
+  struct shelf {
+    std::mutex lock;
+    free_block* chains = nullptr;  // linked through next_chain
+    std::size_t count = 0;
+  };
+  shelf shelves[class_count];
+
+  static depot& instance() {
+    static depot* const shared = new depot;
+    return *shared;
+  }
+
+  // A batch of exactly `batch` blocks, or nullptr.
+  free_block* take(std::size_t index) noexcept {
+    shelf& here = shelves[index];
+    std::lock_guard<std::mutex> guard(here.lock);
+    free_block* chain = here.chains;
+    if (chain != nullptr) {
+      here.chains = chain->next_chain;
+      --here.count;
+    }
+    return chain;
+  }
+
+  void give(std::size_t index, free_block* chain) noexcept {
+    shelf& here = shelves[index];
+    {
+      std::lock_guard<std::mutex> guard(here.lock);
+      if (here.count * batch * block_size_of(index) < depot_bytes) {
+        chain->next_chain = here.chains;
+        here.chains = chain;
+        ++here.count;
+        return;
       }
-      cache.counts[index] = 0;
+    }
+    delete_list(chain);
+  }
+};
+
+struct thread_class {
+  free_block* loaded;
+  free_block* spare;  // exactly `batch` blocks, or nullptr
+  std::uint32_t loaded_count;
+};
+
+// Trivially destructible and constant-initialized, so the fast paths read it with no TLS
+// initialization check; thread_release (registered on the first slow path a thread takes)
+// hands the lists back when the thread exits.
+struct thread_cache {
+  thread_class classes[class_count];
+};
+
+constinit thread_local thread_cache cache{};
+
+struct thread_release {
+  ~thread_release() {
+    for (std::size_t index = 0; index < class_count; ++index) {
+      thread_class& mine = cache.classes[index];
+      if (mine.spare != nullptr) {
+        depot::instance().give(index, mine.spare);
+      }
+      delete_list(mine.loaded);
+      mine = thread_class{};
     }
   }
 };
 
 [[maybe_unused]] void register_release_at_thread_exit() {
-  thread_local block_cache_release release;
+  thread_local thread_release release;
   (void)release;
 }
 
-[[maybe_unused]] std::size_t class_of(std::size_t size) noexcept {
-  return (size + granule - 1) / granule - 1;
+[[maybe_unused]] void* allocate_slow(std::size_t index) {
+  register_release_at_thread_exit();
+  thread_class& mine = cache.classes[index];
+  free_block* refill = mine.spare;
+  if (refill != nullptr) {
+    mine.spare = nullptr;
+  } else {
+    refill = depot::instance().take(index);
+  }
+  if (refill == nullptr) {
+    return ::operator new(block_size_of(index));
+  }
+  mine.loaded = refill->next;
+  mine.loaded_count = batch - 1;
+  return refill;
+}
+
+[[maybe_unused]] void deallocate_slow(std::size_t index, free_block* block) noexcept {
+  register_release_at_thread_exit();
+  thread_class& mine = cache.classes[index];
+  if (mine.spare != nullptr) {
+    depot::instance().give(index, mine.spare);
+  }
+  mine.spare = mine.loaded;  // full: exactly `batch` blocks
+  block->next = nullptr;
+  mine.loaded = block;
+  mine.loaded_count = 1;
 }
 
 }  // namespace
 
 #if defined(WEFT_SANITIZE_ADDRESS)
-// Under ASan every block goes straight to operator new/delete so use-after-free is caught.
 void* allocate_block(std::size_t size) { return ::operator new(size); }
 void deallocate_block(void* memory, std::size_t) noexcept { ::operator delete(memory); }
 #else
 void* allocate_block(std::size_t size) {
   std::size_t index = class_of(size);
-  if (index < class_count) {
-    if (free_block* block = cache.heads[index]) {
-      cache.heads[index] = block->next;
-      --cache.counts[index];
-      return block;
-    }
-    register_release_at_thread_exit();
-    return ::operator new((index + 1) * granule);
+  if (index >= class_count) {
+    return ::operator new(size);
   }
-  return ::operator new(size);
+  thread_class& mine = cache.classes[index];
+  if (free_block* block = mine.loaded) {
+    mine.loaded = block->next;
+    --mine.loaded_count;
+    return block;
+  }
+  return allocate_slow(index);
 }
 
 void deallocate_block(void* memory, std::size_t size) noexcept {
   std::size_t index = class_of(size);
-  if (index < class_count && cache.counts[index] < max_cached) {
-    auto* block = static_cast<free_block*>(memory);
-    block->next = cache.heads[index];
-    cache.heads[index] = block;
-    ++cache.counts[index];
+  if (index >= class_count) {
+    ::operator delete(memory);
     return;
   }
-  ::operator delete(memory);
+  thread_class& mine = cache.classes[index];
+  auto* block = static_cast<free_block*>(memory);
+  if (mine.loaded_count < batch) {
+    block->next = mine.loaded;
+    mine.loaded = block;
+    ++mine.loaded_count;
+    return;
+  }
+  deallocate_slow(index, block);
 }
 #endif
 

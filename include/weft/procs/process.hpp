@@ -19,12 +19,16 @@
 //   - The process object is owned by the scheduler from submit() to close().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "weft/detail/blocks.hpp"
 
 namespace weft::procs {
 
@@ -115,6 +119,25 @@ class context {
 class process {
  public:
   virtual ~process() = default;
+
+  // Process objects are made and dropped once per spawn, often by the thousand: `new` of any
+  // class derived from process (std::make_unique included) takes its memory from weft's
+  // small-block cache (weft/detail/blocks.hpp) instead of malloc. The scheduler deletes the
+  // object through this virtual destructor, so the size matches. Over-aligned classes and
+  // placement new use the standard forms.
+  static void* operator new(std::size_t size) { return weft::detail::allocate_block(size); }
+  static void operator delete(void* block, std::size_t size) noexcept {
+    weft::detail::deallocate_block(block, size);
+  }
+  static void* operator new(std::size_t size, std::align_val_t alignment) {
+    return ::operator new(size, alignment);
+  }
+  static void operator delete(void* block, std::size_t, std::align_val_t alignment) noexcept {
+    ::operator delete(block, alignment);
+  }
+  static void* operator new(std::size_t, void* where) noexcept { return where; }
+  static void operator delete(void*, void*) noexcept {}
+
   virtual void init(context& self, std::string_view method, std::string_view input) = 0;
   virtual void step(std::span<event> events, step_output& out) = 0;
   virtual void close() noexcept {}

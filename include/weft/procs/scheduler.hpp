@@ -140,6 +140,10 @@ struct scheduler_options {
   std::chrono::microseconds spin_time{200};
   std::size_t yield_rounds = 4;
   std::string name = "weft::procs";  // in error messages and thread names
+  // Hears of a process started with spawn() that failed (an error other than cancelled_error):
+  // it has no handle to carry the error. Called once, on the worker that ran it, after its
+  // close(); must not block or throw. Empty: the failure is written to stderr with the pid.
+  std::function<void(pid id, std::exception_ptr error)> on_detached_failure = nullptr;
 };
 
 inline constexpr std::chrono::seconds default_stop_grace{10};
@@ -162,6 +166,13 @@ class scheduler {
   // A plain function as a one-step process: its return value is the result, its exception
   // the error.
   process_handle submit(std::function<std::string()> function);
+
+  // As submit, for a process nobody waits on (Go's `go`, Erlang's spawn): returns only its pid
+  // and skips the outcome a handle would share, a good part of a small process's cost. Its
+  // result is dropped; a failure goes to scheduler_options::on_detached_failure.
+  pid spawn(std::unique_ptr<process> body, std::string_view method = "main",
+            std::string_view input = {});
+  pid spawn(std::function<std::string()> function);
 
   // Delivers a message event to a live process, waking it if idle. unknown_process_error if
   // `to` is unknown or finished; scheduler_stopped_error after stop() began. A message

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "weft/context/stack.hpp"
+#include "weft/detail/blocks.hpp"
 
 namespace weft {
 
@@ -229,10 +230,6 @@ class coroutine {
   finish_hook finish_hook_ = nullptr;
   void* finish_context_ = nullptr;
 };
-
-// Allocation of control blocks from per-thread size-class free lists: spawn must not pay malloc.
-void* allocate_block(std::size_t size);
-void deallocate_block(void* block, std::size_t size) noexcept;
 
 template <class T>
 class result_holder : public coroutine {
