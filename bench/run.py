@@ -179,6 +179,7 @@ SUITES: dict[str, Suite] = {
             Program("libuv", NATIVE, "bench/bench_io_uv_loop", IO_ALL,
                     server="bench/bench_io_uv_echo"),
             Program("asio", NATIVE, "bench/bench_io_asio", IO_NET),
+            Program("bare", NATIVE, "bench/bench_io_bare_echo", IO_NET),
             Program("go", GO, "peers/io/go", IO_NET + ("timers",), env=(("GOMAXPROCS", "1"),)),
             Program("node", NODE, "peers/io/node/timers.js", IO_ALL,
                     server="peers/io/node/echo.js"),
@@ -193,6 +194,9 @@ SUITES: dict[str, Suite] = {
             "a server on 127.0.0.1. libuv is raw libuv with callbacks; asio is Boost.Asio with "
             "boost::asio::spawn (stackful coroutines); go runs with GOMAXPROCS=1; go has no "
             "threadpool_roundtrip (no thread pool for user jobs: see bench/peers/io/go/main.go); "
+            "bare is not a runtime but the floor: one epoll loop in C doing one read() and one "
+            "write() per request and nothing else (bench/peers/io/bare_echo.c), the system calls "
+            "weft makes; "
             "node's threadpool job is crypto.randomFill of one byte (the closest to an empty "
             "job JavaScript can queue). Details: bench/io/README.md."
         ),

@@ -375,10 +375,17 @@ void engine::run(worker& self, process_record& record) {
   }
   worker::count(self.steps);
   self.batch.clear();
+  // Terminated during the step: it ends here, and the commands it yielded are dropped rather
+  // than handed to their handlers (terminate means no further effects; their completions
+  // would find no process anyway).
+  if (record.forced.load(std::memory_order_acquire)) {
+    finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    return;
+  }
   if (!out.commands().empty()) {
     dispatch(self, record);
   }
-  if (record.forced.load(std::memory_order_acquire)) {
+  if (record.forced.load(std::memory_order_acquire)) {  // terminated by one of its handlers
     finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
     return;
   }

@@ -319,6 +319,37 @@ TEST_F(ProcsStop, TerminatingItselfInAStepEndsItAfterThatStep) {
   EXPECT_EQ(closes.load(), 1);
 }
 
+// A step terminated while it runs: the commands it yields are dropped, not handed to their
+// handlers (terminate means no further effects), and the outcome is cancelled_error.
+TEST_F(ProcsStop, CommandsYieldedByATerminatedStepNeverReachTheirHandlers) {
+  std::atomic<int> handled{0};
+  std::atomic<bool> in_step{false};
+  std::atomic<bool> terminated{false};
+  std::atomic<int> closes{0};
+  scheduler engine({.workers = 2});
+  engine.on_command("effect", [&](const command&, completion done) {
+    handled.fetch_add(1);
+    done.complete();
+  });
+  process_handle handle =
+      engine.submit(scripted({.step =
+                                  [&](context&, std::span<event>, step_output& out) {
+                                    in_step.store(true);
+                                    EXPECT_TRUE(spin_until([&] { return terminated.load(); }));
+                                    out.yield("effect", 1);
+                                    out.wait();
+                                  },
+                              .close = [&] { closes.fetch_add(1); }}));
+  ASSERT_TRUE(spin_until([&] { return in_step.load(); }));
+  engine.terminate(handle.id());
+  terminated.store(true);
+  std::exception_ptr error = error_of(handle);
+  EXPECT_TRUE(holds<weft::cancelled_error>(error)) << message_of(error);
+  stop_and_check_clean(engine);
+  EXPECT_EQ(handled.load(), 0) << "a handler ran for a command of a terminated step";
+  EXPECT_EQ(closes.load(), 1);
+}
+
 // Processes finishing by themselves (on a message) while other threads terminate them: each
 // is closed once and its handle holds either its result or cancelled_error.
 TEST_F(ProcsStop, TerminateRacingTheProcessesOwnEndClosesOnce) {
