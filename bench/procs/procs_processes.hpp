@@ -309,6 +309,28 @@ class latency_recorder : public context_process {
   std::atomic<std::size_t>* received_;  // main polls it to keep the sends apart
 };
 
+// wake_latency (inside the runtime): woken by a tick from outside, sends a fresh timestamp to
+// the idle recorder, `samples` times; the hop measured is this send to the recorder running.
+class latency_relay : public context_process {
+ public:
+  latency_relay(pid recorder, std::size_t samples) : recorder_(recorder), left_(samples) {}
+  void step(std::span<event> events, step_output& out) override {
+    for (const event& arrived : events) {
+      if (arrived.type == event_type::message) {
+        report_to(recorder_, encode(now_ns()));
+        if (--left_ == 0) {
+          out.done();
+          return;
+        }
+      }
+    }
+  }
+
+ private:
+  pid recorder_;
+  std::size_t left_;
+};
+
 // idle_cpu: waits for an event; finishes on the cancel stop() delivers.
 class idle_process : public context_process {
  public:

@@ -25,9 +25,13 @@
 //   to the root, which sums them (checked against a sum computed in main). ns per child.
 // skewed_cpu: the root spawns, in one step, 10k processes that each spin ~10 us (xorshift
 //   rounds calibrated once at start and printed to stderr); ms until all are done.
-// wake_latency_p50/p99: main (a thread outside the scheduler) sends a steady_clock timestamp
-//   to an idle process, then sleeps 30 us (and until the process has taken it); the process
-//   records now - sent. 10k samples; ns.
+// wake_latency_p50/p99: main (a thread outside the scheduler) ticks a relay process every
+//   30 us (and not before the last sample was taken); the relay sends a steady_clock timestamp
+//   to an idle process, which records now - sent: the wake-up of an idle process by a send
+//   inside the scheduler, the same hop as Go's and Tokio's. 10k samples; ns.
+// wake_latency_external_p50/p99: the same, but main sends the timestamp itself: a send from a
+//   thread outside the scheduler, so the worker that runs the recorder is woken from its futex
+//   (on one core, the kernel must first switch from the sender to it).
 // idle_cpu: one process waiting for an event that never comes; CPU time (getrusage) of the
 //   whole program over 1 s (after 100 ms to settle). ms.
 //
@@ -182,22 +186,36 @@ double skewed_cpu(procs::scheduler& engine, std::size_t tasks, std::uint64_t rou
   return elapsed;
 }
 
-// Latencies in ns, sorted.
-std::vector<std::uint64_t> wake_latency(procs::scheduler& engine, std::size_t samples) {
+// Latencies in ns, sorted. inside: main ticks a relay process, which sends the timestamp (a
+// send inside the scheduler, as Go's goroutine sender); otherwise main sends it (a send from a
+// thread outside the scheduler).
+std::vector<std::uint64_t> wake_latency(procs::scheduler& engine, std::size_t samples,
+                                        bool inside) {
   std::vector<std::uint64_t> latencies;
   latencies.reserve(samples);
   std::atomic<std::size_t> received{0};
   procs::process_handle recorder =
       engine.submit(std::make_unique<latency_recorder>(&latencies, samples, &received));
+  procs::process_handle relay;
+  if (inside) {
+    relay = engine.submit(std::make_unique<latency_relay>(recorder.id(), samples));
+  }
   for (std::size_t index = 0; index < samples; ++index) {
     // The recorder must be idle again (and the workers parked) before the next send.
     std::this_thread::sleep_for(wake_gap);
     while (received.load(std::memory_order_acquire) < index) {
       std::this_thread::sleep_for(wake_gap);
     }
-    engine.send(recorder.id(), encode(now_ns()));
+    if (inside) {
+      engine.send(relay.id(), "tick");
+    } else {
+      engine.send(recorder.id(), encode(now_ns()));
+    }
   }
   recorder.wait();
+  if (inside) {
+    relay.wait();
+  }
   std::sort(latencies.begin(), latencies.end());
   auto at = [&](double fraction) {
     return static_cast<unsigned long long>(
@@ -322,14 +340,20 @@ int main(int argc, char** argv) {
       });
     }
   }
-  if (common.wants("wake_latency_p50") || common.wants("wake_latency_p99")) {
-    with_engine(arguments.workers, "wake_latency", [&](procs::scheduler& engine) {
-      wake_latency(engine, w.wake_samples / 2);
-      std::vector<std::uint64_t> latencies = wake_latency(engine, s.wake_samples);
-      for (auto [name, percent] : {std::pair{"wake_latency_p50", 50}, {"wake_latency_p99", 99}}) {
+  for (bool inside : {true, false}) {
+    const std::string prefix = inside ? "wake_latency" : "wake_latency_external";
+    const std::string p50 = prefix + "_p50";
+    const std::string p99 = prefix + "_p99";
+    if (!common.wants(p50) && !common.wants(p99)) {
+      continue;
+    }
+    with_engine(arguments.workers, prefix.c_str(), [&](procs::scheduler& engine) {
+      wake_latency(engine, w.wake_samples / 2, inside);
+      std::vector<std::uint64_t> latencies = wake_latency(engine, s.wake_samples, inside);
+      for (auto [name, percent] : {std::pair{p50, 50}, {p99, 99}}) {
         if (common.wants(name)) {
           std::size_t rank = latencies.size() * static_cast<std::size_t>(percent) / 100;
-          bench::report(name, "ns", static_cast<double>(latencies[rank]));
+          bench::report(name.c_str(), "ns", static_cast<double>(latencies[rank]));
         }
       }
     });

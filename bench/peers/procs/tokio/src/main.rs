@@ -18,9 +18,12 @@
 //!   unbounded mpsc channel; the root sums N values and checks the sum. ns per child.
 //! skewed_cpu: the root spawns 10k tasks that each spin ~10 us (xorshift rounds calibrated at
 //!   start) and awaits them; ms until all are done.
-//! wake_latency_p50/p99: the main thread (outside the runtime) sends a monotonic timestamp to
-//!   an idle task on an unbounded mpsc channel, then sleeps 30 us (and until the task has
-//!   taken it); the task records now - sent. 10k samples; ns.
+//! wake_latency_p50/p99: the main thread (outside the runtime) ticks a relay task every 30 us
+//!   (and not before the last sample was taken); the relay sends a monotonic timestamp to an
+//!   idle task on an unbounded mpsc channel; the task records now - sent: the wake-up of an idle
+//!   task by a send inside the runtime. 10k samples; ns.
+//! wake_latency_external_p50/p99: the same, but the main thread sends the timestamp itself (a
+//!   send from outside the runtime).
 //! idle_cpu: one task awaiting a oneshot; CPU time (getrusage) of the process over 1 s.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -283,11 +286,24 @@ fn skewed_cpu(runtime: &Runtime, tasks: usize, rounds: u64) -> Duration {
     elapsed
 }
 
-// Latencies in ns, sorted.
-fn wake_latency(runtime: &Runtime, samples: usize) -> Vec<u64> {
+// Latencies in ns, sorted. inside: the main thread ticks a relay task, which sends the
+// timestamp (a send inside the runtime); otherwise the main thread sends it.
+fn wake_latency(runtime: &Runtime, samples: usize, inside: bool) -> Vec<u64> {
     let base = Instant::now();
     let received = Arc::new(AtomicUsize::new(0));
     let (stamp_sender, mut stamp_receiver) = mpsc::unbounded_channel::<u64>();
+    let (tick_sender, mut tick_receiver) = mpsc::unbounded_channel::<()>();
+    let relay = if inside {
+        let relayed = stamp_sender.clone();
+        Some(runtime.spawn(async move {
+            for _ in 0..samples {
+                tick_receiver.recv().await.unwrap();
+                relayed.send(base.elapsed().as_nanos() as u64).unwrap();
+            }
+        }))
+    } else {
+        None
+    };
     let counted = received.clone();
     let receiver = runtime.spawn(async move {
         let mut latencies = Vec::with_capacity(samples);
@@ -304,12 +320,21 @@ fn wake_latency(runtime: &Runtime, samples: usize) -> Vec<u64> {
         while received.load(Ordering::Acquire) < index {
             std::thread::sleep(WAKE_GAP);
         }
-        stamp_sender.send(base.elapsed().as_nanos() as u64).unwrap();
+        if inside {
+            tick_sender.send(()).unwrap();
+        } else {
+            stamp_sender.send(base.elapsed().as_nanos() as u64).unwrap();
+        }
     }
     let mut latencies = match runtime.block_on(receiver) {
         Ok(latencies) => latencies,
         Err(error) => fail(&format!("wake_latency: the receiver failed: {}", error)),
     };
+    if let Some(relay) = relay {
+        if let Err(error) = runtime.block_on(relay) {
+            fail(&format!("wake_latency: the relay failed: {}", error));
+        }
+    }
     latencies.sort_unstable();
     latencies
 }
@@ -451,22 +476,19 @@ fn main() {
         let elapsed = skewed_cpu(&runtime, s.skewed_tasks, rounds);
         report("skewed_cpu", "ms", elapsed.as_nanos() as f64 / 1e6);
     }
-    if wants("wake_latency_p50") || wants("wake_latency_p99") {
-        wake_latency(&runtime, w.wake_samples / 2);
-        let latencies = wake_latency(&runtime, s.wake_samples);
-        if wants("wake_latency_p50") {
-            report(
-                "wake_latency_p50",
-                "ns",
-                latencies[latencies.len() / 2] as f64,
-            );
+    for (inside, prefix) in [(true, "wake_latency"), (false, "wake_latency_external")] {
+        let p50 = format!("{}_p50", prefix);
+        let p99 = format!("{}_p99", prefix);
+        if !wants(&p50) && !wants(&p99) {
+            continue;
         }
-        if wants("wake_latency_p99") {
-            report(
-                "wake_latency_p99",
-                "ns",
-                latencies[latencies.len() * 99 / 100] as f64,
-            );
+        wake_latency(&runtime, w.wake_samples / 2, inside);
+        let latencies = wake_latency(&runtime, s.wake_samples, inside);
+        if wants(&p50) {
+            report(&p50, "ns", latencies[latencies.len() / 2] as f64);
+        }
+        if wants(&p99) {
+            report(&p99, "ns", latencies[latencies.len() * 99 / 100] as f64);
         }
     }
     if wants("idle_cpu") {
