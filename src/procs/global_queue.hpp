@@ -1,7 +1,7 @@
 // The global run queue of the procs scheduler: where work goes when a worker's local queue
 // overflows, and where work submitted from outside the workers waits for one to take it.
 //
-// Contract: any thread may call any member; push, push_batch, pop and pop_batch take a mutex
+// Contract: any thread may call any member; push, push_batch, pop and pop_batch take a lock
 // for a short, bounded time (pop_batch walks at most `max` links under it) and never block
 // otherwise. pop_batch must be called by the owner of the destination local queue (the one
 // thread that pushes to it). The queue never owns its items: it links them through their
@@ -19,6 +19,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <type_traits>
+
+#include "spin_lock.hpp"
 
 namespace weft::procs::detail {
 
@@ -43,7 +45,7 @@ class global_queue {
           "weft::procs global_queue::push: the item is null; push a pointer to a live item");
     }
     item->next_ready = nullptr;
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     append_locked(item, item, 1);
   }
 
@@ -56,7 +58,7 @@ class global_queue {
           "the first and last item of a chain linked through next_ready and its length");
     }
     last->next_ready = nullptr;
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     append_locked(first, last, count);
   }
 
@@ -67,7 +69,7 @@ class global_queue {
     if (empty_hint()) {
       return nullptr;
     }
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     const std::size_t length = length_.load(std::memory_order_relaxed);
     if (length == 0) {
       return nullptr;
@@ -99,7 +101,7 @@ class global_queue {
     T* first = nullptr;
     std::size_t taken = 0;
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard guard(lock_);
       const std::size_t length = length_.load(std::memory_order_relaxed);
       if (length == 0) {
         return nullptr;
@@ -139,10 +141,10 @@ class global_queue {
     length_.store(length_.load(std::memory_order_relaxed) + count, std::memory_order_release);
   }
 
-  std::mutex mutex_;
-  T* head_ = nullptr;  // guarded by mutex_
-  T* tail_ = nullptr;  // guarded by mutex_
-  // Written only under mutex_ (release); read anywhere (acquire) without the lock.
+  spin_lock lock_;     // held for a splice or a walk of at most `max` links
+  T* head_ = nullptr;  // guarded by lock_
+  T* tail_ = nullptr;  // guarded by lock_
+  // Written only under lock_ (release); read anywhere (acquire) without the lock.
   std::atomic<std::size_t> length_{0};
 };
 

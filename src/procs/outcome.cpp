@@ -46,7 +46,9 @@ void step_output::clear() noexcept {
   status_ = step_status::wait;
   used_ = 0;
   result_.clear();
-  error_ = nullptr;
+  if (error_) {
+    error_ = nullptr;  // an exception_ptr assignment is a call even when both are null
+  }
 }
 
 // --- outcome ----------------------------------------------------------------------------------

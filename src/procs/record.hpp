@@ -12,34 +12,12 @@
 #include <vector>
 
 #include "procs/chaos.hpp"
+#include "procs/spin_lock.hpp"
 #include "weft/procs/process.hpp"
 
 namespace weft::procs::detail {
 
 struct outcome_state;
-
-// A test-and-test-and-set lock for the inbox: held for a push_back or a swap, a few dozen
-// nanoseconds, so spinning (then yielding) beats a futex round trip. Acquire on lock, release
-// on unlock: everything written under it is visible to the next holder.
-class spin_lock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!held_.exchange(true, std::memory_order_acquire)) {
-        return;
-      }
-      while (held_.load(std::memory_order_relaxed)) {
-        if (++spins > 64) {
-          std::this_thread::yield();
-        }
-      }
-    }
-  }
-  void unlock() noexcept { held_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> held_{false};
-};
 
 // The state word. The phase says who is responsible for the record:
 //   free      in the free list, no process;
