@@ -582,12 +582,22 @@ process_handle scheduler::submit(std::unique_ptr<process> body, std::string_view
   return engine_->submit(std::move(body), method, input);
 }
 
-process_handle scheduler::submit(std::function<std::string()> function) {
+namespace {
+
+// submit's and spawn's plain-function form: the function as a one-step process.
+std::unique_ptr<process> as_process(const std::string& scheduler_name, const char* operation,
+                                    std::function<std::string()> function) {
   if (!function) {
-    throw std::invalid_argument(engine_->name() + ": submit needs a function, got an empty one");
+    throw std::invalid_argument(scheduler_name + ": " + operation +
+                                " needs a function, got an empty one");
   }
-  return engine_->submit(std::make_unique<detail::function_process>(std::move(function)), "main",
-                         {});
+  return std::make_unique<detail::function_process>(std::move(function));
+}
+
+}  // namespace
+
+process_handle scheduler::submit(std::function<std::string()> function) {
+  return engine_->submit(as_process(engine_->name(), "submit", std::move(function)), "main", {});
 }
 
 pid scheduler::spawn(std::unique_ptr<process> body, std::string_view method,
@@ -596,11 +606,7 @@ pid scheduler::spawn(std::unique_ptr<process> body, std::string_view method,
 }
 
 pid scheduler::spawn(std::function<std::string()> function) {
-  if (!function) {
-    throw std::invalid_argument(engine_->name() + ": spawn needs a function, got an empty one");
-  }
-  return engine_->spawn(std::make_unique<detail::function_process>(std::move(function)), "main",
-                        {});
+  return engine_->spawn(as_process(engine_->name(), "spawn", std::move(function)), "main", {});
 }
 
 void scheduler::send(pid to, std::string message, pid from) {
