@@ -251,6 +251,7 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
   record.initialised = false;
   record.waiting = false;
   record.forced.store(false, std::memory_order_relaxed);
+  record.has_outcome = handle_state != nullptr;
   if (handle_state != nullptr) {
     record.outcome =
         std::allocate_shared<outcome_state>(weft::detail::block_allocator<outcome_state>{});
@@ -272,6 +273,7 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
     if (record.accepting && !record.cancel_sent) {
       record.cancel_sent = true;
       record.inbox.push_back(event{event_type::cancel, 0, {}, nullptr, no_pid});
+      record.has_events = true;
     }
     record.inbox_lock.unlock();
   }
@@ -347,10 +349,12 @@ bool engine::deliver(pid to, event&& incoming, const char* operation, bool throw
         if (!record->cancel_sent) {
           record->cancel_sent = true;
           record->inbox.push_back(std::move(incoming));
+          record->has_events = true;
           wake = wake_locked(*record);
         }
       } else {
         record->inbox.push_back(std::move(incoming));
+        record->has_events = true;
         wake = wake_locked(*record);
       }
     }

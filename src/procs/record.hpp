@@ -51,6 +51,8 @@ struct entry_point {
 // finished by another, so every line it spans is a transfer between their caches (a larger
 // record measured 3x slower per spawn on two workers). The first line holds everything a
 // launch, a run and a finish of a small process touch; the second the inbox and the outcome.
+// The flags has_events and has_outcome keep a spawned process that gets no events from ever
+// reading the second line.
 // Records sit side by side in their chunk: without the alignment, one being launched would
 // share a line with its neighbour running on another worker. The events of a run are drained
 // into the worker's own vector (worker::batch), not kept here.
@@ -68,8 +70,10 @@ struct alignas(64) process_record {
   bool initialised = false;
   bool waiting = false;          // its last step asked to wait: an empty drain means no step
   bool default_entry = true;     // started at "main" with no input: `entry` unused
+  bool has_events = false;       // guarded by inbox_lock: `inbox` is not empty
   std::uint32_t index = 0;       // slot in the table (constant)
   std::uint32_t generation = 1;  // bumped each time the slot is freed
+  bool has_outcome = false;      // `outcome` is set (submitted, not spawned)
   pid id = no_pid;               // guarded by inbox_lock; no_pid unless live
   process_record* next_ready = nullptr;  // global_queue's link, used while queued there
   std::unique_ptr<process> body;

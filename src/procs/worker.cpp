@@ -332,11 +332,12 @@ void engine::run(worker& self, process_record& record) {
   // one makes this process run again.
   record.inbox_lock.lock();
   record.state.store(phase_running, std::memory_order_relaxed);
-  if (!record.inbox.empty()) {
+  if (record.has_events) {
     // The worker's empty vector (with its capacity) goes to the record for the next events.
     // Only when there are events: swapping an empty inbox would hand the capacity to a record
     // that never gets any, and leave the next busy one growing a vector from nothing.
     self.batch.swap(record.inbox);
+    record.has_events = false;
   }
   record.inbox_lock.unlock();
   chaos_point();
@@ -452,7 +453,10 @@ void engine::finish(worker& here, process_record& record, std::string result,
   record.accepting = false;
   record.id = no_pid;
   record.cancel_sent = false;
-  record.inbox.clear();  // events for a finished process are dropped with it
+  if (record.has_events) {
+    record.inbox.clear();  // events for a finished process are dropped with it
+    record.has_events = false;
+  }
   record.inbox_lock.unlock();
   record.state.store(phase_complete, std::memory_order_release);
   if (record.body != nullptr) {
@@ -462,7 +466,11 @@ void engine::finish(worker& here, process_record& record, std::string result,
   here.batch.clear();
   record.initialised = false;
   record.waiting = false;
-  std::shared_ptr<outcome_state> outcome = std::move(record.outcome);
+  std::shared_ptr<outcome_state> outcome;
+  if (record.has_outcome) {
+    outcome = std::move(record.outcome);
+    record.has_outcome = false;
+  }
   const pid id = record.self.self();
   free_record(&here, record);
   // After close(): whoever waits on the handle sees close's effects.
