@@ -510,10 +510,18 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
 // the finish it sees the start. Outside threads have no such anchor: they use a seq_cst RMW,
 // paired with stop()'s seq_cst store of stopping_ (one of the two sees the other).
 
+namespace {
+
+// +1 on a counter only this thread writes: a plain load and a release store, no RMW.
+void add_one(std::atomic<std::uint64_t>& counter) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+}  // namespace
+
 void engine::count_started(worker* here) noexcept {
   if (here != nullptr) {
-    here->started.store(here->started.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_release);
+    add_one(here->started);
   } else {
     outside_started_.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -522,8 +530,7 @@ void engine::count_started(worker* here) noexcept {
 void engine::uncount_started(worker* here) noexcept {
   // Undoes count_started for a process that never began: counted as finished at once.
   if (here != nullptr) {
-    here->finished.store(here->finished.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_release);
+    add_one(here->finished);
   } else {
     outside_finished_.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -543,7 +550,7 @@ std::size_t engine::count_live() const noexcept {
 }
 
 void engine::count_finished(worker& here) noexcept {
-  here.finished.store(here.finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  add_one(here.finished);
   notify_if_stopping();
 }
 
