@@ -14,10 +14,12 @@
 // process_handle::wait and stop. The workers are the scheduler's own threads (hardware
 // threads by default); a process runs on one of them at a time and may move between them.
 //
-// Work distribution: each worker has a bounded local queue (a process woken or submitted on a
-// worker goes there, the most recently woken into a one-slot "next" that runs first); a global
-// FIFO takes submissions from outside, and a worker takes up to global_batch from it at once;
-// an idle worker steals half of a random victim's queue. The global queue is checked every
+// Work distribution: each worker has a bounded local queue and a one-slot "next" that runs
+// first: a process woken or started on a worker takes "next", and the one it displaces goes to
+// the queue (so the last one started or woken by a step runs right after it, on the same core;
+// "next" is not stolen, so a step that spawns should not then spin). A global FIFO takes
+// submissions from outside, and a worker takes up to global_batch from it at once; an idle
+// worker steals half of a random victim's queue. The global queue is checked every
 // global_queue_interval runs, and "next" is bounded, so no process can starve the others.
 //
 // Lifetime: a process's handle, pid and completions may outlive it, and the scheduler (a
