@@ -5,10 +5,13 @@
 // and "free" needs no separate flag (owner_ == nullptr).
 #include "weft/sync/mutex.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -167,6 +170,48 @@ void mutex::unlock() {
                            "; only the coroutine that locked a mutex may unlock it");
   }
   hand_on();
+}
+
+namespace {
+
+// The mutexes in the one order every lock_all takes them in (by address), checked.
+std::vector<mutex*> in_lock_order(std::span<mutex* const> mutexes) {
+  std::vector<mutex*> ordered(mutexes.begin(), mutexes.end());
+  std::sort(ordered.begin(), ordered.end(), std::less<mutex*>());
+  if (!ordered.empty() && ordered.front() == nullptr) {
+    throw std::logic_error("weft::lock_all: a null mutex among the " +
+                           std::to_string(mutexes.size()) + " given");
+  }
+  auto twice = std::adjacent_find(ordered.begin(), ordered.end());
+  if (twice != ordered.end()) {
+    throw std::logic_error("weft::lock_all: weft::mutex " + address_of(*twice) +
+                           " is named twice; it would wait for itself");
+  }
+  return ordered;
+}
+
+}  // namespace
+
+void lock_all(std::span<mutex* const> mutexes, const timeout& limit) {
+  std::vector<mutex*> ordered = in_lock_order(mutexes);
+  std::size_t taken = 0;
+  try {
+    for (; taken < ordered.size(); ++taken) {
+      ordered[taken]->lock(limit);
+    }
+  } catch (...) {
+    while (taken > 0) {
+      ordered[--taken]->unlock();
+    }
+    throw;
+  }
+}
+
+void unlock_all(std::span<mutex* const> mutexes) {
+  std::vector<mutex*> ordered = in_lock_order(mutexes);
+  for (auto each = ordered.rbegin(); each != ordered.rend(); ++each) {
+    (*each)->unlock();
+  }
 }
 
 }  // namespace weft

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -323,3 +325,104 @@ TEST(Mutex, DeadlockReportNamesTheMutexItsOwnerAndItsWaiters) {
 }
 
 }  // namespace
+
+// --- lock_all ------------------------------------------------------------------------------------
+
+TEST(LockAll, CoroutinesNamingTheSameMutexesInOppositeOrdersAllFinish) {
+  // With std::scoped_lock of two hand-off mutexes these two can hand the locks round forever;
+  // lock_all takes them in one order whatever order they are named in.
+  weft::mutex accounts;
+  weft::mutex ledger;
+  int both_held = 0;
+  run_clean([&] {
+    auto forward = weft::spawn([&] {
+      for (int round = 0; round < 200; ++round) {
+        weft::mutex* pair[] = {&accounts, &ledger};
+        weft::lock_all(pair);
+        ++both_held;
+        weft::yield();  // hold both across a switch
+        weft::unlock_all(pair);
+        weft::yield();
+      }
+    });
+    auto backward = weft::spawn([&] {
+      for (int round = 0; round < 200; ++round) {
+        weft::scoped_lock_all guard(ledger, accounts);
+        EXPECT_TRUE(accounts.locked() && ledger.locked());
+        ++both_held;
+        weft::yield();
+      }
+    });
+    forward.await();
+    backward.await();
+  });
+  EXPECT_EQ(both_held, 400);
+  EXPECT_FALSE(accounts.locked());
+  EXPECT_FALSE(ledger.locked());
+}
+
+// The mutexes as lock_all orders them: lower address first.
+std::pair<weft::mutex*, weft::mutex*> in_address_order(weft::mutex& one, weft::mutex& other) {
+  return std::less<weft::mutex*>()(&one, &other) ? std::pair{&one, &other}
+                                                 : std::pair{&other, &one};
+}
+
+TEST(LockAll, ATimeoutOnALaterMutexReleasesTheOnesAlreadyTaken) {
+  weft::mutex one;
+  weft::mutex other;
+  auto [first, second] = in_address_order(one, other);
+  run_clean([&, first = first, second = second] {
+    weft::event release;
+    auto holder = weft::spawn([&] {
+      std::lock_guard<weft::mutex> hold(*second);
+      release.wait();
+    });
+    ASSERT_TRUE(yield_until([&] { return second->locked(); }));
+    weft::mutex* both[] = {&one, &other};
+    EXPECT_THROW(weft::lock_all(both, weft::timeout(10ms)), weft::timeout_error);
+    EXPECT_FALSE(first->locked()) << "lock_all holds all or none";
+    EXPECT_EQ(second->waiting(), 0u);
+    release.set();
+    holder.await();
+  });
+  EXPECT_FALSE(one.locked());
+  EXPECT_FALSE(other.locked());
+}
+
+TEST(LockAll, ACancelWhileWaitingReleasesTheOnesAlreadyTaken) {
+  weft::mutex one;
+  weft::mutex other;
+  auto [first, second] = in_address_order(one, other);
+  run_clean([&, first = first, second = second] {
+    weft::event release;
+    auto holder = weft::spawn([&] {
+      std::lock_guard<weft::mutex> hold(*second);
+      release.wait();
+    });
+    ASSERT_TRUE(yield_until([&] { return second->locked(); }));
+    auto waiter = weft::spawn([&] { weft::scoped_lock_all guard(one, other); });
+    ASSERT_TRUE(yield_until([&] { return second->waiting() == 1; }));
+    EXPECT_TRUE(first->locked()) << "the waiter took the first mutex before waiting";
+    waiter.cancel("giving up");
+    EXPECT_THROW(waiter.await(), weft::cancelled_error);
+    EXPECT_FALSE(first->locked()) << "a cancelled lock_all releases what it took";
+    release.set();
+    holder.await();
+  });
+  EXPECT_FALSE(one.locked());
+  EXPECT_FALSE(other.locked());
+}
+
+TEST(LockAll, NamingAMutexTwiceOrANullIsALogicErrorAndTakesNothing) {
+  weft::mutex shared;
+  weft::mutex spare;
+  run_clean([&] {
+    weft::mutex* twice[] = {&spare, &shared, &shared};
+    expect_logic_error([&] { weft::lock_all(twice); },
+                       {"weft::lock_all", address_of(&shared), "named twice"});
+    weft::mutex* with_null[] = {&shared, nullptr};
+    expect_logic_error([&] { weft::lock_all(with_null); }, {"weft::lock_all", "null mutex"});
+    EXPECT_FALSE(shared.locked());
+    EXPECT_FALSE(spare.locked());
+  });
+}

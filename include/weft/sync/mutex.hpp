@@ -15,18 +15,21 @@
 //     unlocked mutex and lock() by the owner (which would wait forever) are std::logic_error
 //     naming the coroutines involved. A deadlock report shows who holds it and how many wait.
 //   - Usable with std::unique_lock, std::lock_guard and std::scoped_lock (try_lock_for and
-//     try_lock_until make unique_lock's timed constructors work). Take several mutexes in one
-//     consistent order: std::lock's back-off (lock one, try the others, release and retry)
-//     assumes a released mutex can be retaken, but hand-off gives it to its oldest waiter, so
-//     coroutines taking the same mutexes in opposite orders can keep handing them round.
+//     try_lock_until make unique_lock's timed constructors work). To take several at once, use
+//     weft::lock_all or weft::scoped_lock_all (below), not std::lock / std::scoped_lock of
+//     several: std::lock's back-off (lock one, try the others, release and retry) assumes a
+//     released mutex can be retaken, but hand-off gives it to its oldest waiter, so coroutines
+//     taking the same mutexes in opposite orders can keep handing them round.
 //   - The mutex must outlive every wait on it. Destroying it while locked is allowed (the owner
 //     record is dropped); destroying it while coroutines wait on it aborts.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "weft/sched/coroutine.hpp"
@@ -128,6 +131,34 @@ class mutex {
   // ended without unlocking.
   detail::coroutine* owner_ = nullptr;
   detail::waiter_queue waiters_;
+};
+
+// Takes every mutex in `mutexes`, in one order shared by every caller (by address), so
+// coroutines that take the same mutexes through lock_all never deadlock nor hand them round,
+// whatever order each names them in. Waits like mutex::lock, sharing one `limit` across all of
+// them; when it throws (timeout_error, cancelled_error, a misuse) the mutexes it had taken are
+// released first, so it holds all or none. The same mutex twice, or a null, is
+// std::logic_error.
+void lock_all(std::span<mutex* const> mutexes, const timeout& limit = timeout::never());
+// Releases every mutex in `mutexes` (in reverse address order).
+void unlock_all(std::span<mutex* const> mutexes);
+
+// lock_all for the scope: `weft::scoped_lock_all guard(accounts, ledger);`
+template <class... Mutexes>
+class scoped_lock_all {
+  static_assert(sizeof...(Mutexes) > 0, "scoped_lock_all: name at least one mutex");
+
+ public:
+  explicit scoped_lock_all(Mutexes&... mutexes) : held_{&mutexes...} { lock_all(held_); }
+  scoped_lock_all(const timeout& limit, Mutexes&... mutexes) : held_{&mutexes...} {
+    lock_all(held_, limit);
+  }
+  scoped_lock_all(const scoped_lock_all&) = delete;
+  scoped_lock_all& operator=(const scoped_lock_all&) = delete;
+  ~scoped_lock_all() { unlock_all(held_); }
+
+ private:
+  std::array<mutex*, sizeof...(Mutexes)> held_;
 };
 
 }  // namespace weft
