@@ -35,4 +35,28 @@ io_error::io_error(int code, std::string operation, std::string subject, const s
       operation_(std::move(operation)),
       subject_(std::move(subject)) {}
 
+namespace detail {
+
+std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& failure) {
+    return failure.what();
+  } catch (...) {
+    return "a non-std exception";
+  }
+}
+
+bool is_cancellation(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const cancelled_error&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace detail
+
 }  // namespace weft

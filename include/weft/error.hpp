@@ -125,4 +125,11 @@ class deadlock_error : public error {
   std::string report_;
 };
 
+namespace detail {
+// The what() of the exception `error` holds, or "a non-std exception" (for messages).
+std::string what_of(const std::exception_ptr& error);
+// Whether `error` holds a cancelled_error.
+bool is_cancellation(const std::exception_ptr& error);
+}  // namespace detail
+
 }  // namespace weft

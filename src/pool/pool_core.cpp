@@ -18,16 +18,6 @@ namespace weft {
 namespace detail {
 namespace {
 
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& caught) {
-    return caught.what();
-  } catch (...) {
-    return "a non-standard exception";
-  }
-}
-
 // A cancellation caught where it cannot propagate (a hook called from a noexcept path) is armed
 // again on the calling coroutine, so its next suspension point raises it.
 void cancel_again(const cancelled_error& cancellation) noexcept {

@@ -286,11 +286,8 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
 }
 
 void engine::report_detached_failure(pid id, const std::exception_ptr& error) const noexcept {
-  try {
-    std::rethrow_exception(error);
-  } catch (const cancelled_error&) {
+  if (weft::detail::is_cancellation(error)) {
     return;  // terminated, forced at stop, or it chose to end cancelled: not a failure to report
-  } catch (...) {
   }
   if (options_.on_detached_failure) {
     try {
@@ -301,15 +298,8 @@ void engine::report_detached_failure(pid id, const std::exception_ptr& error) co
                    options_.name.c_str(), describe_pid(id).c_str());
     }
   }
-  std::string what = "an exception that is not a std::exception";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& failure) {
-    what = failure.what();
-  } catch (...) {
-  }
   std::fprintf(stderr, "%s: detached process %s failed: %s\n", options_.name.c_str(),
-               describe_pid(id).c_str(), what.c_str());
+               describe_pid(id).c_str(), weft::detail::what_of(error).c_str());
 }
 
 bool engine::wake_locked(process_record& record) noexcept {
@@ -510,18 +500,9 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
 // the finish it sees the start. Outside threads have no such anchor: they use a seq_cst RMW,
 // paired with stop()'s seq_cst store of stopping_ (one of the two sees the other).
 
-namespace {
-
-// +1 on a counter only this thread writes: a plain load and a release store, no RMW.
-void add_one(std::atomic<std::uint64_t>& counter) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-}
-
-}  // namespace
-
 void engine::count_started(worker* here) noexcept {
   if (here != nullptr) {
-    add_one(here->started);
+    worker::count(here->started);
   } else {
     outside_started_.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -530,7 +511,7 @@ void engine::count_started(worker* here) noexcept {
 void engine::uncount_started(worker* here) noexcept {
   // Undoes count_started for a process that never began: counted as finished at once.
   if (here != nullptr) {
-    add_one(here->finished);
+    worker::count(here->finished);
   } else {
     outside_finished_.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -550,7 +531,7 @@ std::size_t engine::count_live() const noexcept {
 }
 
 void engine::count_finished(worker& here) noexcept {
-  add_one(here.finished);
+  worker::count(here.finished);
   notify_if_stopping();
 }
 

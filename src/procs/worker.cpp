@@ -342,7 +342,7 @@ void engine::run(worker& self, process_record& record) {
   record.inbox_lock.unlock();
   chaos_point();
   if (record.forced.load(std::memory_order_acquire)) {
-    finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    finish_terminated(self, record);
     return;
   }
   if (!record.initialised) {
@@ -354,12 +354,11 @@ void engine::run(worker& self, process_record& record) {
         record.body->init(record.self, record.entry->method, record.entry->input);
       }
     } catch (...) {
-      self.batch.clear();
       finish(self, record, {}, std::current_exception());
       return;
     }
     if (record.forced.load(std::memory_order_acquire)) {  // terminated while in init
-      finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+      finish_terminated(self, record);
       return;
     }
   } else if (record.waiting && self.batch.empty()) {
@@ -380,14 +379,14 @@ void engine::run(worker& self, process_record& record) {
   // than handed to their handlers (terminate means no further effects; their completions
   // would find no process anyway).
   if (record.forced.load(std::memory_order_acquire)) {
-    finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    finish_terminated(self, record);
     return;
   }
   if (!out.commands().empty()) {
     dispatch(self, record);
   }
   if (record.forced.load(std::memory_order_acquire)) {  // terminated by one of its handlers
-    finish(self, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
+    finish_terminated(self, record);
     return;
   }
   switch (out.status()) {
@@ -445,6 +444,10 @@ void engine::dispatch(worker& self, process_record& record) {
       // failed the yield already, so the process hears of it.
     }
   }
+}
+
+void engine::finish_terminated(worker& here, process_record& record) noexcept {
+  finish(here, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
 }
 
 void engine::finish(worker& here, process_record& record, std::string result,

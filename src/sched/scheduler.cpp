@@ -72,16 +72,6 @@ void thread_stack_bounds(execution_context& root) {
   }
 }
 
-bool is_cancellation(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const cancelled_error&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
 std::string where(const std::source_location& location) {
   return std::string(location.file_name()) + ":" + std::to_string(location.line()) + " (in " +
          location.function_name() + ")";

@@ -37,16 +37,6 @@ std::exception_ptr failure(const await_input& input) {
   return input.future->error();
 }
 
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& failed) {
-    return failed.what();
-  } catch (...) {
-    return "a non-std exception";
-  }
-}
-
 class completion_watch {
  public:
   completion_watch(const char* combinator, std::span<const await_input> inputs,

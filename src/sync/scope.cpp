@@ -27,16 +27,6 @@ namespace {
 // Errors remembered from child scopes, to deliver each error to a scope once.
 constexpr std::size_t remembered_child_errors = 16;
 
-std::string describe_error(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& failure) {
-    return failure.what();
-  } catch (...) {
-    return "a non-std exception";
-  }
-}
-
 std::string label(const std::string& name) {
   return name.empty() ? std::string("scope") : "scope '" + name + "'";
 }
@@ -86,7 +76,7 @@ scope::~scope() {
       running->report_uncaught(error_);
     } else {
       std::fprintf(stderr, "weft: %s failed and nobody joined it: %s\n", label(name_).c_str(),
-                   describe_error(error_).c_str());
+                   detail::what_of(error_).c_str());
     }
   }
 }
@@ -304,7 +294,7 @@ void scope::fail(std::exception_ptr error) noexcept {
     return;  // the first error stands; everything is being cancelled already
   }
   error_ = error;
-  close_tree(label(name_) + " failed: " + describe_error(error));
+  close_tree(label(name_) + " failed: " + detail::what_of(error));
   if (propagate_to_parent(error)) {
     error_observed_ = true;
   }

@@ -38,13 +38,7 @@ std::string first_error_text(const std::vector<std::exception_ptr>& errors) {
   if (errors.empty()) {
     return "no error";
   }
-  try {
-    std::rethrow_exception(errors.front());
-  } catch (const std::exception& failure) {
-    return failure.what();
-  } catch (...) {
-    return "a non-std exception";
-  }
+  return detail::what_of(errors.front());
 }
 
 }  // namespace
