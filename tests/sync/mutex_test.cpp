@@ -367,17 +367,24 @@ std::pair<weft::mutex*, weft::mutex*> in_address_order(weft::mutex& one, weft::m
                                                  : std::pair{&other, &one};
 }
 
+// From inside a run: a coroutine that holds `held` until `release` is set, started and holding.
+weft::task<void> hold_until(weft::mutex& held, weft::event& release) {
+  auto holder = weft::spawn([&] {
+    std::lock_guard<weft::mutex> hold(held);
+    release.wait();
+  });
+  EXPECT_TRUE(yield_until([&] { return held.locked(); }));
+  return holder;
+}
+
 TEST(LockAll, ATimeoutOnALaterMutexReleasesTheOnesAlreadyTaken) {
   weft::mutex one;
   weft::mutex other;
   auto [first, second] = in_address_order(one, other);
   run_clean([&, first = first, second = second] {
     weft::event release;
-    auto holder = weft::spawn([&] {
-      std::lock_guard<weft::mutex> hold(*second);
-      release.wait();
-    });
-    ASSERT_TRUE(yield_until([&] { return second->locked(); }));
+    auto holder = hold_until(*second, release);
+    ASSERT_TRUE(second->locked());
     weft::mutex* both[] = {&one, &other};
     EXPECT_THROW(weft::lock_all(both, weft::timeout(10ms)), weft::timeout_error);
     EXPECT_FALSE(first->locked()) << "lock_all holds all or none";
@@ -395,11 +402,8 @@ TEST(LockAll, ACancelWhileWaitingReleasesTheOnesAlreadyTaken) {
   auto [first, second] = in_address_order(one, other);
   run_clean([&, first = first, second = second] {
     weft::event release;
-    auto holder = weft::spawn([&] {
-      std::lock_guard<weft::mutex> hold(*second);
-      release.wait();
-    });
-    ASSERT_TRUE(yield_until([&] { return second->locked(); }));
+    auto holder = hold_until(*second, release);
+    ASSERT_TRUE(second->locked());
     auto waiter = weft::spawn([&] { weft::scoped_lock_all guard(one, other); });
     ASSERT_TRUE(yield_until([&] { return second->waiting() == 1; }));
     EXPECT_TRUE(first->locked()) << "the waiter took the first mutex before waiting";
