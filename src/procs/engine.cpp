@@ -14,14 +14,6 @@
 
 namespace weft::procs {
 
-// Sets the private members of a process's context.
-struct process_record_access {
-  static void bind(context& self, pid id, scheduler& owner) noexcept {
-    self.self_ = id;
-    self.owner_ = &owner;
-  }
-};
-
 namespace detail {
 
 namespace {
@@ -257,7 +249,7 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
         std::allocate_shared<outcome_state>(weft::detail::block_allocator<outcome_state>{});
     *handle_state = record.outcome;  // before schedule(): from then on a worker may finish it
   }
-  process_record_access::bind(record.self, id, facade_);
+  process_record_access::bind(*record.body, id, facade_);
   // Queued before it accepts events: a sender that gets in first sees it queued and leaves the
   // waking to us.
   record.state.store(phase_queued, std::memory_order_relaxed);

@@ -15,6 +15,20 @@
 #include "procs/spin_lock.hpp"
 #include "weft/procs/process.hpp"
 
+namespace weft::procs {
+
+// The context inside a process object (process::context_): bound when the process is launched,
+// handed to init by the worker.
+struct process_record_access {
+  static void bind(process& body, pid id, scheduler& owner) noexcept {
+    body.context_.self_ = id;
+    body.context_.owner_ = &owner;
+  }
+  static context& context_of(process& body) noexcept { return body.context_; }
+};
+
+}  // namespace weft::procs
+
 namespace weft::procs::detail {
 
 struct outcome_state;
@@ -77,7 +91,6 @@ struct alignas(64) process_record {
   pid id = no_pid;               // guarded by inbox_lock; no_pid unless live
   process_record* next_ready = nullptr;  // global_queue's link, used while queued there
   std::unique_ptr<process> body;
-  context self;
 
   // --- line 1 ---
   std::vector<event> inbox;  // guarded by inbox_lock
@@ -90,5 +103,10 @@ inline pid make_pid(std::uint32_t generation, std::uint32_t index) noexcept {
   return (static_cast<pid>(generation) << 32) | index;
 }
 inline std::uint32_t index_of(pid id) noexcept { return static_cast<std::uint32_t>(id); }
+// The pid of the process a record holds, for its holder (the generation changes only when the
+// record is freed).
+inline pid pid_of(const process_record& record) noexcept {
+  return make_pid(record.generation, record.index);
+}
 
 }  // namespace weft::procs::detail

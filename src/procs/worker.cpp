@@ -349,9 +349,10 @@ void engine::run(worker& self, process_record& record) {
     record.initialised = true;
     try {
       if (record.default_entry) {
-        record.body->init(record.self, "main", {});
+        record.body->init(process_record_access::context_of(*record.body), "main", {});
       } else {
-        record.body->init(record.self, record.entry->method, record.entry->input);
+        record.body->init(process_record_access::context_of(*record.body), record.entry->method,
+                          record.entry->input);
       }
     } catch (...) {
       finish(self, record, {}, std::current_exception());
@@ -426,7 +427,7 @@ void engine::go_idle(worker& self, process_record& record) {
 
 void engine::dispatch(worker& self, process_record& record) {
   const handler_map& handlers = *handlers_.load(std::memory_order_acquire);
-  const pid id = record.self.self();
+  const pid id = pid_of(record);
   for (const command& yielded : self.output.commands()) {
     auto found = handlers.find(yielded.type);
     if (found == handlers.end()) {
@@ -474,7 +475,7 @@ void engine::finish(worker& here, process_record& record, std::string result,
     outcome = std::move(record.outcome);
     record.has_outcome = false;
   }
-  const pid id = record.self.self();
+  const pid id = pid_of(record);
   free_record(&here, record);
   // After close(): whoever waits on the handle sees close's effects.
   if (outcome != nullptr) {

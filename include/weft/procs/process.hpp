@@ -103,14 +103,15 @@ class step_output {
 
 // What a process knows of its place: its pid and the scheduler running it. Valid from init()
 // to close(); usable only from the process's own init/step (send and submit are thread-safe
-// anyway).
+// anyway). It lives in the process object itself (see process), so reading it touches only
+// memory the worker running the process already has: not the engine's record of the process,
+// which senders on other cores write.
 class context {
  public:
   pid self() const noexcept { return self_; }
   scheduler& owner() const noexcept { return *owner_; }
 
  private:
-  friend class scheduler;
   friend struct process_record_access;
   pid self_ = no_pid;
   scheduler* owner_ = nullptr;
@@ -138,9 +139,15 @@ class process {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
 
+  // `self` is this object's own context (the same reference for the whole life of the
+  // process), so keeping a pointer or reference to it is safe until close().
   virtual void init(context& self, std::string_view method, std::string_view input) = 0;
   virtual void step(std::span<event> events, step_output& out) = 0;
   virtual void close() noexcept {}
+
+ private:
+  friend struct process_record_access;  // the scheduler binds it when the process starts
+  context context_;
 };
 
 }  // namespace weft::procs
