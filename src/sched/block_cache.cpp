@@ -177,6 +177,11 @@ void* allocate_block(std::size_t size) {
   if (free_block* block = mine.loaded) {
     mine.loaded = block->next;
     --mine.loaded_count;
+    // The next block's line is needed by the next allocation (its link is read first, then the
+    // caller writes it), and it is often in another core's cache: a batch that came from the
+    // depot was freed by another thread. Asking for it now overlaps that miss with this
+    // allocation's use instead of stalling the next one on it.
+    __builtin_prefetch(mine.loaded, 1);
     return block;
   }
   return allocate_slow(index);
