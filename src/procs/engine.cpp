@@ -260,7 +260,6 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
   // waking to us.
   record.state.store(phase_queued, std::memory_order_relaxed);
   record.inbox_lock.lock();
-  record.id = id;
   record.accepting = true;
   record.cancel_sent = false;
   record.inbox_lock.unlock();
@@ -331,7 +330,7 @@ bool engine::deliver(pid to, event&& incoming, const char* operation, bool throw
   bool accepted = false;
   if (record != nullptr) {
     record->inbox_lock.lock();
-    if (record->accepting && record->id == to) {
+    if (record->accepting && pid_of(*record) == to) {
       accepted = true;
       if (incoming.type == event_type::cancel) {
         if (!record->cancel_sent) {
@@ -374,7 +373,7 @@ void engine::terminate(pid target) {
   bool found = false;
   if (record != nullptr) {
     record->inbox_lock.lock();
-    if (record->accepting && record->id == target) {
+    if (record->accepting && pid_of(*record) == target) {
       found = true;
       record->forced.store(true, std::memory_order_release);
       wake = wake_locked(*record);
@@ -416,7 +415,7 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
         process_record& record = records[slot];
         record.inbox_lock.lock();
         bool live = record.accepting;
-        pid id = record.id;
+        pid id = live ? pid_of(record) : no_pid;
         record.inbox_lock.unlock();
         if (live) {
           action(id);

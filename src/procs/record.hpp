@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -64,16 +65,24 @@ struct entry_point {
 // Two cache lines, aligned to one: a record is launched by one worker and usually run and
 // finished by another, so every line it spans is a transfer between their caches (a larger
 // record measured 3x slower per spawn on two workers). The first line holds everything a
-// launch, a run and a finish of a small process touch; the second the inbox and the outcome.
-// The flags has_events and has_outcome keep a spawned process that gets no events from ever
-// reading the second line.
+// launch, a run and a finish of a small process touch, and everything a sender touches under
+// the inbox lock (the lock, the identity check, the inbox's vector and the state word): with
+// many senders on several cores, the lock's holder pays for each line it pulls while the others
+// wait, so the critical section spans this one line plus the slot the event goes to. The second
+// line holds the outcome and the entry point, which only submit, a non-default start and the
+// end of a submitted process read.
 // Records sit side by side in their chunk: without the alignment, one being launched would
 // share a line with its neighbour running on another worker. The events of a run are drained
 // into the worker's own vector (worker::batch), not kept here.
+//
+// The live process's pid is make_pid(generation, index) (pid_of): no separate field. A sender
+// holding inbox_lock reads generation only after seeing accepting set, and generation changes
+// only in free_record, after finish cleared accepting under the same lock, so the two never
+// race.
 struct alignas(64) process_record {
   // --- line 0 ---
   std::atomic<std::uint32_t> state{phase_free};
-  // Guarded by inbox_lock: the identity of the live process and whether events go in.
+  // Guarded by inbox_lock: whether events go in (and so whether generation names the process).
   spin_lock inbox_lock;
   bool accepting = false;  // events go in only while true
   bool cancel_sent = false;
@@ -86,18 +95,19 @@ struct alignas(64) process_record {
   bool default_entry = true;     // started at "main" with no input: `entry` unused
   bool has_events = false;       // guarded by inbox_lock: `inbox` is not empty
   std::uint32_t index = 0;       // slot in the table (constant)
-  std::uint32_t generation = 1;  // bumped each time the slot is freed
+  std::uint32_t generation = 1;  // bumped each time the slot is freed (see above)
   bool has_outcome = false;      // `outcome` is set (submitted, not spawned)
-  pid id = no_pid;               // guarded by inbox_lock; no_pid unless live
   process_record* next_ready = nullptr;  // global_queue's link, used while queued there
   std::unique_ptr<process> body;
+  std::vector<event> inbox;  // guarded by inbox_lock
 
   // --- line 1 ---
-  std::vector<event> inbox;  // guarded by inbox_lock
   std::shared_ptr<outcome_state> outcome;
   std::unique_ptr<entry_point> entry;  // when !default_entry
 };
 static_assert(sizeof(process_record) == 128, "two cache lines (see the layout above)");
+static_assert(offsetof(process_record, inbox) + sizeof(std::vector<event>) <= 64,
+              "the inbox is in the first line with its lock (see the layout above)");
 
 inline pid make_pid(std::uint32_t generation, std::uint32_t index) noexcept {
   return (static_cast<pid>(generation) << 32) | index;

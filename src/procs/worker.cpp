@@ -455,7 +455,6 @@ void engine::finish(worker& here, process_record& record, std::string result,
                     std::exception_ptr error) noexcept {
   record.inbox_lock.lock();
   record.accepting = false;
-  record.id = no_pid;
   record.cancel_sent = false;
   if (record.has_events) {
     record.inbox.clear();  // events for a finished process are dropped with it
