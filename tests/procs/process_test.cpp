@@ -275,6 +275,46 @@ TEST_F(ProcsProcess, IdsAreDistinctAndNonZeroAlsoAcrossReusedSlots) {
   stop_and_check_clean(engine);
 }
 
+// The context handed to init is the process object's own: a process may keep a reference to
+// it for its whole life, and self() is the pid its handle names, through every step and across
+// slots reused by earlier processes.
+class context_keeper : public weft::procs::process {
+ public:
+  void init(context& self, std::string_view, std::string_view) override {
+    const auto* begin = reinterpret_cast<const char*>(this);
+    const auto* where = reinterpret_cast<const char*>(&self);
+    inside_ = where >= begin && where < begin + sizeof(*this);
+    kept_ = &self;
+  }
+  void step(std::span<event>, step_output& out) override {
+    if (++steps_ < 4) {
+      out.keep_running();
+      return;
+    }
+    // The result names the pid the context held and whether it stayed put.
+    out.done(std::to_string(kept_->self()) + (inside_ ? " inside" : " outside"));
+  }
+
+ private:
+  context* kept_ = nullptr;
+  bool inside_ = false;
+  int steps_ = 0;
+};
+
+TEST_F(ProcsProcess, TheContextIsTheProcessObjectsOwnAndNamesItsPidForItsWholeLife) {
+  scheduler engine({.workers = 2});
+  for (int round = 0; round < 3; ++round) {
+    std::vector<process_handle> handles;
+    for (int index = 0; index < 50; ++index) {
+      handles.push_back(engine.submit(std::make_unique<context_keeper>()));
+    }
+    for (process_handle& handle : handles) {
+      EXPECT_EQ(handle.wait_for(generous), std::to_string(handle.id()) + " inside");
+    }
+  }
+  stop_and_check_clean(engine);
+}
+
 TEST_F(ProcsProcess, WaitForTimesOutAndTheProcessKeepsRunning) {
   scheduler engine({.workers = 2});
   process_handle handle =
