@@ -324,7 +324,9 @@ bool engine::wake_locked(process_record& record) noexcept {
   }
 }
 
-bool engine::deliver(pid to, event&& incoming, const char* operation, bool throw_if_unknown) {
+bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
+                     std::exception_ptr&& error, pid from, const char* operation,
+                     bool throw_if_unknown) {
   process_record* record = live_record(to);
   bool wake = false;
   bool accepted = false;
@@ -332,15 +334,16 @@ bool engine::deliver(pid to, event&& incoming, const char* operation, bool throw
     record->inbox_lock.lock();
     if (record->accepting && pid_of(*record) == to) {
       accepted = true;
-      if (incoming.type == event_type::cancel) {
-        if (!record->cancel_sent) {
-          record->cancel_sent = true;
-          record->inbox.push_back(std::move(incoming));
-          record->has_events = true;
-          wake = wake_locked(*record);
-        }
-      } else {
-        record->inbox.push_back(std::move(incoming));
+      if (type != event_type::cancel || !record->cancel_sent) {
+        record->cancel_sent = record->cancel_sent || type == event_type::cancel;
+        // Built in its slot: the data string is moved once, from the caller's to the event's
+        // (a move of a short string is a copy of its inline buffer).
+        event& slot = record->inbox.emplace_back();
+        slot.type = type;
+        slot.tag = tag;
+        slot.data = std::move(data);
+        slot.error = std::move(error);
+        slot.from = from;
         record->has_events = true;
         wake = wake_locked(*record);
       }
@@ -357,14 +360,22 @@ bool engine::deliver(pid to, event&& incoming, const char* operation, bool throw
   return accepted;
 }
 
+bool engine::send(pid to, std::string&& message, pid from) {
+  if (stopped()) {
+    throw scheduler_stopped_error(options_.name +
+                                  ": send after stop(): no process is left to receive it");
+  }
+  return deliver(to, event_type::message, 0, std::move(message), nullptr, from, "send", false);
+}
+
 void engine::complete_yield(pid target, std::uint64_t tag, std::string data,
                             std::exception_ptr error) {
-  deliver(target, event{event_type::yield_complete, tag, std::move(data), std::move(error), no_pid},
+  deliver(target, event_type::yield_complete, tag, std::move(data), std::move(error), no_pid,
           "complete", false);
 }
 
 void engine::cancel(pid target, bool throw_if_unknown) {
-  deliver(target, event{event_type::cancel, 0, {}, nullptr, no_pid}, "cancel", throw_if_unknown);
+  deliver(target, event_type::cancel, 0, {}, nullptr, no_pid, "cancel", throw_if_unknown);
 }
 
 void engine::terminate(pid target) {
@@ -599,20 +610,14 @@ pid scheduler::spawn(std::function<std::string()> function) {
 }
 
 void scheduler::send(pid to, std::string message, pid from) {
-  if (!try_send(to, std::move(message), from)) {
+  if (!engine_->send(to, std::move(message), from)) {
     throw unknown_process_error(engine_->name() + ": send to " + detail::describe_pid(to) +
                                 ": no such live process (it finished, or never existed)");
   }
 }
 
 bool scheduler::try_send(pid to, std::string message, pid from) {
-  if (engine_->stopped()) {
-    throw scheduler_stopped_error(engine_->name() +
-                                  ": send after stop(): no process is left to "
-                                  "receive it");
-  }
-  return engine_->deliver(to, event{event_type::message, 0, std::move(message), nullptr, from},
-                          "send", false);
+  return engine_->send(to, std::move(message), from);
 }
 
 void scheduler::cancel(pid target) { engine_->cancel(target, true); }

@@ -99,7 +99,12 @@ class engine : public std::enable_shared_from_this<engine> {
   process_handle submit(std::unique_ptr<process> body, std::string_view method,
                         std::string_view input);
   pid spawn(std::unique_ptr<process> body, std::string_view method, std::string_view input);
-  bool deliver(pid to, event&& incoming, const char* operation, bool throw_if_unknown);
+  // An event to `to`'s inbox (a cancel only once per process); false, or unknown_process_error
+  // when throw_if_unknown, if `to` is not a live process.
+  bool deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
+               std::exception_ptr&& error, pid from, const char* operation, bool throw_if_unknown);
+  // scheduler::send and try_send: a message, or scheduler_stopped_error after stop().
+  bool send(pid to, std::string&& message, pid from);
   void cancel(pid target, bool throw_if_unknown);
   void terminate(pid target);
   bool stop(std::chrono::steady_clock::duration grace);
