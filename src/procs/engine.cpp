@@ -278,7 +278,7 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
   // LIFO slot do: a chain of spawns (or a spawn the spawner then waits on) stays on this core,
   // hot in its cache, instead of being stolen by an idle worker at the cost of a cache-line
   // transfer per hop. The process it displaces goes to the queue, where thieves see it.
-  schedule(record, true);
+  schedule(record, false);
   return id;
 }
 
@@ -392,7 +392,7 @@ void engine::terminate(pid target) {
     record->inbox_lock.unlock();
   }
   if (wake) {
-    schedule(*record, true);
+    schedule(*record, false);
   }
   if (!found) {
     throw unknown_process_error(options_.name + ": terminate " + describe_pid(target) +

@@ -52,6 +52,7 @@ struct worker {
   std::size_t number = 0;
   local_queue<process_record> queue;
   process_record* next = nullptr;     // the process this worker just woke: runs first
+  bool next_by_event = false;         // `next` was woken by an event (not launched)
   std::size_t next_runs = 0;          // consecutive runs from `next`
   std::size_t until_global_look = 0;  // runs left before the global queue's forced look
   std::uint64_t random_state = 0;
@@ -132,8 +133,10 @@ class engine : public std::enable_shared_from_this<engine> {
              std::shared_ptr<outcome_state>* handle_state);
   void report_detached_failure(pid id, const std::exception_ptr& error) const noexcept;
 
-  // Scheduling. Call with the record in phase queued and owned by the caller.
-  void schedule(process_record& record, bool woken);
+  // Scheduling. Call with the record in phase queued and owned by the caller; by_event: woken
+  // by an event, not launched.
+  void schedule(process_record& record, bool by_event);
+  void yield_next_to_queue(worker& self);  // worker.cpp: after a step that ended its process
   void notify_work() noexcept;
   void notify_others() noexcept;  // notify_work from a worker: a no-op with a single worker
   // Under the record's inbox_lock, with the record accepting: wakes it if idle. True when the

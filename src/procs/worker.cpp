@@ -71,22 +71,20 @@ void worker::wake() noexcept {
 
 // --- scheduling -------------------------------------------------------------------------------
 
-void engine::schedule(process_record& record, bool woken) {
+void engine::schedule(process_record& record, bool by_event) {
   worker* here = current_worker(this);
   if (here == nullptr) {
     global_.push(&record);
     notify_work();
     return;
   }
-  process_record* queued = &record;
-  if (woken) {
-    // The process this worker just woke runs next (a reply is usually awaited by the one that
-    // sent it: the message is hot in this core's cache). The one it displaces goes to the
-    // queue, where thieves can see it.
-    queued = std::exchange(here->next, &record);
-    if (queued == nullptr) {
-      return;
-    }
+  // The process this worker just launched or woke runs next (a reply is usually awaited by
+  // the one that sent it, and a spawned child's data is hot in this core's cache). The one it
+  // displaces goes to the queue, where thieves can see it.
+  process_record* queued = std::exchange(here->next, &record);
+  here->next_by_event = by_event;
+  if (queued == nullptr) {
+    return;
   }
   // Telling the others (a fence, maybe a futex wake) only when the queue turns non-empty is
   // enough: while it stays non-empty, the item that made it so was announced, and a worker
@@ -96,6 +94,19 @@ void engine::schedule(process_record& record, bool woken) {
   if (push_local(*here, *queued, global_)) {
     notify_others();
   }
+}
+
+void engine::yield_next_to_queue(worker& self) {
+  // Called when a step ended its process. If that step woke a process with an event, "next"
+  // was a bet that the woken one answers the waker, who is gone now: nobody awaits its run.
+  // With other work queued, it goes to the back of the queue instead, behind that work, and
+  // collects whatever else is sent to it meanwhile: a parent hearing from thousands of
+  // children runs once per pass of the queue instead of once per child. With nothing queued it
+  // keeps "next" (no latency is added, and no other worker is woken for it).
+  if (self.next == nullptr || !self.next_by_event || self.queue.empty_hint()) {
+    return;
+  }
+  push_local(self, *std::exchange(self.next, nullptr), global_);
 }
 
 void engine::notify_others() noexcept {
@@ -392,9 +403,11 @@ void engine::run(worker& self, process_record& record) {
   }
   switch (out.status()) {
     case step_status::done:
+      yield_next_to_queue(self);
       finish(self, record, std::move(out.result_), nullptr);
       return;
     case step_status::failed:
+      yield_next_to_queue(self);
       finish(self, record, {}, out.error());
       return;
     case step_status::keep_running:

@@ -17,7 +17,11 @@
 // Work distribution: each worker has a bounded local queue and a one-slot "next" that runs
 // first: a process woken or started on a worker takes "next", and the one it displaces goes to
 // the queue (so the last one started or woken by a step runs right after it, on the same core;
-// "next" is not stolen, so a step that spawns should not then spin). A global FIFO takes
+// "next" is not stolen, so a step that spawns should not then spin). One exception: when a
+// step that woke a process with a message ends its own process (done or failed) and other work
+// is queued, the woken one goes behind that work instead, since nobody awaits it: a parent
+// hearing from many children that report and finish runs once per pass of the queue, with
+// their messages together, rather than once per child. A global FIFO takes
 // submissions from outside, and a worker takes up to global_batch from it at once; an idle
 // worker steals half of a random victim's queue. The global queue is checked every
 // global_queue_interval runs, and "next" is bounded, so no process can starve the others.
