@@ -106,7 +106,11 @@ void engine::yield_next_to_queue(worker& self) {
   if (self.next == nullptr || !self.next_by_event || self.queue.empty_hint()) {
     return;
   }
-  push_local(self, *std::exchange(self.next, nullptr), global_);
+  // A thief may have emptied the queue since the check: then tell the others, as any push that
+  // makes the queue non-empty does (schedule explains why that is enough).
+  if (push_local(self, *std::exchange(self.next, nullptr), global_)) {
+    notify_others();
+  }
 }
 
 void engine::notify_others() noexcept {
