@@ -69,6 +69,22 @@ void worker::wake() noexcept {
             nullptr, 0);
 }
 
+// An event vector keeps its capacity between uses up to this many events (4 KiB): beyond it,
+// the memory goes back. Vectors travel (a run swaps the worker's with the record's inbox), so
+// without a cap one burst of messages to one process would leave its capacity in whichever
+// record or worker the vector ends up in, for good, and each later burst would pin another.
+namespace {
+
+constexpr std::size_t retained_events = 64;
+
+void release_if_large(std::vector<event>& events) noexcept {
+  if (events.capacity() > retained_events) {
+    std::vector<event>().swap(events);
+  }
+}
+
+}  // namespace
+
 // --- scheduling -------------------------------------------------------------------------------
 
 void engine::schedule(process_record& record, bool by_event) {
@@ -391,6 +407,7 @@ void engine::run(worker& self, process_record& record) {
   }
   worker::count(self.steps);
   self.batch.clear();
+  release_if_large(self.batch);
   // Terminated during the step: it ends here, and the commands it yielded are dropped rather
   // than handed to their handlers (terminate means no further effects; their completions
   // would find no process anyway).
@@ -478,12 +495,16 @@ void engine::finish(worker& here, process_record& record, std::string result,
     record.has_events = false;
   }
   record.inbox_lock.unlock();
+  // Not accepting any more: no sender touches the inbox now, so no lock is needed to drop a
+  // large capacity (a record's next process should not inherit a burst's memory).
+  release_if_large(record.inbox);
   record.state.store(phase_complete, std::memory_order_release);
   if (record.body != nullptr) {
     record.body->close();
     record.body.reset();
   }
   here.batch.clear();
+  release_if_large(here.batch);
   record.initialised = false;
   record.waiting = false;
   std::shared_ptr<outcome_state> outcome;
