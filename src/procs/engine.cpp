@@ -269,8 +269,13 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
     record.inbox_lock.lock();
     if (record.accepting && !record.cancel_sent) {
       record.cancel_sent = true;
-      record.inbox.push_back(event{event_type::cancel, 0, {}, nullptr, no_pid});
-      record.has_events = true;
+      try {
+        record.inbox.push_back(event{event_type::cancel, 0, {}, nullptr, no_pid});
+        record.has_events = true;
+      } catch (...) {
+        // No memory for the cancel event: terminated at its first run instead (as in deliver).
+        record.forced.store(true, std::memory_order_release);
+      }
     }
     record.inbox_lock.unlock();
   }
@@ -331,24 +336,33 @@ bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& d
   bool wake = false;
   bool accepted = false;
   if (record != nullptr) {
-    record->inbox_lock.lock();
+    // A guard: the inbox may fail to grow (bad_alloc), and the lock must not stay held.
+    std::lock_guard<spin_lock> guard(record->inbox_lock);
     if (record->accepting && pid_of(*record) == to) {
       accepted = true;
       if (type != event_type::cancel || !record->cancel_sent) {
+        try {
+          // Built in its slot: the data string is moved once, from the caller's to the
+          // event's (a move of a short string is a copy of its inline buffer).
+          event& slot = record->inbox.emplace_back();
+          slot.type = type;
+          slot.tag = tag;
+          slot.data = std::move(data);
+          slot.error = std::move(error);
+          slot.from = from;
+          record->has_events = true;
+        } catch (...) {
+          if (type != event_type::cancel) {
+            throw;  // the inbox is as it was (emplace_back's strong guarantee); the sender hears
+          }
+          // A cancel must not be lost (stop relies on it): with no memory for its event, the
+          // process is terminated instead, as stop's force pass would do.
+          record->forced.store(true, std::memory_order_release);
+        }
         record->cancel_sent = record->cancel_sent || type == event_type::cancel;
-        // Built in its slot: the data string is moved once, from the caller's to the event's
-        // (a move of a short string is a copy of its inline buffer).
-        event& slot = record->inbox.emplace_back();
-        slot.type = type;
-        slot.tag = tag;
-        slot.data = std::move(data);
-        slot.error = std::move(error);
-        slot.from = from;
-        record->has_events = true;
         wake = wake_locked(*record);
       }
     }
-    record->inbox_lock.unlock();
   }
   if (wake) {
     schedule(*record, true);
