@@ -266,18 +266,9 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
   // stop() may have begun after our check and swept the table before this record accepted
   // events: then it is ours to cancel (seq_cst pairs with the store in stop(); see there).
   if (stopping_.load(std::memory_order_seq_cst)) {
-    record.inbox_lock.lock();
-    if (record.accepting && !record.cancel_sent) {
-      record.cancel_sent = true;
-      try {
-        record.inbox.push_back(event{event_type::cancel, 0, {}, nullptr, no_pid});
-        record.has_events = true;
-      } catch (...) {
-        // No memory for the cancel event: terminated at its first run instead (as in deliver).
-        record.forced.store(true, std::memory_order_release);
-      }
-    }
-    record.inbox_lock.unlock();
+    // deliver sends it once (the sweep may have got in first) and never loses it; the record is
+    // queued, so deliver does not schedule it.
+    cancel(id, false);
   }
   // From a worker, the new process takes the "next" slot, as Go's runqput(next) and Tokio's
   // LIFO slot do: a chain of spawns (or a spawn the spawner then waits on) stays on this core,

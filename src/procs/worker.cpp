@@ -379,11 +379,11 @@ void engine::run(worker& self, process_record& record) {
   if (!record.initialised) {
     record.initialised = true;
     try {
+      context& self_context = process_record_access::context_of(*record.body);
       if (record.default_entry) {
-        record.body->init(process_record_access::context_of(*record.body), "main", {});
+        record.body->init(self_context, "main", {});
       } else {
-        record.body->init(process_record_access::context_of(*record.body), record.entry->method,
-                          record.entry->input);
+        record.body->init(self_context, record.entry->method, record.entry->input);
       }
     } catch (...) {
       finish(self, record, {}, std::current_exception());
