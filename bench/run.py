@@ -295,7 +295,8 @@ SUITES: dict[str, Suite] = {
         note=(
             "Multi-threaded: each benchmark runs with W workers (the @wW suffix) pinned to W "
             "cores. weft: weft::procs processes on a weft::procs::scheduler of W workers, "
-            "children reporting to their parent with send(); go: goroutines, channels and "
+            "children reporting to their parent with send() (spawn_many: a procs::wait_group); go: "
+            "goroutines, channels and "
             "sync.WaitGroup, GOMAXPROCS=W; tokio: the multi-thread runtime with W worker "
             "threads (tokio::spawn, tokio::sync::mpsc); tbb: oneTBB task_group in a task_arena "
             "of W (task workloads only). Units are per task / yield / round trip / spawn / "

@@ -14,12 +14,14 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 #include <weft/procs/process.hpp>
 #include <weft/procs/scheduler.hpp>
+#include <weft/procs/wait_group.hpp>
 
 #include "bench_util.hpp"
 #include "procs_workload.hpp"
@@ -94,6 +96,8 @@ class timed_root : public context_process {
     for (event& arrived : events) {
       if (arrived.type == event_type::message) {
         on_message(arrived);
+      } else if (arrived.type == event_type::yield_complete) {
+        on_completion(arrived);
       }
     }
     if (finished()) {
@@ -104,6 +108,7 @@ class timed_root : public context_process {
  protected:
   virtual void start() = 0;
   virtual void on_message(event& arrived) = 0;
+  virtual void on_completion(event&) {}
   virtual bool finished() const = 0;
 
  private:
@@ -141,17 +146,41 @@ class counting_root : public timed_root {
   std::size_t finished_ = 0;
 };
 
-// spawn_many: one step, an empty message to the parent.
-class reporting_child : public context_process {
+// spawn_many: the root counts its children with a procs::wait_group (Go's version uses
+// sync.WaitGroup): one batch of units, one per child; each child's one step counts its unit
+// down and finishes; the last one wakes the root with the group's zero event.
+class unit_child : public procs::process {
  public:
-  explicit reporting_child(pid parent) : parent_(parent) {}
+  explicit unit_child(procs::wait_group::unit unit) : unit_(std::move(unit)) {}
+  void init(context&, std::string_view, std::string_view) override {}
   void step(std::span<event>, step_output& out) override {
-    report_to(parent_);
+    unit_.done();
     out.done();
   }
 
  private:
-  pid parent_;
+  procs::wait_group::unit unit_;
+};
+
+class spawn_many_root : public timed_root {
+ public:
+  explicit spawn_many_root(std::size_t children) : children_(children) {}
+
+ private:
+  void start() override {
+    group_.emplace(owner(), self(), 0);
+    procs::wait_group::units batch = group_->add(children_);
+    for (std::size_t index = 0; index < children_; ++index) {
+      owner().spawn(std::make_unique<unit_child>(batch.take()));
+    }
+  }
+  void on_message(event&) override {}
+  void on_completion(event&) override { finished_ = true; }
+  bool finished() const override { return finished_; }
+
+  std::size_t children_;
+  std::optional<procs::wait_group> group_;
+  bool finished_ = false;
 };
 
 // yield_many: `yields` steps that ask to run again, then one to report.

@@ -6,14 +6,15 @@
 // count: once untimed at its smoke size (warm-up), then timed; the scheduler is stopped at the
 // end (stop must return true: every process finished by itself). The timed span runs inside
 // one root process (submitted from main, so it runs on a worker) from its first step, before
-// its first spawn, to the step in which the message of the last child arrives. Children are
+// its first spawn, to the step in which the last child's report arrives. Children are
 // started with scheduler::spawn (they return a pid and no handle: nobody waits on them, as
-// nobody waits on a goroutine) and report to the root with scheduler::send (a message event
-// from the child's pid), so the root learns each completion the way a process would in an
-// application.
+// nobody waits on a goroutine) and report to the root the way a process would in an
+// application: with scheduler::send (a message event from the child's pid) when they have
+// something to say, or through a procs::wait_group when the root only counts them (spawn_many,
+// like Go's WaitGroup there).
 //
-// spawn_many_*: the root spawns N processes whose one step sends an empty message to the root
-//   and finishes. ns per task.
+// spawn_many_*: the root spawns N processes, each with one unit of the root's wait_group; a
+//   child's one step counts its unit down and finishes; the last wakes the root. ns per task.
 // yield_many: 200 processes each return keep_running 1000 times (one step more to report).
 //   ns per yield.
 // ping_pong: 1000 pairs of processes; the pinger sends an 8-byte counter to its ponger, which
@@ -134,9 +135,7 @@ double run_root(procs::scheduler& engine, std::unique_ptr<procs::process> root) 
 }
 
 double spawn_many(procs::scheduler& engine, std::size_t tasks) {
-  return run_root(engine, std::make_unique<counting_root>(tasks, [](auto& owner, pid root, auto) {
-                    owner.spawn(std::make_unique<reporting_child>(root));
-                  }));
+  return run_root(engine, std::make_unique<spawn_many_root>(tasks));
 }
 
 double yield_many(procs::scheduler& engine, std::size_t tasks, std::size_t yields) {

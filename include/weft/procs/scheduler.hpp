@@ -211,6 +211,7 @@ class scheduler {
   counters stats() const noexcept;  // sums over the workers; approximate while running
 
  private:
+  friend class wait_group;  // names the engine its zero events go through
   std::shared_ptr<detail::engine> engine_;
 };
 
