@@ -26,6 +26,10 @@
 // worker steals half of a random victim's queue. The global queue is checked every
 // global_queue_interval runs, and "next" is bounded, so no process can starve the others.
 //
+// Waiting for many processes: a parent that only needs to know its children finished counts
+// them with a weft::procs::wait_group (weft/procs/wait_group.hpp, Go's WaitGroup): one event
+// when the last is done, instead of a message from each into its inbox.
+//
 // Lifetime: a process's handle, pid and completions may outlive it, and the scheduler (a
 // completion for a finished process or a stopped scheduler is dropped when completed).
 // stop() (or the destructor, which stops with default_stop_grace) delivers a cancel event to

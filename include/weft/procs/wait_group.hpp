@@ -63,11 +63,11 @@ struct wait_group_block {
 
 // The last unit of a round while the group lives: wakes the waiter. Takes copies: the group may
 // be destroyed, and its block freed, as soon as the count is zero.
-void wait_group_zero(engine& owner, pid waiter, std::uint64_t tag);
+void wait_group_zero(engine& owner, pid waiter, std::uint64_t tag) noexcept;
 void wait_group_free(wait_group_block* block) noexcept;
 
 // Counts `units` down on `block` (units > 0) and does what reaching zero asks.
-inline void wait_group_release(wait_group_block* block, std::uint64_t units) {
+inline void wait_group_release(wait_group_block* block, std::uint64_t units) noexcept {
   engine* owner = block->owner;
   pid waiter = block->waiter;
   std::uint64_t tag = block->tag;
