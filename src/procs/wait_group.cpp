@@ -98,7 +98,7 @@ wait_group::wait_group(scheduler& owner, pid waiter, std::uint64_t tag) {
 
 detail::wait_group_block* wait_group::make_block(scheduler& owner, pid waiter, std::uint64_t tag) {
   auto* block = new detail::wait_group_block;
-  block->owner = owner.engine_.get();
+  block->owner = owner.engine_;
   block->waiter = waiter;
   block->tag = tag;
   return block;

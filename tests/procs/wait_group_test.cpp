@@ -251,6 +251,26 @@ TEST_F(ProcsWaitGroup, AGroupDestroyedBeforeItsUnitsWakesNobodyAndItsLastUnitFre
   EXPECT_EQ(odd.load(), 0);
 }
 
+TEST_F(ProcsWaitGroup, AUnitMayOutliveTheSchedulerAndItsZeroEventIsThenDropped) {
+  std::atomic<int> odd{0};
+  auto engine = std::make_unique<scheduler>(scheduler_options{.workers = 2});
+  process_handle waiter = engine->submit(std::make_unique<zero_counter>(1, &odd));
+  std::optional<wait_group> group;
+  group.emplace(*engine, waiter.id(), group_tag);
+  wait_group::unit first = group->add();
+  wait_group::unit second = group->add();
+  stop_and_check_clean(*engine);  // the waiter ends on stop's cancel, having heard nothing
+  EXPECT_EQ(waiter.wait_for(generous), "0");
+  engine.reset();
+  first.done();
+  second.done();  // the count reaches zero: the event goes to the stopped engine, dropped
+  EXPECT_EQ(group->count(), 0u);
+  wait_group::unit third = group->add();
+  group.reset();
+  third.done();  // the last one out frees the block, and with it the engine
+  EXPECT_EQ(odd.load(), 0);
+}
+
 TEST_F(ProcsWaitGroup, UnitsDoneFromManyThreadsWakeTheWaiterExactlyOnce) {
   const int threads = 4;
   const int per_thread = scaled(20'000, 2'000);

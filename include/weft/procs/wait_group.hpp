@@ -24,8 +24,9 @@
 //
 // Lifetime: the count lives in a small shared block, not in the wait_group object. Destroying
 // the wait_group (say the parent finished first) leaves the units valid: their done() then
-// wakes nobody, and the last one frees the block. Units must not outlive the scheduler's
-// destruction (a unit held by a process is destroyed before it, with the process).
+// wakes nobody, and the last one frees the block. The block keeps the scheduler's engine
+// alive, so a unit may also outlive the scheduler (its zero event is dropped, as a completion
+// for a stopped scheduler is).
 //
 // Rounds: once the waiter has had the zero event, add() may start another round. Adding while
 // the count may be reaching zero (from a process that does not hold a unit) races like Go's
@@ -41,6 +42,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "weft/procs/process.hpp"
 
@@ -56,7 +58,9 @@ struct wait_group_block {
   // The only field written after construction, alone on its line: the others are read by every
   // done() and so stay shared in every core's cache instead of moving with the counter.
   alignas(64) std::atomic<std::uint64_t> word{1};
-  alignas(64) engine* owner = nullptr;
+  // The scheduler's engine, kept alive by the block: a unit may be done after the scheduler
+  // was destroyed (the event is then dropped), and whoever frees the block lets it go.
+  alignas(64) std::shared_ptr<engine> owner;
   pid waiter = no_pid;
   std::uint64_t tag = 0;
 };
@@ -68,7 +72,7 @@ void wait_group_free(wait_group_block* block) noexcept;
 
 // Counts `units` down on `block` (units > 0) and does what reaching zero asks.
 inline void wait_group_release(wait_group_block* block, std::uint64_t units) noexcept {
-  engine* owner = block->owner;
+  engine* owner = block->owner.get();
   pid waiter = block->waiter;
   std::uint64_t tag = block->tag;
   // acq_rel: the release publishes this thread's writes before its done(); the decrement that
