@@ -103,16 +103,6 @@ engine::~engine() {
 
 // --- the table --------------------------------------------------------------------------------
 
-process_record* engine::record_at(std::uint32_t index) const noexcept {
-  std::uint32_t chunk = index >> chunk_bits;
-  if (chunk >= chunks_.load(std::memory_order_acquire)) {
-    return nullptr;
-  }
-  // Published with release after the chunk's records were constructed (allocate_record).
-  process_record* records = directory_[chunk].load(std::memory_order_acquire);
-  return records == nullptr ? nullptr : &records[index & (chunk_size - 1)];
-}
-
 process_record* engine::allocate_record(worker* here) {
   std::uint32_t index = 0;
   if (here != nullptr && !here->free_records.empty()) {
@@ -173,13 +163,6 @@ void engine::free_record(worker* here, process_record& record) noexcept {
     free_list_.insert(free_list_.end(), here->free_records.end() - 256, here->free_records.end());
     here->free_records.resize(here->free_records.size() - 256);
   }
-}
-
-process_record* engine::live_record(pid id) const noexcept {
-  if (id == no_pid) {
-    return nullptr;
-  }
-  return record_at(index_of(id));
 }
 
 // --- submission and routing -------------------------------------------------------------------
@@ -359,28 +342,29 @@ bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& d
     schedule(*record, true);
   }
   if (!accepted && throw_if_unknown) {
-    throw unknown_process_error(options_.name + ": " + operation + " to " + describe_pid(to) +
-                                ": no such live process (it finished, or never existed)");
+    refuse_unknown(to, operation);
   }
   return accepted;
 }
 
-bool engine::send(pid to, std::string&& message, pid from) {
-  if (stopped()) {
-    throw scheduler_stopped_error(options_.name +
-                                  ": send after stop(): no process is left to receive it");
-  }
-  return deliver(to, event_type::message, 0, std::move(message), nullptr, from, "send", false);
+void engine::refuse_unknown(pid to, const char* operation) const {
+  throw unknown_process_error(options_.name + ": " + operation + " " + describe_pid(to) +
+                              ": no such live process (it finished, or never existed)");
+}
+
+void engine::refuse_send_after_stop() const {
+  throw scheduler_stopped_error(options_.name +
+                                ": send after stop(): no process is left to receive it");
 }
 
 void engine::complete_yield(pid target, std::uint64_t tag, std::string data,
                             std::exception_ptr error) {
   deliver(target, event_type::yield_complete, tag, std::move(data), std::move(error), no_pid,
-          "complete", false);
+          "complete to", false);
 }
 
 void engine::cancel(pid target, bool throw_if_unknown) {
-  deliver(target, event_type::cancel, 0, {}, nullptr, no_pid, "cancel", throw_if_unknown);
+  deliver(target, event_type::cancel, 0, {}, nullptr, no_pid, "cancel to", throw_if_unknown);
 }
 
 void engine::terminate(pid target) {
@@ -400,8 +384,7 @@ void engine::terminate(pid target) {
     schedule(*record, false);
   }
   if (!found) {
-    throw unknown_process_error(options_.name + ": terminate " + describe_pid(target) +
-                                ": no such live process (it finished, or never existed)");
+    refuse_unknown(target, "terminate");
   }
 }
 
@@ -616,8 +599,7 @@ pid scheduler::spawn(std::function<std::string()> function) {
 
 void scheduler::send(pid to, std::string message, pid from) {
   if (!engine_->send(to, std::move(message), from)) {
-    throw unknown_process_error(engine_->name() + ": send to " + detail::describe_pid(to) +
-                                ": no such live process (it finished, or never existed)");
+    engine_->refuse_unknown(to, "send to");
   }
 }
 

@@ -105,7 +105,15 @@ class engine : public std::enable_shared_from_this<engine> {
   bool deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
                std::exception_ptr&& error, pid from, const char* operation, bool throw_if_unknown);
   // scheduler::send and try_send: a message, or scheduler_stopped_error after stop().
-  bool send(pid to, std::string&& message, pid from);
+  bool send(pid to, std::string&& message, pid from) {
+    if (stopped()) [[unlikely]] {
+      refuse_send_after_stop();
+    }
+    return deliver(to, event_type::message, 0, std::move(message), nullptr, from, "send to", false);
+  }
+  // The errors, built out of line: the send path stays small enough to inline.
+  [[noreturn, gnu::cold, gnu::noinline]] void refuse_unknown(pid to, const char* operation) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void refuse_send_after_stop() const;
   void cancel(pid target, bool throw_if_unknown);
   void terminate(pid target);
   bool stop(std::chrono::steady_clock::duration grace);
@@ -122,10 +130,21 @@ class engine : public std::enable_shared_from_this<engine> {
   friend struct worker_loop;
 
   // Table.
-  process_record* record_at(std::uint32_t index) const noexcept;
+  process_record* record_at(std::uint32_t index) const noexcept {
+    std::uint32_t chunk = index >> chunk_bits;
+    if (chunk >= chunks_.load(std::memory_order_acquire)) {
+      return nullptr;
+    }
+    // Published with release after the chunk's records were constructed (allocate_record).
+    process_record* records = directory_[chunk].load(std::memory_order_acquire);
+    return records == nullptr ? nullptr : &records[index & (chunk_size - 1)];
+  }
   process_record* allocate_record(worker* here);
   void free_record(worker* here, process_record& record) noexcept;
-  process_record* live_record(pid id) const noexcept;  // the record, unchecked (see deliver)
+  // The record, unchecked (see deliver).
+  process_record* live_record(pid id) const noexcept {
+    return id == no_pid ? nullptr : record_at(index_of(id));
+  }
 
   // submit and spawn: starts the process; gives its outcome a second owner in *handle_state,
   // or none when nullptr (detached).

@@ -77,9 +77,14 @@ namespace {
 
 constexpr std::size_t retained_events = 64;
 
-void release_if_large(std::vector<event>& events) noexcept {
-  if (events.capacity() > retained_events) {
-    std::vector<event>().swap(events);
+[[gnu::noinline, gnu::cold]] void release_capacity(std::vector<event>& events) noexcept {
+  std::vector<event>().swap(events);
+}
+
+// After every step: the check inline, the release (rare) out of line.
+inline void release_if_large(std::vector<event>& events) noexcept {
+  if (events.capacity() > retained_events) [[unlikely]] {
+    release_capacity(events);
   }
 }
 

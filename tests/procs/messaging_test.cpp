@@ -62,7 +62,11 @@ TEST_F(ProcsMessaging, SendToAFinishedProcessThrowsAndTrySendReturnsFalse) {
     engine.send(handle.id(), "too late");
     ADD_FAILURE() << "a send to a finished process should throw";
   } catch (const unknown_process_error& error) {
-    EXPECT_NE(std::string(error.what()), "");
+    // The scheduler, the operation and the pid (index.generation), and why.
+    const std::string expected = "weft::procs: send to pid " +
+                                 std::to_string(handle.id() & 0xffffffffu) + "." +
+                                 std::to_string(handle.id() >> 32) + ": no such live process";
+    EXPECT_EQ(std::string(error.what()).rfind(expected, 0), 0u) << error.what();
   }
   EXPECT_FALSE(engine.try_send(handle.id(), "too late"));
   stop_and_check_clean(engine);

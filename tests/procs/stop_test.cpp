@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "procs/procs_support.hpp"
@@ -242,6 +243,18 @@ TEST_F(ProcsStop, TerminateOrCancelOfAnUnknownPidThrows) {
   scheduler engine({.workers = 2});
   EXPECT_THROW(engine.terminate(never_issued), unknown_process_error);
   EXPECT_THROW(engine.cancel(never_issued), unknown_process_error);
+  for (const auto& [operation, call] :
+       {std::pair<std::string, std::function<void()>>{"terminate pid 99.4242",
+                                                      [&] { engine.terminate(never_issued); }},
+        {"cancel to pid 99.4242", [&] { engine.cancel(never_issued); }}}) {
+    try {
+      call();
+    } catch (const unknown_process_error& error) {
+      EXPECT_NE(std::string(error.what()).find(operation + ": no such live process"),
+                std::string::npos)
+          << error.what();
+    }
+  }
   process_handle finished = engine.submit(std::function<std::string()>([] { return ""; }));
   finished.wait_for(generous);
   EXPECT_THROW(engine.terminate(finished.id()), unknown_process_error);
