@@ -279,22 +279,29 @@ void engine::report_detached_failure(pid id, const std::exception_ptr& error) co
 }
 
 bool engine::wake_locked(process_record& record) noexcept {
-  std::uint32_t state = record.state.load(std::memory_order_relaxed);
+  // Acquire: if it reads idle, we take the record over, and its last owner's writes (before the
+  // release CAS that made it idle, go_idle) are ours.
+  std::uint32_t state = record.state.load(std::memory_order_acquire);
   for (;;) {
     chaos_point();
     std::uint32_t phase = state & phase_mask;
     if (phase == phase_idle) {
-      // acq_rel: we take over the record (its owner's writes before going idle are ours now).
-      if (record.state.compare_exchange_weak(state, phase_queued, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed)) {
-        return true;
-      }
-    } else if (phase == phase_running) {
+      // A plain store, not a CAS: only this function moves a record out of idle, always under
+      // the inbox lock, which we hold. The idle we read is the latest value: every earlier
+      // lock holder's store happens-before our lock (so we cannot read an idle older than
+      // theirs), and the owner's CAS to idle is its last write before it lets go. So nobody
+      // can change the word between this load and this store. (One fewer locked instruction
+      // per wake-up, on the path from a send to the woken process's step.)
+      record.state.store(phase_queued, std::memory_order_relaxed);
+      return true;
+    }
+    if (phase == phase_running) {
       if ((state & notified_bit) != 0 ||
           record.state.compare_exchange_weak(state, state | notified_bit, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed)) {
+                                             std::memory_order_acquire)) {
         return false;
       }
+      // Failed: `state` is reloaded (acquire, for the idle case above) and we look again.
     } else {
       // Queued: its run drains the inbox after this unlock. Complete or free: not accepting,
       // so not reached.
