@@ -51,8 +51,8 @@ struct worker {
   engine* owner = nullptr;
   std::size_t number = 0;
   local_queue<process_record> queue;
-  process_record* next = nullptr;     // the process this worker just woke: runs first
-  bool next_by_event = false;         // `next` was woken by an event (not launched)
+  process_record* next = nullptr;     // the process this worker just launched or woke: runs first
+  bool next_by_event = false;         // `next` was woken by an event (not launched, not terminated)
   std::size_t next_runs = 0;          // consecutive runs from `next`
   std::size_t until_global_look = 0;  // runs left before the global queue's forced look
   std::uint64_t random_state = 0;
