@@ -319,7 +319,7 @@ bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& d
   if (record != nullptr) {
     // A guard: the inbox may fail to grow (bad_alloc), and the lock must not stay held.
     std::lock_guard<spin_lock> guard(record->inbox_lock);
-    if (record->accepting && pid_of(*record) == to) {
+    if (holds_live(*record, to)) {
       accepted = true;
       if (type != event_type::cancel || !record->cancel_sent) {
         try {
@@ -380,7 +380,7 @@ void engine::terminate(pid target) {
   bool found = false;
   if (record != nullptr) {
     record->inbox_lock.lock();
-    if (record->accepting && pid_of(*record) == target) {
+    if (holds_live(*record, target)) {
       found = true;
       record->forced.store(true, std::memory_order_release);
       wake = wake_locked(*record);

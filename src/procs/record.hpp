@@ -118,5 +118,10 @@ inline std::uint32_t index_of(pid id) noexcept { return static_cast<std::uint32_
 inline pid pid_of(const process_record& record) noexcept {
   return make_pid(record.generation, record.index);
 }
+// Under record.inbox_lock: whether the record holds the live process `id` (the check every
+// event and terminate makes before touching it; see the layout comment for why it is exact).
+inline bool holds_live(const process_record& record, pid id) noexcept {
+  return record.accepting && pid_of(record) == id;
+}
 
 }  // namespace weft::procs::detail
