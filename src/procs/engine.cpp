@@ -278,7 +278,7 @@ void engine::report_detached_failure(pid id, const std::exception_ptr& error) co
                describe_pid(id).c_str(), weft::detail::what_of(error).c_str());
 }
 
-bool engine::wake_locked(process_record& record) noexcept {
+[[gnu::always_inline]] inline bool engine::wake_locked(process_record& record) noexcept {
   // Acquire: if it reads idle, we take the record over, and its last owner's writes (before the
   // release CAS that made it idle, go_idle) are ours.
   std::uint32_t state = record.state.load(std::memory_order_acquire);
@@ -310,48 +310,61 @@ bool engine::wake_locked(process_record& record) noexcept {
   }
 }
 
-bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
-                     std::exception_ptr&& error, pid from, const char* operation,
-                     bool throw_if_unknown) {
+template <class Fill>
+[[gnu::always_inline]] inline bool engine::post(pid to, Fill&& fill) {
   process_record* record = live_record(to);
+  if (record == nullptr) [[unlikely]] {
+    return false;
+  }
   bool wake = false;
-  bool accepted = false;
-  if (record != nullptr) {
+  {
     // A guard: the inbox may fail to grow (bad_alloc), and the lock must not stay held.
     std::lock_guard<spin_lock> guard(record->inbox_lock);
-    if (holds_live(*record, to)) {
-      accepted = true;
-      if (type != event_type::cancel || !record->cancel_sent) {
-        try {
-          // Built in its slot: the data string is moved once, from the caller's to the
-          // event's (a move of a short string is a copy of its inline buffer).
-          event& slot = record->inbox.emplace_back();
-          slot.type = type;
-          slot.tag = tag;
-          slot.data = std::move(data);
-          slot.error = std::move(error);
-          slot.from = from;
-          record->has_events = true;
-        } catch (...) {
-          if (type != event_type::cancel) {
-            throw;  // the inbox is as it was (emplace_back's strong guarantee); the sender hears
-          }
-          // A cancel must not be lost (stop relies on it): with no memory for its event, the
-          // process is terminated instead, as stop's force pass would do.
-          record->forced.store(true, std::memory_order_release);
-        }
-        record->cancel_sent = record->cancel_sent || type == event_type::cancel;
-        wake = wake_locked(*record);
-      }
+    if (!holds_live(*record, to)) [[unlikely]] {
+      return false;
     }
+    wake = fill(*record) && wake_locked(*record);
   }
   if (wake) {
     schedule(*record, true);
   }
+  return true;
+}
+
+bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
+                     std::exception_ptr&& error, pid from, const char* operation,
+                     bool throw_if_unknown) {
+  bool accepted = post(to, [&](process_record& record) {
+    if (type == event_type::cancel && record.cancel_sent) {
+      return false;  // one cancel per process
+    }
+    try {
+      // Built in its slot: the data string is moved once, from the caller's to the event's.
+      record.inbox.emplace_back(type, tag, std::move(data), std::move(error), from);
+      record.has_events = true;
+    } catch (...) {
+      if (type != event_type::cancel) {
+        throw;  // the inbox is as it was (emplace_back's strong guarantee); the sender hears
+      }
+      // A cancel must not be lost (stop relies on it): with no memory for its event, the
+      // process is terminated instead, as stop's force pass would do.
+      record.forced.store(true, std::memory_order_release);
+    }
+    record.cancel_sent = record.cancel_sent || type == event_type::cancel;
+    return true;
+  });
   if (!accepted && throw_if_unknown) {
     refuse_unknown(to, operation);
   }
   return accepted;
+}
+
+bool engine::deliver_message(pid to, std::string&& data, pid from) {
+  return post(to, [&](process_record& record) {
+    record.inbox.emplace_back(event_type::message, 0, std::move(data), std::exception_ptr(), from);
+    record.has_events = true;
+    return true;
+  });
 }
 
 void engine::refuse_unknown(pid to, const char* operation) const {

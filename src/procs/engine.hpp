@@ -109,8 +109,11 @@ class engine : public std::enable_shared_from_this<engine> {
     if (stopped()) [[unlikely]] {
       refuse_send_after_stop();
     }
-    return deliver(to, event_type::message, 0, std::move(message), nullptr, from, "send to", false);
+    return deliver_message(to, std::move(message), from);
   }
+  // deliver for a message: the path of every send, without what only cancels and completions
+  // need (the cancel-once flag, an error, the unknown-pid throw).
+  bool deliver_message(pid to, std::string&& data, pid from);
   // The errors, built out of line: the send path stays small enough to inline.
   [[noreturn, gnu::cold, gnu::noinline]] void refuse_unknown(pid to, const char* operation) const;
   [[noreturn, gnu::cold, gnu::noinline]] void refuse_send_after_stop() const;
@@ -154,10 +157,19 @@ class engine : public std::enable_shared_from_this<engine> {
 
   // Scheduling. Call with the record in phase queued and owned by the caller; by_event: woken
   // by an event, not launched.
+  // Inline: the common case (a worker whose "next" is free takes the record there); the rest in
+  // schedule_slow.
   void schedule(process_record& record, bool by_event);
+  void schedule_slow(process_record& record, bool by_event, worker* here);
   void yield_next_to_queue(worker& self);  // worker.cpp: after a step that ended its process
   void notify_work() noexcept;
   void notify_others() noexcept;  // notify_work from a worker: a no-op with a single worker
+  // The core of deliver and deliver_message: finds `to`'s record and, under its inbox lock if it
+  // holds the live process, calls fill(record), which adds the event and returns true (false:
+  // nothing added), then wakes and schedules the process if it was idle. False when `to` is not a
+  // live process.
+  template <class Fill>
+  bool post(pid to, Fill&& fill);
   // Under the record's inbox_lock, with the record accepting: wakes it if idle. True when the
   // caller must schedule it (after unlocking).
   static bool wake_locked(process_record& record) noexcept;
@@ -233,6 +245,19 @@ inline thread_local worker* this_worker = nullptr;
 inline worker* current_worker(const engine* owner) noexcept {
   worker* here = this_worker;
   return here != nullptr && here->owner == owner ? here : nullptr;
+}
+
+// The process a worker just launched or woke runs next on it (a reply is usually awaited by
+// the one that sent it, and a spawned child's data is hot in this core's cache); one scheduled
+// from outside the workers goes to the global queue.
+inline void engine::schedule(process_record& record, bool by_event) {
+  worker* here = current_worker(this);
+  if (here != nullptr && here->next == nullptr) [[likely]] {
+    here->next = &record;
+    here->next_by_event = by_event;
+    return;
+  }
+  schedule_slow(record, by_event, here);
 }
 
 }  // namespace weft::procs::detail

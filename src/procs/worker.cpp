@@ -92,21 +92,16 @@ inline void release_if_large(std::vector<event>& events) noexcept {
 
 // --- scheduling -------------------------------------------------------------------------------
 
-void engine::schedule(process_record& record, bool by_event) {
-  worker* here = current_worker(this);
+void engine::schedule_slow(process_record& record, bool by_event, worker* here) {
   if (here == nullptr) {
     global_.push(&record);
     notify_work();
     return;
   }
-  // The process this worker just launched or woke runs next (a reply is usually awaited by
-  // the one that sent it, and a spawned child's data is hot in this core's cache). The one it
-  // displaces goes to the queue, where thieves can see it.
+  // "next" is taken: the newcomer displaces its holder (see schedule), which goes to the queue,
+  // where thieves can see it.
   process_record* queued = std::exchange(here->next, &record);
   here->next_by_event = by_event;
-  if (queued == nullptr) {
-    return;
-  }
   // Telling the others (a fence, maybe a futex wake) only when the queue turns non-empty is
   // enough: while it stays non-empty, the item that made it so was announced, and a worker
   // about to park re-reads every queue after its fence (see the idle protocol above), so it
@@ -187,13 +182,28 @@ void engine::worker_main(worker& self) {
   this_worker = &self;
   std::string thread_name = "procs-" + std::to_string(self.number);
   ::pthread_setname_np(::pthread_self(), thread_name.substr(0, 15).c_str());
-  while (process_record* record = find_work(self)) {
-    if (self.searching) {
-      // Woken (unpark_one counts the woken as searching) and found work before search() did:
-      // it is busy now. Left counted, it would be a searcher that never searches, and every
-      // producer would rely on it and wake nobody: the other workers would sleep through
-      // any amount of queued work.
-      leave_searching(self);
+  for (;;) {
+    // The common case inline: "next" is set, its bound not reached, and no look at the global
+    // queue due (find_work takes the same branch then, so the order is find_work's). A worker
+    // with "next" set has run a process since it last searched, so it is not searching.
+    process_record* record = nullptr;
+    if (self.next != nullptr && self.until_global_look != 0 &&
+        self.next_runs < options_.next_slot_limit) {
+      --self.until_global_look;
+      ++self.next_runs;
+      record = std::exchange(self.next, nullptr);
+    } else {
+      record = find_work(self);
+      if (record == nullptr) {
+        break;
+      }
+      if (self.searching) {
+        // Woken (unpark_one counts the woken as searching) and found work before search()
+        // did: it is busy now. Left counted, it would be a searcher that never searches, and
+        // every producer would rely on it and wake nobody: the other workers would sleep
+        // through any amount of queued work.
+        leave_searching(self);
+      }
     }
     run(self, *record);
   }
@@ -360,6 +370,20 @@ bool engine::park(worker& self) {
 
 // --- running a process ------------------------------------------------------------------------
 
+[[gnu::always_inline]] inline void engine::go_idle(worker& self, process_record& record) {
+  std::uint32_t expected = phase_running;
+  chaos_point();
+  // Release: once idle, a notifier takes the record over (acquire in wake_locked) and must see
+  // everything this run wrote. Fails only when `notified` was set since the drain: an event
+  // arrived, so the process runs again instead.
+  if (record.state.compare_exchange_strong(expected, phase_idle, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+    return;
+  }
+  record.state.exchange(phase_queued, std::memory_order_acq_rel);
+  push_local(self, record, global_);
+}
+
 void engine::run(worker& self, process_record& record) {
   // Popped from a run queue: ours alone (the pop's acquire pairs with the push's release, so
   // whatever the previous holder wrote is visible). Notifiers only read a queued state and CAS
@@ -448,20 +472,6 @@ void engine::run(worker& self, process_record& record) {
       go_idle(self, record);
       return;
   }
-}
-
-void engine::go_idle(worker& self, process_record& record) {
-  std::uint32_t expected = phase_running;
-  chaos_point();
-  // Release: once idle, a notifier takes the record over (acquire in wake_locked) and must see
-  // everything this run wrote. Fails only when `notified` was set since the drain: an event
-  // arrived, so the process runs again instead.
-  if (record.state.compare_exchange_strong(expected, phase_idle, std::memory_order_acq_rel,
-                                           std::memory_order_relaxed)) {
-    return;
-  }
-  record.state.exchange(phase_queued, std::memory_order_acq_rel);
-  push_local(self, record, global_);
 }
 
 void engine::dispatch(worker& self, process_record& record) {
