@@ -185,7 +185,8 @@ class engine : public std::enable_shared_from_this<engine> {
   void run(worker& self, process_record& record);
   void dispatch(worker& self, process_record& record);
   void go_idle(worker& self, process_record& record);
-  void finish(worker& here, process_record& record, std::string result,
+  // The result is moved from only for a process with a handle (a detached one drops it).
+  void finish(worker& here, process_record& record, std::string&& result,
               std::exception_ptr error) noexcept;
   // finish with cancelled_error("terminated"): terminate() or stop()'s force pass.
   void finish_terminated(worker& here, process_record& record) noexcept;

@@ -20,7 +20,11 @@ namespace weft::procs {
 
 void step_output::done(std::string_view result) {
   status_ = step_status::done;
-  result_.assign(result);
+  if (result.empty()) {
+    result_.clear();  // most processes finish with no result: no assign (and memcpy) of nothing
+  } else {
+    result_.assign(result);
+  }
 }
 
 void step_output::fail(std::string_view reason) {

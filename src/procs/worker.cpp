@@ -500,7 +500,7 @@ void engine::finish_terminated(worker& here, process_record& record) noexcept {
   finish(here, record, {}, std::make_exception_ptr(cancelled_error("terminated")));
 }
 
-void engine::finish(worker& here, process_record& record, std::string result,
+void engine::finish(worker& here, process_record& record, std::string&& result,
                     std::exception_ptr error) noexcept {
   record.inbox_lock.lock();
   record.accepting = false;
