@@ -461,10 +461,17 @@ void engine::run(worker& self, process_record& record) {
       finish(self, record, {}, out.error());
       return;
     case step_status::keep_running:
-      // To the back of this worker's queue: everything queued before it runs first. (The
-      // exchange also drops `notified`: its events are in the inbox for that next run.)
+      // To the back of this worker's queue: everything queued before it runs first. A plain
+      // store, not an RMW: while the record is running, the only other writer is a notifier's
+      // CAS adding `notified` (wake_locked, under the inbox lock). If that CAS comes first, the
+      // store drops the bit, which is harmless: the event is in the inbox, and queued means a
+      // run that drains it is coming. If it comes after, it fails, reloads, sees queued and
+      // leaves the record alone (queued records are not scheduled by notifiers). Nothing the
+      // notifier wrote is read through this word (the inbox is read under its lock), so no
+      // acquire is needed; release orders this run's writes before the queue's publication
+      // anyway. One locked instruction fewer per keep_running step.
       record.waiting = false;
-      record.state.exchange(phase_queued, std::memory_order_acq_rel);
+      record.state.store(phase_queued, std::memory_order_release);
       push_local(self, record, global_);
       return;
     case step_status::wait:

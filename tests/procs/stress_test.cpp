@@ -271,6 +271,48 @@ TEST_F(ProcsStress, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
   stop_and_check_clean(engine);
 }
 
+// The same race with a step that asks to keep running: each round's first step lingers until
+// the test thread is about to send, then returns keep_running, so that over the rounds the
+// message lands all across the end of the step and the worker's requeueing of the process
+// (which drops a `notified` set meanwhile: the requeued run must drain the message anyway).
+// Each message must arrive, once, in one of the process's next steps; a lost one leaves the
+// process running forever and the test times out.
+TEST_F(ProcsStress, NoMessageIsLostWhenItRacesAKeepRunningStep) {
+  const std::size_t rounds = stress_size(10000, 2000, 1000);
+  std::atomic<std::size_t> waiting_in_round{0};
+  std::atomic<std::size_t> sending_in_round{0};
+  scheduler engine({.workers = 2});
+  process_handle handle = engine.submit(
+      scripted({.step = [&, received = std::size_t{0}](context&, std::span<event> events,
+                                                       step_output& out) mutable {
+        for (const event& arrived : events) {
+          if (arrived.type == event_type::message) {
+            ++received;
+          }
+        }
+        if (received == rounds) {
+          out.done(std::to_string(received));
+          return;
+        }
+        if (waiting_in_round.load(std::memory_order_relaxed) < received + 1) {
+          waiting_in_round.store(received + 1, std::memory_order_release);
+          spin_until([&] { return sending_in_round.load() >= received + 1; });
+        }
+        out.keep_running();
+      }}));
+  for (std::size_t round = 1; round <= rounds; ++round) {
+    ASSERT_TRUE(spin_until([&] { return waiting_in_round.load() >= round; }))
+        << "round " << round << " was never reached";
+    sending_in_round.store(round);
+    for (std::size_t delay = 0; delay < round % 256; ++delay) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // keeps the delay loop
+    }
+    engine.send(handle.id(), "wake");
+  }
+  EXPECT_EQ(handle.wait_for(stress_limit()), std::to_string(rounds));
+  stop_and_check_clean(engine);
+}
+
 // --- tags ----------------------------------------------------------------------------------
 
 // Processes yield batches of commands with distinct tags; four threads complete them in
@@ -421,6 +463,9 @@ TEST(ProcsStressChaos, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
 }
 TEST(ProcsStressChaos, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
   expect_passes_with_chaos("NoWakeupIsLostWhenACompletionRacesTheIdleTransition");
+}
+TEST(ProcsStressChaos, NoMessageIsLostWhenItRacesAKeepRunningStep) {
+  expect_passes_with_chaos("NoMessageIsLostWhenItRacesAKeepRunningStep");
 }
 TEST(ProcsStressChaos, CompletionsFromManyThreadsFindTheirYields) {
   expect_passes_with_chaos("CompletionsFromManyThreadsFindTheirYields");
