@@ -202,12 +202,16 @@ TEST_F(ProcsStress, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
 
 // --- lost wakeups --------------------------------------------------------------------------
 
-// Each round the process announces, at the end of its step, that it is about to wait, and
+// Each round the process announces, at the end of its step, that it is about to end it, and
 // lingers until the test thread has seen that; the test thread then sends after a delay that
 // varies from round to round, so that over the rounds the message lands all across the worker's
-// end of the step and its transition of the process to idle. A lost wakeup leaves the round
-// waiting forever.
-TEST_F(ProcsStress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
+// end of the step and what follows it:
+//   wait: the transition of the process to idle; a lost wakeup leaves the round waiting forever;
+//   keep_running: the requeueing of the process (which drops a `notified` set meanwhile: the
+//     requeued run must drain the message anyway); a lost message leaves the process running
+//     forever. There, the steps between a round's first and its message just run again.
+// Each message must arrive, once, in one of the process's next steps.
+void expect_no_message_lost_racing_the_end_of_a_step(weft::procs::step_status ending) {
   const std::size_t rounds = stress_size(10000, 2000, 1000);
   std::atomic<std::size_t> waiting_in_round{0};
   std::atomic<std::size_t> sending_in_round{0};
@@ -224,12 +228,17 @@ TEST_F(ProcsStress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
           out.done(std::to_string(received));
           return;
         }
-        waiting_in_round.store(received + 1, std::memory_order_release);
-        spin_until([&] { return sending_in_round.load() >= received + 1; });
+        if (waiting_in_round.load(std::memory_order_relaxed) < received + 1) {
+          waiting_in_round.store(received + 1, std::memory_order_release);
+          spin_until([&] { return sending_in_round.load() >= received + 1; });
+        }
+        if (ending == weft::procs::step_status::keep_running) {
+          out.keep_running();
+        }
       }}));
   for (std::size_t round = 1; round <= rounds; ++round) {
     ASSERT_TRUE(spin_until([&] { return waiting_in_round.load() >= round; }))
-        << "round " << round << " was never woken";
+        << "round " << round << " was never reached";
     sending_in_round.store(round);
     for (std::size_t delay = 0; delay < round % 256; ++delay) {
       std::atomic_signal_fence(std::memory_order_seq_cst);  // keeps the delay loop
@@ -238,6 +247,14 @@ TEST_F(ProcsStress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
   }
   EXPECT_EQ(handle.wait_for(stress_limit()), std::to_string(rounds));
   stop_and_check_clean(engine);
+}
+
+TEST_F(ProcsStress, NoWakeupIsLostWhenAMessageRacesTheIdleTransition) {
+  expect_no_message_lost_racing_the_end_of_a_step(weft::procs::step_status::wait);
+}
+
+TEST_F(ProcsStress, NoMessageIsLostWhenItRacesAKeepRunningStep) {
+  expect_no_message_lost_racing_the_end_of_a_step(weft::procs::step_status::keep_running);
 }
 
 // The same race with a completion: the handler parks it, the test thread completes it at once,
@@ -266,48 +283,6 @@ TEST_F(ProcsStress, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
     ASSERT_TRUE(held.has_value()) << "round " << round << " was never woken";
     ASSERT_EQ(held->tag(), round);
     held->complete();
-  }
-  EXPECT_EQ(handle.wait_for(stress_limit()), std::to_string(rounds));
-  stop_and_check_clean(engine);
-}
-
-// The same race with a step that asks to keep running: each round's first step lingers until
-// the test thread is about to send, then returns keep_running, so that over the rounds the
-// message lands all across the end of the step and the worker's requeueing of the process
-// (which drops a `notified` set meanwhile: the requeued run must drain the message anyway).
-// Each message must arrive, once, in one of the process's next steps; a lost one leaves the
-// process running forever and the test times out.
-TEST_F(ProcsStress, NoMessageIsLostWhenItRacesAKeepRunningStep) {
-  const std::size_t rounds = stress_size(10000, 2000, 1000);
-  std::atomic<std::size_t> waiting_in_round{0};
-  std::atomic<std::size_t> sending_in_round{0};
-  scheduler engine({.workers = 2});
-  process_handle handle = engine.submit(
-      scripted({.step = [&, received = std::size_t{0}](context&, std::span<event> events,
-                                                       step_output& out) mutable {
-        for (const event& arrived : events) {
-          if (arrived.type == event_type::message) {
-            ++received;
-          }
-        }
-        if (received == rounds) {
-          out.done(std::to_string(received));
-          return;
-        }
-        if (waiting_in_round.load(std::memory_order_relaxed) < received + 1) {
-          waiting_in_round.store(received + 1, std::memory_order_release);
-          spin_until([&] { return sending_in_round.load() >= received + 1; });
-        }
-        out.keep_running();
-      }}));
-  for (std::size_t round = 1; round <= rounds; ++round) {
-    ASSERT_TRUE(spin_until([&] { return waiting_in_round.load() >= round; }))
-        << "round " << round << " was never reached";
-    sending_in_round.store(round);
-    for (std::size_t delay = 0; delay < round % 256; ++delay) {
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // keeps the delay loop
-    }
-    engine.send(handle.id(), "wake");
   }
   EXPECT_EQ(handle.wait_for(stress_limit()), std::to_string(rounds));
   stop_and_check_clean(engine);
