@@ -156,9 +156,8 @@ class engine : public std::enable_shared_from_this<engine> {
   void report_detached_failure(pid id, const std::exception_ptr& error) const noexcept;
 
   // Scheduling. Call with the record in phase queued and owned by the caller; by_event: woken
-  // by an event, not launched.
-  // Inline: the common case (a worker whose "next" is free takes the record there); the rest in
-  // schedule_slow.
+  // by an event, not launched. schedule is inline (below the class) for the common case, a
+  // worker whose "next" is free taking the record there; schedule_slow does the rest.
   void schedule(process_record& record, bool by_event);
   void schedule_slow(process_record& record, bool by_event, worker* here);
   void yield_next_to_queue(worker& self);  // worker.cpp: after a step that ended its process

@@ -44,7 +44,9 @@ struct outcome_state;
 // `notified` is set (under the inbox lock) by an event arriving while the process is running,
 // and cleared when the worker drains the inbox (under the same lock); the worker's final CAS
 // running -> idle fails while it is set, so the event makes the process run again: never lost,
-// and, since it is cleared at the drain, never an empty extra step either.
+// and, since it is cleared at the drain, never an empty extra step either. A step that asks to
+// keep running ends with a plain store of queued, which drops the bit: its event waits in the
+// inbox for the run that store promises (run() gives the argument).
 enum : std::uint32_t {
   phase_free = 0,
   phase_queued = 1,
