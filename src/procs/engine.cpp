@@ -103,10 +103,9 @@ engine::~engine() {
 
 // --- the table --------------------------------------------------------------------------------
 
-process_record* engine::allocate_record(worker* here) {
-  std::uint32_t index = 0;
-  if (here != nullptr && !here->free_records.empty()) {
-    index = here->free_records.back();
+inline process_record* engine::allocate_record(worker* here) {
+  if (here != nullptr && !here->free_records.empty()) [[likely]] {
+    std::uint32_t index = here->free_records.back();
     here->free_records.pop_back();
     if (!here->free_records.empty()) {
       // The next launch's record was most likely freed by another worker (spawned processes
@@ -116,6 +115,10 @@ process_record* engine::allocate_record(worker* here) {
     }
     return record_at(index);
   }
+  return allocate_record_slow(here);
+}
+
+process_record* engine::allocate_record_slow(worker* here) {
   std::lock_guard<std::mutex> guard(table_lock_);
   if (free_list_.empty()) {
     std::uint32_t chunk = chunks_.load(std::memory_order_relaxed);
@@ -136,7 +139,7 @@ process_record* engine::allocate_record(worker* here) {
   }
   // A worker takes a batch for its cache: its next submissions skip this lock.
   std::size_t take = here != nullptr ? std::min<std::size_t>(free_list_.size(), 64) : 1;
-  index = free_list_.back();
+  std::uint32_t index = free_list_.back();
   free_list_.pop_back();
   for (std::size_t extra = 1; extra < take; ++extra) {
     here->free_records.push_back(free_list_.back());
@@ -145,24 +148,11 @@ process_record* engine::allocate_record(worker* here) {
   return record_at(index);
 }
 
-void engine::free_record(worker* here, process_record& record) noexcept {
-  ++record.generation;
-  if (record.generation == 0) {
-    record.generation = 1;  // pids are never 0
-  }
-  record.state.store(phase_free, std::memory_order_release);
-  if (here == nullptr) {
-    std::lock_guard<std::mutex> guard(table_lock_);
-    free_list_.push_back(record.index);
-    return;
-  }
-  here->free_records.push_back(record.index);
-  if (here->free_records.size() >= 512) {
-    // Give half back in one lock, so that a burst of finishes costs one lock per 256.
-    std::lock_guard<std::mutex> guard(table_lock_);
-    free_list_.insert(free_list_.end(), here->free_records.end() - 256, here->free_records.end());
-    here->free_records.resize(here->free_records.size() - 256);
-  }
+void engine::give_back_records(worker& here) noexcept {
+  // Half back in one lock, so that a burst of finishes costs one lock per 256.
+  std::lock_guard<std::mutex> guard(table_lock_);
+  free_list_.insert(free_list_.end(), here.free_records.end() - 256, here.free_records.end());
+  here.free_records.resize(here.free_records.size() - 256);
 }
 
 // --- submission and routing -------------------------------------------------------------------

@@ -142,8 +142,14 @@ class engine : public std::enable_shared_from_this<engine> {
     process_record* records = directory_[chunk].load(std::memory_order_acquire);
     return records == nullptr ? nullptr : &records[index & (chunk_size - 1)];
   }
+  // A free record for a launch: from the worker's cache (inline, in engine.cpp), else from the
+  // table's free list (allocate_record_slow, which also grows the table).
   process_record* allocate_record(worker* here);
-  void free_record(worker* here, process_record& record) noexcept;
+  [[gnu::noinline]] process_record* allocate_record_slow(worker* here);
+  // A finished process's record, back to its worker's cache (inline, below the class); half of
+  // a full cache goes back to the table (give_back_records).
+  void free_record(worker& here, process_record& record) noexcept;
+  [[gnu::noinline]] void give_back_records(worker& here) noexcept;
   // The record, unchecked (see deliver).
   process_record* live_record(pid id) const noexcept {
     return id == no_pid ? nullptr : record_at(index_of(id));
@@ -245,6 +251,18 @@ inline thread_local worker* this_worker = nullptr;
 inline worker* current_worker(const engine* owner) noexcept {
   worker* here = this_worker;
   return here != nullptr && here->owner == owner ? here : nullptr;
+}
+
+inline void engine::free_record(worker& here, process_record& record) noexcept {
+  ++record.generation;
+  if (record.generation == 0) {
+    record.generation = 1;  // pids are never 0
+  }
+  record.state.store(phase_free, std::memory_order_release);
+  here.free_records.push_back(record.index);
+  if (here.free_records.size() >= 512) [[unlikely]] {
+    give_back_records(here);
+  }
 }
 
 // The process a worker just launched or woke runs next on it (a reply is usually awaited by

@@ -535,7 +535,7 @@ void engine::finish(worker& here, process_record& record, std::string&& result,
     record.has_outcome = false;
   }
   const pid id = pid_of(record);
-  free_record(&here, record);
+  free_record(here, record);
   // After close(): whoever waits on the handle sees close's effects.
   if (outcome != nullptr) {
     outcome->settle(std::move(result), std::move(error));
