@@ -30,7 +30,7 @@ void timer::start(clock::duration after, detail::unique_function<void()> fn,
   stop();
   callback_ = std::move(fn);
   repeat_ = repeat;
-  entry_.deadline = clock::now() + after;
+  entry_.deadline = detail::saturating_add(clock::now(), after);  // huge: never fires
   core_->driver().add_timer(entry_);
 }
 
@@ -49,7 +49,7 @@ void timer::fire(detail::timer_entry& fired) {
   if (self.repeat_ > clock::duration::zero()) {
     // Re-arm first, from the planned deadline so a periodic timer does not drift; the callback
     // may stop() it.
-    self.entry_.deadline += self.repeat_;
+    self.entry_.deadline = detail::saturating_add(self.entry_.deadline, self.repeat_);
     self.core_->driver().add_timer(self.entry_);
   }
   try {

@@ -39,9 +39,13 @@ class deadline_wait final : public wait_source {
   }
   void disarm() noexcept override { core_.driver().remove_timer(entry_); }
   void describe(std::string& out) const override {
-    auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(entry_.deadline - clock::now());
     out += entry_.background ? "background " : "";
+    if (entry_.deadline == clock::time_point::max()) {
+      out += "deadline that never comes";
+      return;
+    }
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        saturating_remaining(entry_.deadline, clock::now()));
     out += "deadline in " + std::to_string(remaining.count()) + " ms";
   }
 

@@ -78,10 +78,15 @@ switch_handlers& coroutine::handlers() {
 }
 
 std::string timed_out_after(const timeout& limit) {
-  return "timed out after " +
-         std::to_string(
-             std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-         " ms";
+  auto milliseconds = std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count();
+  if (limit.limit() <= clock::duration::zero()) {
+    if (limit.deadline() == clock::time_point::min()) {
+      return "timed out: its deadline (time_point::min()) had already passed when the wait began";
+    }
+    return "timed out: its deadline had already passed " + std::to_string(-milliseconds) +
+           " ms before the wait began";
+  }
+  return "timed out after " + std::to_string(milliseconds) + " ms";
 }
 
 }  // namespace detail

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/sched/timeout.hpp"
+
 namespace weft {
 
 using clock = std::chrono::steady_clock;
@@ -20,8 +22,15 @@ using clock = std::chrono::steady_clock;
 // picked at random among the ready ones and may be the caller itself.
 void yield();
 
+// Sleeps until the deadline (returns after a yield-free check when it has passed). A deadline of
+// time_point::max() never comes: the coroutine sleeps until it is cancelled.
 void sleep_until(clock::time_point deadline);
-inline void sleep_for(clock::duration duration) { sleep_until(clock::now() + duration); }
+// Any duration works: one too long for the clock (duration::max(), hours::max()) saturates to
+// "never" instead of overflowing into the past; zero or negative returns at once.
+template <class Rep, class Period>
+void sleep_for(std::chrono::duration<Rep, Period> duration) {
+  sleep_until(detail::saturating_add(clock::now(), detail::saturating_ticks(duration)));
+}
 
 namespace detail {
 void enter_protected();
