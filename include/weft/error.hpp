@@ -29,6 +29,14 @@ class cancelled_error : public error {
   std::string reason_;
 };
 
+// A wait ended by its cancel token (weft::cancel_on, see timeout.hpp): the wait is over, the
+// coroutine itself was not cancelled and may go on (it is a cancelled_error so that code written
+// for cancellation unwinds the same way).
+class wait_cancelled_error : public cancelled_error {
+ public:
+  using cancelled_error::cancelled_error;
+};
+
 class timeout_error : public error {
  public:
   using error::error;

@@ -86,19 +86,10 @@ void wait_until(handle_waiters& waiters, Condition&& ready, const timeout& limit
   coroutine& self = core.waiter_or_throw("a weft I/O wait");
   while (!ready()) {
     handle_wait until_ready(waiters, what);
-    if (limit.bounded()) {
-      deadline_wait until(core, limit.deadline(), self.background());
-      wait_source* sources[] = {&until_ready, &until};
-      if (&core.wait(sources, 2) == &until && !ready()) {
-        throw timeout_error(
-            "weft: " + what + " timed out after " +
-            std::to_string(
-                std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count()) +
-            " ms");
-      }
-    } else {
-      wait_source* sources[] = {&until_ready};
-      core.wait(sources, 1);
+    limit_wait limits(core, self, limit);
+    wait_source& fired = limits.wait_with(until_ready);
+    if (limits.fired(fired) && !ready()) {
+      limits.raise(fired, [&] { return what; });
     }
   }
 }

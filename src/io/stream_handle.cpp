@@ -93,19 +93,9 @@ void wait_on_handle(handle_state& state, wait_source& ready_source, const timeou
                     const char* operation) {
   scheduler_core& core = state.core();
   coroutine& self = core.current_or_throw(operation);
-  if (!limit.bounded()) {
-    wait_source* sources[] = {&ready_source};
-    core.wait(sources, 1);
-    return;
-  }
-  deadline_wait until(core, limit.deadline(), self.background());
-  wait_source* sources[] = {&ready_source, &until};
-  if (&core.wait(sources, 2) == &until) {
-    auto milliseconds =
-        std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count();
-    throw timeout_error(std::string("weft: ") + operation + " " + state.subject() +
-                        " timed out after " + std::to_string(milliseconds) + " ms");
-  }
+  wait_source* sources[] = {&ready_source};
+  wait_with_limit(core, self, sources, limit,
+                  [&] { return std::string(operation) + " " + state.subject(); });
 }
 
 std::string format_address(const sockaddr* address) {

@@ -60,28 +60,22 @@ void await_operation(std::unique_ptr<pending_operation>& operation, const timeou
   scheduler_core* core = current_core();
   coroutine& self = core->waiter_or_throw("a weft I/O wait");
   operation_wait until_done(*operation);
-  bool timed_out = false;
+  limit_wait limits(*core, self, limit);
+  wait_source* fired = nullptr;
   try {
-    if (limit.bounded()) {
-      deadline_wait until(*core, limit.deadline(), self.background());
-      wait_source* sources[] = {&until_done, &until};
-      timed_out = &core->wait(sources, 2) == &until;
-    } else {
-      wait_source* sources[] = {&until_done};
-      core->wait(sources, 1);
-    }
+    fired = &limits.wait_with(until_done);
   } catch (...) {
     if (!operation->completed()) {
       abandon(operation, *core);
     }
     throw;
   }
-  if (timed_out && !operation->completed()) {
+  // A limit that passed as the operation completed loses: the result is kept.
+  if (limits.fired(*fired) && !operation->completed()) {
     std::string message;
     operation->describe(message);
-    message += " " + timed_out_after(limit);
     abandon(operation, *core);
-    throw timeout_error("weft: " + message);
+    limits.raise(*fired, [&] { return message; });
   }
 }
 

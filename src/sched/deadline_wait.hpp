@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,31 +65,94 @@ class deadline_wait final : public wait_source {
   sleep_entry entry_{};
 };
 
-// Waits on sources and, when limit is bounded, on its deadline too. Returns the source that
-// fired; throws timeout_error "weft: <describe()> timed out after N ms" when the deadline came
-// first (describe is only called then).
+// The limits of one wait (see timeout.hpp) as wait sources to arm after what the wait is for:
+// the deadline when the limit is bounded, the token's watch when it has one. Arming them last
+// means that a wait whose event is ready returns it even when a limit has passed too.
+class limit_wait {
+ public:
+  limit_wait(scheduler_core& core, coroutine& self, const timeout& limit)
+      : core_(core),
+        limit_(limit),
+        deadline_(core, limit.bounded() ? limit.deadline() : clock::time_point::max(),
+                  self.background()) {
+    if (limit.bounded()) {
+      sources_[count_++] = &deadline_;
+    }
+    if (const cancel_token* token = limit.token(); token != nullptr) {
+      watch_ = token->watch(&storage_);
+      sources_[count_++] = watch_;
+    }
+  }
+  limit_wait(const limit_wait&) = delete;
+  limit_wait& operator=(const limit_wait&) = delete;
+  ~limit_wait() {
+    if (watch_ != nullptr) {
+      limit_.token()->unwatch(watch_);
+    }
+  }
+
+  // Waits on what the wait is for and on the limits; returns the source that fired (the
+  // caller checks fired() and whether its event raced the limit and won).
+  wait_source& wait_with(wait_source& event) {
+    std::array<wait_source*, 3> all{&event};
+    std::copy(sources_.begin(), sources_.begin() + static_cast<std::ptrdiff_t>(count_),
+              all.begin() + 1);
+    return core_.wait(all.data(), 1 + count_);
+  }
+
+  // The sources to arm (0, 1 or 2).
+  std::span<wait_source* const> sources() const noexcept { return {sources_.data(), count_}; }
+  // Whether fired is one of the limit's sources (the wait is over without its event).
+  bool fired(const wait_source& fired) const noexcept {
+    return &fired == &deadline_ || (watch_ != nullptr && &fired == watch_);
+  }
+  // Throws what ends the wait when fired is one of the limit's sources: timeout_error
+  // "weft: WHAT timed out after N ms" for the deadline, cancelled_error for the token.
+  template <class Describe>
+  [[noreturn]] void raise(const wait_source& fired, Describe&& describe) const {
+    if (&fired == &deadline_) {
+      throw timeout_error("weft: " + std::string(describe()) + " " + timed_out_after(limit_));
+    }
+    throw wait_cancelled_error(std::string(describe()) +
+                               " cancelled by its cancel token: " + limit_.token()->reason());
+  }
+
+ private:
+  scheduler_core& core_;
+  const timeout& limit_;
+  deadline_wait deadline_;
+  wait_source* watch_ = nullptr;
+  std::array<wait_source*, 2> sources_{};
+  std::size_t count_ = 0;
+  alignas(std::max_align_t) std::byte storage_[cancel_token::watch_storage];
+};
+
+// Waits on sources and on what limits the wait (see limit_wait). Returns the source of the
+// wait's own that fired; throws timeout_error "weft: <describe()> timed out after N ms" when the
+// deadline came first, cancelled_error when the cancel token did (describe is only called
+// then).
 template <class Describe>
 wait_source& wait_with_limit(scheduler_core& core, coroutine& self,
                              std::span<wait_source* const> sources, const timeout& limit,
                              Describe&& describe) {
-  if (!limit.bounded()) {
+  if (!limit.limited()) {
     return core.wait(sources.data(), sources.size());
   }
-  deadline_wait until(core, limit.deadline(), self.background());
+  limit_wait limits(core, self, limit);
   // Every I/O call with a time limit comes through here: no allocation for the usual handful.
   constexpr std::size_t inline_sources = 8;
-  std::array<wait_source*, inline_sources> few;
+  std::array<wait_source*, inline_sources + 2> few;
   std::vector<wait_source*> many;
   wait_source** all = few.data();
-  if (sources.size() >= inline_sources) {
-    many.resize(sources.size() + 1);
+  if (sources.size() > inline_sources) {
+    many.resize(sources.size() + 2);
     all = many.data();
   }
   std::copy(sources.begin(), sources.end(), all);
-  all[sources.size()] = &until;
-  wait_source& fired = core.wait(all, sources.size() + 1);
-  if (&fired == &until) {
-    throw timeout_error("weft: " + std::string(describe()) + " " + timed_out_after(limit));
+  std::copy(limits.sources().begin(), limits.sources().end(), all + sources.size());
+  wait_source& fired = core.wait(all, sources.size() + limits.sources().size());
+  if (limits.fired(fired)) {
+    limits.raise(fired, describe);
   }
   return fired;
 }

@@ -761,7 +761,7 @@ void await_finished(coroutine& target, const timeout& limit) {
   if (target.done()) {
     return;
   }
-  if (!limit.bounded()) {
+  if (!limit.limited()) {
     owner_core_for_await(target).await_finished(target);
   } else {
     owner_core_for_await(target).await_finished(target, limit);

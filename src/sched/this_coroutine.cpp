@@ -79,7 +79,7 @@ switch_handlers& coroutine::handlers() {
 
 std::string timed_out_after(const timeout& limit) {
   auto milliseconds = std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count();
-  if (limit.limit() <= clock::duration::zero()) {
+  if (limit.limit() < clock::duration::zero()) {
     if (limit.deadline() == clock::time_point::min()) {
       return "timed out: its deadline (time_point::min()) had already passed when the wait began";
     }

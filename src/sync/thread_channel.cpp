@@ -50,6 +50,14 @@ void thread_channel_waiter::throw_timed_out(const timeout& limit) {
 
 void thread_channel_waiter::park(std::unique_lock<std::mutex>& lock, const timeout& limit) {
   if (!coroutine_wake_) {
+    if (limit.token() != nullptr) {
+      list_->remove(*this);
+      std::string message = "weft: waiting on ";
+      describe_(owner_, message);
+      throw std::logic_error(message +
+                             " from a plain thread with a cancel token; tokens are tasks and "
+                             "futures of one scheduler, so only its coroutines can wait on them");
+    }
     const auto done = [this] { return outcome != 0; };
     if (!limit.bounded()) {
       thread_wake_.wait(lock, done);
@@ -72,6 +80,13 @@ void thread_channel_waiter::park(std::unique_lock<std::mutex>& lock, const timeo
       }
       list_->remove(*this);
       throw_timed_out(limit);
+    } catch (const wait_cancelled_error&) {
+      lock.lock();
+      if (outcome != 0) {
+        return;  // completed as the cancel token fired: the completion wins, as for a deadline
+      }
+      list_->remove(*this);
+      throw;
     } catch (...) {
       lock.lock();
       if (outcome != 0) {

@@ -82,7 +82,7 @@ void waiter_queue::wait_until_granted(queued_waiter& waiter, const timeout& limi
                            " outside a coroutine; call it from weft::run's main or from a "
                            "coroutine started with weft::spawn");
   }
-  if (!limit.bounded()) {
+  if (!limit.limited()) {
     // The hand-off path: arm in place and park (a tail call: nothing runs here after the
     // switch). A cancel raised while parked leaves the waiter linked; ~queued_waiter unlinks it.
     core->check_cancel(*self);
@@ -90,18 +90,15 @@ void waiter_queue::wait_until_granted(queued_waiter& waiter, const timeout& limi
     link(waiter);
     return core->park(*self, waiter);
   }
-  wait_source* sources[] = {&waiter};
-  try {
-    wait_with_limit(*core, *self, sources, limit, [&] {
+  limit_wait limits(*core, *self, limit);
+  wait_source& fired = limits.wait_with(waiter);
+  // A grant that raced the limit wins: the capacity is ours, keep it.
+  if (limits.fired(fired) && !waiter.granted()) {
+    limits.raise(fired, [&] {
       std::string what = "waiting on ";
       describe(what);
       return what;
     });
-  } catch (const timeout_error&) {
-    if (waiter.granted()) {
-      return;  // the grant raced the deadline and won: the capacity is ours, keep it
-    }
-    throw;
   }
 }
 

@@ -42,6 +42,8 @@ void await_finished(coroutine& target);
 // Same, giving up at limit with weft::timeout_error (the target keeps running).
 void await_finished(coroutine& target, const timeout& limit);
 [[noreturn]] void throw_invalid_task(const char* operation);
+// A new cancel token (one reference, the caller's) that completes when target ends.
+const cancel_token* make_task_cancel_token(coroutine& target);
 }  // namespace detail
 
 template <class T>
@@ -135,6 +137,13 @@ class task {
   void on_enter(std::function<bool()> handler) { handlers().enter.push_back(std::move(handler)); }
   void on_leave(std::function<bool()> handler) { handlers().leave.push_back(std::move(handler)); }
   void on_finish(std::function<bool()> handler) { handlers().finish.push_back(std::move(handler)); }
+
+  // A task is a cancel token: weft::cancel_on(task) ends a wait when the task ends (see
+  // timeout.hpp). Found by argument-dependent lookup only.
+  friend const detail::cancel_token* make_cancel_token(const task& token) {
+    token.valid_or_throw("weft::cancel_on");
+    return detail::make_task_cancel_token(*token.coroutine_);
+  }
 
  private:
   void valid_or_throw(const char* operation) const {

@@ -1,7 +1,22 @@
-// A time limit for a wait: weft::timeout(5s) (relative to when it is made), timeout::at(t), or
-// timeout::never(). Waits that take one throw weft::timeout_error when the deadline passes
-// first; what they waited for is left alone (an awaited task keeps running) unless the wait
-// says otherwise.
+// The limits of a wait: a time limit, weft::timeout(5s) (relative to when it is made),
+// timeout::at(t) or timeout::never(), and optionally a cancel token. Every wait of a coroutine
+// takes one (task and future awaits, the combinators, channel send/recv, locks, semaphores,
+// condition variables, pool acquire, all I/O). Waits throw weft::timeout_error when the deadline
+// passes first; what they waited for is left alone (an awaited task keeps running) unless the
+// wait says otherwise.
+//
+// Cancel tokens: weft::cancel_on(token), or timeout(5s).cancel_on(token), also ends the wait
+// when token completes, with weft::cancelled_error. A token is any weft::task<T> or
+// weft::future<T> of the waiting coroutine's scheduler; it completes when the task ends (value,
+// error or cancel) or the future settles. The error's reason() says what cancelled the wait: the
+// token's own cancel reason or error message when it ended that way, or "<token> completed". The
+// guarantees are those of a timeout: a wait that the token ends has taken nothing (a channel
+// value, a lock, a pool slot and an I/O result that raced the token are kept by the wait, which
+// then returns normally), and what the wait was for keeps running. A token already complete
+// when the wait starts ends it at once unless what it waits for is ready. The timeout holds a
+// reference to the token's task or future state, so the token may be dropped meanwhile. Tokens
+// belong to one scheduler's thread, as tasks and futures do: a wait on another thread (or a
+// plain thread blocking on a thread_channel) given one is a std::logic_error.
 //
 // Extreme values are safe: a limit so long that now + limit would overflow the clock means
 // "never" (bounded() is false), and a zero or negative limit, or a deadline already past
@@ -10,13 +25,53 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <ratio>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace weft {
 
 namespace detail {
+class wait_source;
+
+// What a cancel token is to the waits (tasks and futures implement it in their layers). Counted
+// references, all on the token's scheduler thread: no atomics.
+class cancel_token {
+ public:
+  // The room watch() may use, and its alignment.
+  static constexpr std::size_t watch_storage = 128;
+
+  cancel_token() = default;
+  cancel_token(const cancel_token&) = delete;
+  cancel_token& operator=(const cancel_token&) = delete;
+
+  void add_ref() const noexcept { ++refs_; }
+  void release() const noexcept {
+    if (--refs_ == 0) {
+      delete this;
+    }
+  }
+
+  // Builds, in storage (watch_storage bytes, aligned to std::max_align_t), a wait source that
+  // fires when the token completes (arm() returns false when it already has). Throws
+  // std::logic_error when the calling thread may not wait on this token.
+  virtual wait_source* watch(void* storage) const = 0;
+  // Destroys what watch() built (after its wait disarmed it).
+  virtual void unwatch(wait_source* source) const noexcept = 0;
+  // The reason of the cancelled_error that ends a wait: the token's cancel reason or error
+  // message when it ended that way, otherwise "<what the token is> completed".
+  virtual std::string reason() const = 0;
+
+ protected:
+  virtual ~cancel_token() = default;
+
+ private:
+  mutable std::uint32_t refs_ = 1;
+};
+
 using steady_duration = std::chrono::steady_clock::duration;
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -66,6 +121,25 @@ class timeout {
   using clock = std::chrono::steady_clock;
 
   constexpr timeout() noexcept = default;  // never
+  constexpr timeout(const timeout& other) noexcept
+      : deadline_(other.deadline_),
+        limit_(other.limit_),
+        token_(other.token_),
+        bounded_(other.bounded_) {
+    if (token_ != nullptr) {
+      token_->add_ref();
+    }
+  }
+  constexpr timeout& operator=(const timeout& other) noexcept {
+    timeout copy(other);
+    swap(copy);
+    return *this;
+  }
+  constexpr ~timeout() {
+    if (token_ != nullptr) {
+      token_->release();
+    }
+  }
   template <class Rep, class Period>
   explicit timeout(std::chrono::duration<Rep, Period> limit) noexcept
       : limit_(detail::saturating_ticks(limit)) {
@@ -81,17 +155,50 @@ class timeout {
   }
   static constexpr timeout never() noexcept { return timeout(); }
 
+  // This limit, also ended by token (a task or a future; see the file comment). Replaces an
+  // earlier token.
+  template <class Token>
+  requires requires(const Token& token) { make_cancel_token(token); }
+  timeout cancel_on(const Token& token) const {
+    timeout result(*this);
+    const detail::cancel_token* made = make_cancel_token(token);  // found by ADL: a hidden friend
+    if (result.token_ != nullptr) {
+      result.token_->release();
+    }
+    result.token_ = made;
+    return result;
+  }
+
+  // A deadline (false for never, and for a limit too long for the clock).
   bool bounded() const noexcept { return bounded_; }
+  // Anything that can end the wait early: a deadline or a token. Waits take their fast path
+  // when this is false.
+  bool limited() const noexcept { return bounded_ || token_ != nullptr; }
+  // The cancel token, or null.
+  const detail::cancel_token* token() const noexcept { return token_; }
   clock::time_point deadline() const noexcept { return deadline_; }
   // The limit as given (for messages: "timed out after 5000 ms"); for timeout::at, the time
   // that was left when it was made (zero or negative: the deadline had already passed).
   clock::duration limit() const noexcept { return limit_; }
 
  private:
+  constexpr void swap(timeout& other) noexcept {
+    std::swap(deadline_, other.deadline_);
+    std::swap(limit_, other.limit_);
+    std::swap(token_, other.token_);
+    std::swap(bounded_, other.bounded_);
+  }
+
   clock::time_point deadline_{};
   clock::duration limit_{};
+  const detail::cancel_token* token_ = nullptr;
   bool bounded_ = false;
 };
+
+// A wait with no time limit that token ends (timeout::never().cancel_on(token)).
+template <class Token>
+requires requires(const Token& token) { make_cancel_token(token); }
+timeout cancel_on(const Token& token) { return timeout::never().cancel_on(token); }
 
 namespace detail {
 // timeout::never() as an object, for default arguments of hot waits: a reference to it costs
@@ -99,7 +206,7 @@ namespace detail {
 inline constexpr timeout no_timeout{};
 
 // "timed out after 250 ms": the common tail of every timeout_error message ("timed out: its
-// deadline had already passed N ms before the wait began" for a limit of zero or less).
+// deadline had already passed N ms before the wait began" for a negative limit).
 std::string timed_out_after(const timeout& limit);
 }  // namespace detail
 

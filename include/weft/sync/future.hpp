@@ -215,6 +215,9 @@ void pass_value_on(future_state<T>& source, promise<T>& target, const std::sourc
   }
 }
 
+// A new cancel token (one reference, the caller's) that completes when state settles.
+const cancel_token* make_future_cancel_token(future_state_base& state);
+
 }  // namespace detail
 
 template <class T>
@@ -453,6 +456,12 @@ class future {
         detail::pass_value_on(source, next, site);
       }
     });
+  }
+
+  // A future is a cancel token: weft::cancel_on(future) ends a wait when it settles (see
+  // timeout.hpp). Found by argument-dependent lookup only.
+  friend const detail::cancel_token* make_cancel_token(const future& token) {
+    return detail::make_future_cancel_token(token.state_or_throw("weft::cancel_on"));
   }
 
  private:
