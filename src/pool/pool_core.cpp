@@ -191,10 +191,8 @@ const timeout& pool_core::effective_limit(const timeout* limit, timeout& fallbac
 }
 
 void pool_core::set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
+  // Nobody waits on the breaker itself: acquires consult it as they come, so closing it is all.
   breaker_.set_strategy(std::move(strategy));
-  // The breaker closed: waiters that were failing fast may create again. Nothing else to do:
-  // the settings' copy is only what the breaker was made with.
-  free_slots();
 }
 
 void* pool_core::acquire(const timeout* limit, std::uint64_t& probe) {

@@ -111,7 +111,6 @@ class pool {
   // See weft::pool::set_breaker_strategy.
   void set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
     connections_.set_breaker_strategy(std::move(strategy));
-    shared_waiters_.grant_all(0);  // the breaker closed: they may take connections again
   }
 
  private:

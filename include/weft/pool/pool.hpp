@@ -281,9 +281,9 @@ class pool {
   pool_stats stats() const { return core().stats(); }
   circuit_breaker& breaker() { return core().breaker(); }
   // Replaces the breaker's strategy on the live pool, or removes it (null: the breaker never
-  // opens by itself; breaker() still gives manual control). The breaker closes, so waiters that
-  // were failing fast may create again; a half-open probe in flight becomes an ordinary request
-  // (see circuit_breaker.hpp).
+  // opens by itself; breaker() still gives manual control). The breaker closes, so acquires go
+  // through again; a half-open probe in flight becomes an ordinary request (see
+  // circuit_breaker.hpp).
   void set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
     core().set_breaker_strategy(std::move(strategy));
   }
