@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -106,6 +107,105 @@ std::string describe_target(PGconn* session) {
          text_or_empty(PQport(session)) + "/" + text_or_empty(PQdb(session));
 }
 
+// libpq takes SQL text, statement names and the connection string as C strings: an embedded
+// NUL would silently cut them short there. That is the caller's mistake, refused before
+// anything is sent.
+void refuse_nul(std::string_view text, const char* qualified, const char* what) {
+  std::size_t at = text.find('\0');
+  if (at != std::string_view::npos) {
+    throw std::invalid_argument(std::string(qualified) + ": the " + what +
+                                " contains a NUL byte at offset " + std::to_string(at) +
+                                "; libpq takes it as a C string and would cut it short there, "
+                                "so nothing was sent");
+  }
+}
+
+// The connection string as it may be shown in a message: every password replaced by ***, and
+// the passwords themselves (to take out of libpq's messages, which may quote the string). It
+// goes by the text alone, since it also serves strings libpq could not parse: the value after a
+// `password` keyword (key=value, or a URI's ?password=), and a URI's user:password@. In doubt it
+// masks too much rather than too little.
+struct masked_conninfo {
+  std::string text;
+  std::vector<std::string> secrets;
+
+  // message with every secret replaced by ***.
+  std::string scrub(std::string message) const {
+    for (const std::string& secret : secrets) {
+      for (std::size_t at = message.find(secret); at != std::string::npos;
+           at = message.find(secret, at + 3)) {
+        message.replace(at, secret.size(), "***");
+      }
+    }
+    return message;
+  }
+};
+
+masked_conninfo mask_passwords(std::string_view conninfo) {
+  std::vector<std::pair<std::size_t, std::size_t>> hidden;  // [begin, end) ranges
+  bool uri = conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://");
+  if (uri) {
+    std::size_t authority = conninfo.find("://") + 3;
+    std::size_t at = conninfo.rfind('@');
+    std::size_t colon = conninfo.find(':', authority);
+    if (at != std::string_view::npos && at > authority && colon < at) {
+      hidden.emplace_back(colon + 1, at);
+    }
+  }
+  constexpr std::string_view keyword = "password";
+  for (std::size_t found = conninfo.find(keyword); found != std::string_view::npos;
+       found = conninfo.find(keyword, found + 1)) {
+    char before = found == 0 ? ' ' : conninfo[found - 1];
+    if (before != ' ' && before != '\t' && before != '\n' && before != '?' && before != '&') {
+      continue;  // part of another word
+    }
+    std::size_t index = found + keyword.size();
+    while (index < conninfo.size() && (conninfo[index] == ' ' || conninfo[index] == '\t')) {
+      ++index;
+    }
+    if (index == conninfo.size() || conninfo[index] != '=') {
+      continue;
+    }
+    ++index;
+    while (index < conninfo.size() && (conninfo[index] == ' ' || conninfo[index] == '\t')) {
+      ++index;
+    }
+    std::size_t end = index;
+    if (end < conninfo.size() && conninfo[end] == '\'') {
+      for (++end; end < conninfo.size() && conninfo[end] != '\''; ++end) {
+        end += conninfo[end] == '\\' ? 1 : 0;
+      }
+      end = std::min(end + 1, conninfo.size());
+    } else {
+      while (end < conninfo.size() && conninfo[end] != ' ' && conninfo[end] != '\t' &&
+             conninfo[end] != '\n' && !(uri && conninfo[end] == '&')) {
+        ++end;
+      }
+    }
+    if (end > index) {
+      hidden.emplace_back(index, end);
+    }
+  }
+  std::sort(hidden.begin(), hidden.end());
+  masked_conninfo masked;
+  std::size_t shown = 0;
+  for (auto [begin, end] : hidden) {
+    if (end <= shown) {
+      continue;  // inside a range already hidden
+    }
+    begin = std::max(begin, shown);
+    masked.text.append(conninfo.substr(shown, begin - shown));
+    masked.text += "***";
+    masked.secrets.emplace_back(conninfo.substr(begin, end - begin));
+    shown = end;
+  }
+  masked.text.append(conninfo.substr(shown));
+  // Longest first, so that a secret containing another is replaced whole.
+  std::sort(masked.secrets.begin(), masked.secrets.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return masked;
+}
+
 // What an exchange is, for messages: `query "SELECT ..."`.
 struct exchange {
   const char* operation;
@@ -171,6 +271,38 @@ error server_error(const PGresult* raw, state& session, const exchange& what,
     message += "; the connection is closed, open a new one";
   }
   return error(message, sqlstate, primary, detail, hint);
+}
+
+// Text-format parameters reach libpq as C strings too (it ignores their length), so a NUL would
+// cut the value short; PostgreSQL text cannot hold one anyway. Refused before anything is sent,
+// as bad data (pg::error, with the SQLSTATE the server gives such text) rather than misuse.
+// Binary ones (bytea) keep every byte, but their length must fit the protocol's int32.
+void check_params(std::span<const param> params, const state& session, const exchange& what) {
+  for (std::size_t index = 0; index < params.size(); ++index) {
+    const param& each = params[index];
+    if (!each.value) {
+      continue;
+    }
+    std::string position = "parameter $" + std::to_string(index + 1);
+    if (each.value->size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      std::string problem = position + " is " + std::to_string(each.value->size()) +
+                            " bytes, more than a PostgreSQL message can carry";
+      throw error("weft::pg: " + what.describe() + " on " + session.target + ": " + problem +
+                      "; nothing was sent",
+                  "54000", problem);
+    }
+    if (each.binary) {
+      continue;
+    }
+    std::size_t at = each.value->find('\0');
+    if (at != std::string::npos) {
+      std::string problem = position + " contains a NUL byte at offset " + std::to_string(at) +
+                            "; text cannot hold NUL";
+      throw error("weft::pg: " + what.describe() + " on " + session.target + ": " + problem +
+                      ", so nothing was sent (pass binary data as weft::pg::bytea)",
+                  "22021", problem);
+    }
+  }
 }
 
 // The socket buffer is full. Keep reading while waiting to write, so that a server blocked on
@@ -654,8 +786,23 @@ connection::~connection() = default;
 
 connection connection::connect(std::string_view conninfo, const timeout& limit) {
   weft::detail::current_uv_loop("weft::pg::connection::connect");
-  auto opened = std::make_unique<state>();
+  refuse_nul(conninfo, "weft::pg::connection::connect", "connection string");
   std::string info(conninfo);
+  // Parsed first so that a string libpq cannot read is reported as such, naming it: once
+  // PQconnectStart has failed on it there is no host or user to name ("@:/").
+  char* parse_failure = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(info.c_str(), &parse_failure);
+  if (parsed == nullptr) {
+    masked_conninfo masked = mask_passwords(conninfo);
+    std::string reason =
+        parse_failure == nullptr ? "out of memory" : masked.scrub(trimmed(parse_failure));
+    PQfreemem(parse_failure);
+    throw error("weft::pg: connect failed: the connection string \"" + masked.text +
+                    "\" is not valid: " + reason,
+                "08001", reason);
+  }
+  PQconninfoFree(parsed);
+  auto opened = std::make_unique<state>();
   opened->session = PQconnectStart(info.c_str());
   if (opened->session == nullptr) {
     throw std::bad_alloc();
@@ -756,8 +903,10 @@ connection::state& connection::pipeline_state(const char* qualified, const timeo
 
 result connection::query_params(const timeout& limit, std::string_view sql,
                                 std::span<const param> params) {
+  refuse_nul(sql, "weft::pg::connection::query", "SQL text");
   state& session = pipeline_state("weft::pg::connection::query", limit);
   std::string text(sql);
+  check_params(params, session, exchange{"query", sql});
   encoded_params encoded(params);
   return run_pipelined(session, limit, exchange{"query", sql}, [&] {
     return PQsendQueryParams(session.session, text.c_str(), encoded.count(), encoded.types.data(),
@@ -776,6 +925,7 @@ result connection::query_prepared(const timeout& limit, const statement& prepare
         (prepared.connection_id_ == 0 ? "it is empty" : "it belongs to another") +
         "); prepare it on the connection that runs it");
   }
+  check_params(params, session, exchange{"prepared statement", prepared.sql()});
   encoded_params encoded(params);
   return run_pipelined(session, limit, exchange{"prepared statement", prepared.sql()}, [&] {
     return PQsendQueryPrepared(session.session, prepared.name().c_str(), encoded.count(),
@@ -785,6 +935,8 @@ result connection::query_prepared(const timeout& limit, const statement& prepare
 }
 
 statement connection::prepare(std::string_view sql, std::string name, const timeout& limit) {
+  refuse_nul(sql, "weft::pg::connection::prepare", "SQL text");
+  refuse_nul(name, "weft::pg::connection::prepare", "statement name");
   state& session = pipeline_state("weft::pg::connection::prepare", limit);
   if (name.empty()) {
     name = "weft_" + std::to_string(++session.statements_prepared);
@@ -797,6 +949,7 @@ statement connection::prepare(std::string_view sql, std::string name, const time
 }
 
 result connection::execute_script(std::string_view sql, const timeout& limit) {
+  refuse_nul(sql, "weft::pg::connection::execute_script", "SQL text");
   state& session = usable_state("weft::pg::connection::execute_script");
   std::string text(sql);
   return run_exchange(session, limit, exchange{"script", sql},

@@ -16,10 +16,11 @@ weft::pool_options<connection> pool::adapt(pool_options options) {
   adapted.max = options.max;
   adapted.healthcheck_interval = options.healthcheck_interval;
   adapted.acquire_timeout = options.acquire_timeout;
+  adapted.validate_after_idle = options.validate_after_idle;
   adapted.breaker_strategy = std::move(options.breaker_strategy);
   adapted.name = std::move(options.name);
-  auto connect_timeout = options.connect_timeout;
-  auto reset_timeout = options.reset_timeout;
+  auto connect_timeout = options.connect_timeout.get();
+  auto reset_timeout = options.reset_timeout.get();
   bool reset_on_release = options.reset_on_release;
   adapted.factory = [conninfo = std::move(options.conninfo), connect_timeout] {
     return connection::connect(conninfo, timeout(connect_timeout));
@@ -29,6 +30,21 @@ weft::pool_options<connection> pool::adapt(pool_options options) {
     return session.is_open() && session.query(timeout(reset_timeout), "SELECT 1").value<int>() == 1;
   };
   adapted.before_acquire = [](connection& session) { return session.is_open(); };
+  if (options.validate_after_idle) {
+    adapted.validate = [reset_timeout](connection& session, const timeout& limit) {
+      if (!session.is_open()) {
+        return false;
+      }
+      // Bounded by whichever ends first: the acquire's limit or reset_timeout.
+      timeout own(reset_timeout);
+      const timeout& bound =
+          limit.bounded() && (!own.bounded() || limit.deadline() < own.deadline()) ? limit : own;
+      // An empty query: one round trip, nothing to parse or plan. A lost session throws
+      // pg::error, which the pool reports to the breaker.
+      session.query(bound, "");
+      return session.is_open();
+    };
+  }
   adapted.before_release = [reset_on_release, reset_timeout](connection& session) {
     if (!session.is_open()) {
       return false;
@@ -84,7 +100,7 @@ void pool::describe_shared_waiters(const void* owner, std::string& out) {
 pool::shared_session* pool::share(const std::optional<timeout>& limit) {
   // One deadline for the whole call, however often it waits.
   timeout deadline = limit              ? *limit
-                     : acquire_timeout_ ? timeout(*acquire_timeout_)
+                     : acquire_timeout_ ? timeout(acquire_timeout_->get())
                                         : timeout::never();
   for (;;) {
     pool_stats stats = connections_.stats();

@@ -20,7 +20,8 @@ const char* to_string(circuit_state state) noexcept {
 }
 
 consecutive_failures::consecutive_failures(std::size_t threshold,
-                                           std::chrono::steady_clock::duration cool_down)
+                                           std::chrono::steady_clock::duration cool_down,
+                                           std::nullptr_t)
     : threshold_(threshold), cool_down_(cool_down) {
   if (threshold == 0) {
     throw std::invalid_argument(
@@ -49,11 +50,34 @@ void consecutive_failures::on_failure(circuit_breaker& breaker, const std::excep
 }
 
 bool consecutive_failures::should_try_recovery(const circuit_breaker& breaker) {
-  return circuit_breaker::clock::now() - breaker.opened_at() >= cool_down_;
+  // Saturated: a cool-down of duration::max() is never over, whenever the breaker opened.
+  return detail::saturating_remaining(circuit_breaker::clock::now(), breaker.opened_at()) >=
+         cool_down_;
 }
+
+struct circuit_breaker::consulting {
+  explicit consulting(circuit_breaker& breaker) noexcept : breaker(breaker) {
+    breaker.consulting_ = true;
+  }
+  ~consulting() { breaker.consulting_ = false; }
+  consulting(const consulting&) = delete;
+  consulting& operator=(const consulting&) = delete;
+  circuit_breaker& breaker;
+};
 
 circuit_breaker::circuit_breaker(std::shared_ptr<circuit_breaker_strategy> strategy) noexcept
     : strategy_(std::move(strategy)) {}
+
+void circuit_breaker::set_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
+  if (consulting_) {
+    throw std::logic_error(
+        "weft::circuit_breaker::set_strategy: called from inside the strategy's own callback, "
+        "which would destroy the strategy while its code runs; swap it from outside");
+  }
+  strategy_ = std::move(strategy);
+  state_ = circuit_state::closed;
+  probe_in_flight_ = false;  // a probe in flight is an ordinary request now
+}
 
 void circuit_breaker::open() noexcept {
   state_ = circuit_state::open;
@@ -77,8 +101,14 @@ circuit_breaker::admission circuit_breaker::admit() {
     case circuit_state::closed:
       return admission::allowed;
     case circuit_state::open:
-      if (strategy_ == nullptr || !strategy_->should_try_recovery(*this)) {
+      if (strategy_ == nullptr) {
         return admission::refused;
+      }
+      {
+        consulting busy(*this);
+        if (!strategy_->should_try_recovery(*this)) {
+          return admission::refused;
+        }
       }
       state_ = circuit_state::half_open;
       [[fallthrough]];
@@ -87,6 +117,7 @@ circuit_breaker::admission circuit_breaker::admit() {
         return admission::refused;
       }
       probe_in_flight_ = true;
+      ++probe_id_;
       return admission::probe;
   }
   return admission::refused;
@@ -94,6 +125,7 @@ circuit_breaker::admission circuit_breaker::admit() {
 
 void circuit_breaker::record_success() {
   if (strategy_ != nullptr) {
+    consulting busy(*this);
     strategy_->on_success(*this);
   }
   if (state_ == circuit_state::half_open) {
@@ -103,6 +135,7 @@ void circuit_breaker::record_success() {
 
 void circuit_breaker::record_failure(const std::exception_ptr& error) {
   if (strategy_ != nullptr) {
+    consulting busy(*this);
     strategy_->on_failure(*this, error);
   }
   if (state_ == circuit_state::half_open) {

@@ -41,7 +41,7 @@ void idle_ring::reserve(std::size_t wanted) {
   while (capacity < wanted) {
     capacity *= 2;
   }
-  void** slots = new void*[capacity];
+  auto* slots = new idle_entry[capacity];
   for (std::size_t index = 0; index < size_; ++index) {
     slots[index] = slots_[(head_ + index) & (capacity_ - 1)];
   }
@@ -65,11 +65,16 @@ pool_core* pool_core::create(resource_hooks hooks, pool_settings settings) {
     problem = ": max is 0, so no resource could ever be acquired; set max to at least 1";
   } else if (settings.min > settings.max) {
     problem = ": min is larger than max; min resources are kept alive, so it must be <= max";
-  } else if (settings.healthcheck_interval < settings.healthcheck_interval.zero()) {
+  } else if (settings.healthcheck_interval.get() < std::chrono::steady_clock::duration::zero()) {
     problem = ": the healthcheck interval is negative; use zero for no healthcheck";
-  } else if (settings.healthcheck_interval > settings.healthcheck_interval.zero() &&
+  } else if (settings.healthcheck_interval.get() > std::chrono::steady_clock::duration::zero() &&
              hooks.healthcheck == nullptr) {
     problem = ": a healthcheck interval is set but no healthcheck function";
+  } else if (settings.validate_after_idle &&
+             settings.validate_after_idle->get() < std::chrono::steady_clock::duration::zero()) {
+    problem = ": validate_after_idle is negative; use zero to validate every idle resource";
+  } else if (settings.validate_after_idle && hooks.validate == nullptr) {
+    problem = ": validate_after_idle is set but no validate function";
   }
   if (problem != nullptr) {
     drop_hooks();
@@ -103,7 +108,7 @@ pool_core::~pool_core() {
   // The last reference is gone: no lease, waiter or call is left, only idle resources (a pool
   // closed by its handle has none; one whose handle never closed it cannot exist).
   while (!idle_.empty()) {
-    destroy_resource(idle_.pop_front());
+    destroy_resource(idle_.pop_front().resource);
   }
   if (hooks_.drop_context != nullptr) {
     hooks_.drop_context(hooks_.context);
@@ -147,12 +152,12 @@ void pool_core::throw_unavailable() const {
       "; the backend is considered down, so acquire fails fast: retry later");
 }
 
-bool pool_core::admit_or_throw() {
+std::uint64_t pool_core::admit_or_throw() {
   switch (breaker_.admit()) {
     case circuit_breaker::admission::allowed:
-      return false;
+      return 0;
     case circuit_breaker::admission::probe:
-      return true;
+      return breaker_.probe_id();
     case circuit_breaker::admission::refused:
       break;
   }
@@ -175,7 +180,22 @@ void pool_core::record_failure(const std::exception_ptr& error) noexcept {
   }
 }
 
-void* pool_core::acquire(const timeout* limit, bool& probe) {
+const timeout& pool_core::effective_limit(const timeout* limit, timeout& fallback) const {
+  if (limit != nullptr) {
+    return *limit;
+  }
+  if (settings_.acquire_timeout) {
+    fallback = timeout(settings_.acquire_timeout->get());
+  }
+  return fallback;
+}
+
+void pool_core::set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
+  // Nobody waits on the breaker itself: acquires consult it as they come, so closing it is all.
+  breaker_.set_strategy(std::move(strategy));
+}
+
+void* pool_core::acquire(const timeout* limit, std::uint64_t& probe) {
   add_ref();  // a close() and the pool's destruction may happen while this call waits
   struct keep_alive {
     pool_core& core;
@@ -186,29 +206,30 @@ void* pool_core::acquire(const timeout* limit, bool& probe) {
   }
   probe = admit_or_throw();
   try {
-    void* resource = obtain(limit, probe);
-    if (probe && !breaker_.probe_in_flight()) {
-      probe = false;  // the verdict is in already (a fresh resource was made): nothing to report
+    timeout fallback;
+    void* resource = obtain(effective_limit(limit, fallback), probe);
+    if (probe != 0 && !breaker_.probe_in_flight(probe)) {
+      probe = 0;  // the verdict is in already (a fresh resource was made): nothing to report
     }
     return resource;
   } catch (...) {
-    if (probe) {
-      breaker_.abandon_probe();  // a no-op when a failure verdict already cleared it
-      probe = false;
+    if (probe != 0) {
+      breaker_.abandon_probe(probe);  // a no-op when a verdict already cleared it
+      probe = 0;
     }
     throw;
   }
 }
 
-void* pool_core::try_acquire(bool& probe) {
+void* pool_core::try_acquire(std::uint64_t& probe) {
   if (closed_) {
     throw_closed("try_acquire");
   }
   probe = admit_or_throw();
   if (!waiters_.empty() || idle_.empty()) {
-    if (probe) {
-      breaker_.abandon_probe();
-      probe = false;
+    if (probe != 0) {
+      breaker_.abandon_probe(probe);
+      probe = 0;
     }
     return nullptr;
   }
@@ -218,25 +239,30 @@ void* pool_core::try_acquire(bool& probe) {
     ~keep_alive() { core.drop_ref(); }
   } keep{*this};
   try {
-    void* resource = idle_.pop_front();
+    idle_entry taken = idle_.pop_front();
     ++active_;
-    return vet(resource);
+    timeout fallback;
+    void* resource = vet(taken.resource, taken.since, effective_limit(nullptr, fallback), probe);
+    if (probe != 0 && !breaker_.probe_in_flight(probe)) {
+      probe = 0;
+    }
+    return resource;
   } catch (...) {
-    if (probe) {
-      breaker_.abandon_probe();
-      probe = false;
+    if (probe != 0) {
+      breaker_.abandon_probe(probe);
+      probe = 0;
     }
     throw;
   }
 }
 
-void* pool_core::obtain(const timeout* limit, bool probe) {
+void* pool_core::obtain(const timeout& limit, std::uint64_t probe) {
   // Somebody already waits: queue behind them, even if capacity looks free (it is promised).
   if (waiters_.empty()) {
     if (!idle_.empty()) {
-      void* resource = idle_.pop_front();
+      idle_entry taken = idle_.pop_front();
       ++active_;
-      return vet(resource);
+      return vet(taken.resource, taken.since, limit, probe);
     }
     if (live() + reserved_ < settings_.max) {
       ++reserved_;
@@ -246,17 +272,10 @@ void* pool_core::obtain(const timeout* limit, bool probe) {
   return wait_for_grant(limit, probe);
 }
 
-void* pool_core::wait_for_grant(const timeout* limit, bool probe) {
-  timeout fallback;
-  if (limit == nullptr) {
-    if (settings_.acquire_timeout) {
-      fallback = timeout(*settings_.acquire_timeout);
-    }
-    limit = &fallback;
-  }
+void* pool_core::wait_for_grant(const timeout& limit, std::uint64_t probe) {
   queued_waiter me(waiters_);
   try {
-    waiters_.wait(me, *limit, [this](queued_waiter& leaving) { pass_on(leaving); });
+    waiters_.wait(me, limit, [this](queued_waiter& leaving) { pass_on(leaving); });
   } catch (const timeout_error&) {
     ++counters_.timeouts;
     throw;
@@ -269,14 +288,15 @@ void* pool_core::wait_for_grant(const timeout* limit, bool probe) {
         destroy_resource(resource);
         throw_closed("acquire");
       }
-      return vet(resource);
+      // Handed over by a release (or a passed healthcheck), not idle: no validation.
+      return vet(resource, std::chrono::steady_clock::time_point::max(), limit, probe);
     }
     case grant_slot:
       if (closed_) {
         --reserved_;
         throw_closed("acquire");
       }
-      if (!probe && breaker_.state() != circuit_state::closed) {
+      if (probe == 0 && breaker_.state() != circuit_state::closed) {
         // The breaker opened while this one waited: do not hammer the backend; the slot goes to
         // the next waiter, which fails fast the same way.
         --reserved_;
@@ -289,19 +309,75 @@ void* pool_core::wait_for_grant(const timeout* limit, bool probe) {
   }
 }
 
-void* pool_core::vet(void* resource) {
+bool pool_core::stale(std::chrono::steady_clock::time_point since) const noexcept {
+  if (!settings_.validate_after_idle || settings_.validate_after_idle->is_max() ||
+      since == std::chrono::steady_clock::time_point::max()) {
+    return false;
+  }
+  return saturating_remaining(std::chrono::steady_clock::now(), since) >=
+         settings_.validate_after_idle->get();
+}
+
+void pool_core::idle_push(void* resource) {
+  // The clock is read only when validation after idle needs it.
+  idle_.push_back({resource, settings_.validate_after_idle
+                                 ? std::chrono::steady_clock::now()
+                                 : std::chrono::steady_clock::time_point{}});
+}
+
+void* pool_core::vet(void* resource, std::chrono::steady_clock::time_point since,
+                     const timeout& limit, std::uint64_t probe) {
   // resource counts in active_.
-  while (hooks_.before_acquire != nullptr) {
-    bool accepted = false;
-    try {
-      accepted = hooks_.before_acquire(hooks_.context, resource);
-    } catch (const cancelled_error&) {
-      --active_;
-      destroy_resource(resource);  // it may be half-way through the check: do not reuse it
-      free_slots();
-      throw;
-    } catch (...) {
-      accepted = false;
+  for (;;) {
+    bool accepted = true;
+    bool validation_failed = false;
+    if (stale(since)) {
+      std::exception_ptr failure;
+      try {
+        accepted = hooks_.validate(hooks_.context, resource, limit);
+      } catch (const cancelled_error&) {
+        --active_;
+        destroy_resource(resource);  // it may be half-way through the check: do not reuse it
+        free_slots();
+        throw;
+      } catch (const timeout_error&) {
+        if (limit.bounded() && std::chrono::steady_clock::now() >= limit.deadline()) {
+          // The acquire's own deadline passed during the check: its state is unknown, and the
+          // acquirer gets the timeout it asked for (not the backend's fault: no verdict).
+          --active_;
+          destroy_resource(resource);
+          free_slots();
+          ++counters_.timeouts;
+          throw;
+        }
+        failure = std::current_exception();  // the hook's own, shorter bound: a failure
+        accepted = false;
+      } catch (...) {
+        failure = std::current_exception();
+        accepted = false;
+      }
+      if (!accepted && !closed_) {
+        validation_failed = true;
+        ++counters_.validation_failures;
+        if (!failure) {
+          failure = std::make_exception_ptr(
+              error(label() + ": an idle resource failed its validation on acquire; it was "
+                              "destroyed"));
+        }
+        record_failure(failure);
+      }
+    }
+    if (accepted && hooks_.before_acquire != nullptr) {
+      try {
+        accepted = hooks_.before_acquire(hooks_.context, resource);
+      } catch (const cancelled_error&) {
+        --active_;
+        destroy_resource(resource);  // it may be half-way through the check: do not reuse it
+        free_slots();
+        throw;
+      } catch (...) {
+        accepted = false;
+      }
     }
     if (closed_) {
       --active_;
@@ -319,15 +395,24 @@ void* pool_core::vet(void* resource) {
       --reserved_;
       throw_closed("acquire");
     }
+    if (validation_failed && breaker_.state() != circuit_state::closed &&
+        !(probe != 0 && breaker_.probe_in_flight(probe))) {
+      // That failure opened the breaker (or it opened meanwhile): fail fast like the others
+      // instead of trying the backend again; the slot goes to the next waiter.
+      --reserved_;
+      free_slots();
+      throw_unavailable();
+    }
     if (idle_.empty()) {
       return create_reserved();
     }
-    resource = idle_.pop_front();
+    idle_entry next = idle_.pop_front();
+    resource = next.resource;
+    since = next.since;
     ++active_;
     --reserved_;
     free_slots();  // the reservation we no longer need goes to a waiter, if any
   }
-  return resource;
 }
 
 void* pool_core::create_reserved() {
@@ -353,7 +438,14 @@ void* pool_core::create_reserved() {
     destroy_resource(resource);
     throw_closed("acquire");
   }
-  record_success();
+  // A creation is the half-open probe's verdict (the backend answers again). While the breaker
+  // is closed it is not reported: a backend that accepts connections but breaks every session
+  // would otherwise interleave creation successes with release or validation failures, and a
+  // consecutive-failures strategy would never open. Resources prove the backend healthy when
+  // they come back from use or pass a healthcheck.
+  if (breaker_.state() != circuit_state::closed) {
+    record_success();
+  }
   return resource;
 }
 
@@ -365,7 +457,7 @@ void pool_core::hand_back(void* resource) noexcept {
     return;
   }
   --active_;
-  idle_.push_back(resource);
+  idle_push(resource);
 }
 
 void pool_core::free_slots() noexcept {
@@ -395,30 +487,44 @@ void pool_core::pass_on(queued_waiter& leaving) noexcept {
   }
 }
 
-void pool_core::release(void* resource, bool probe) noexcept {
+void pool_core::release(void* resource, std::uint64_t probe) noexcept {
   if (closed_) {
     --active_;
     destroy_resource(resource);
-    if (probe) {
-      breaker_.abandon_probe();
+    if (probe != 0) {
+      breaker_.abandon_probe(probe);
     }
     return;
   }
   if (hooks_.before_release != nullptr) {
     bool accepted = false;
+    bool cancelled = false;
+    std::exception_ptr failure;
     try {
       accepted = hooks_.before_release(hooks_.context, resource);
     } catch (const cancelled_error& cancellation) {
+      cancelled = true;
       cancel_again(cancellation);
     } catch (...) {
+      failure = std::current_exception();
     }
     if (!accepted || closed_) {
+      if (!accepted && !cancelled && !closed_) {
+        // A veto is the backend's resource failing its check (a lost session, a reset that
+        // failed): a failure for the breaker, reported before the slot goes to a waiter, so
+        // that a breaker it opens makes that waiter fail fast instead of creating.
+        ++counters_.rejected_releases;
+        if (!failure) {
+          failure = std::make_exception_ptr(
+              error(label() + ": before_release rejected a returned resource; it was destroyed"));
+        }
+        record_failure(failure);
+      } else if (probe != 0) {
+        breaker_.abandon_probe(probe);
+      }
       --active_;
       destroy_resource(resource);
       free_slots();  // a waiter creates a fresh one: nobody is left hanging
-      if (probe) {
-        breaker_.abandon_probe();
-      }
       return;
     }
   }
@@ -426,11 +532,11 @@ void pool_core::release(void* resource, bool probe) noexcept {
   hand_back(resource);
 }
 
-void pool_core::discard(void* resource, bool probe, std::exception_ptr error) noexcept {
+void pool_core::discard(void* resource, std::uint64_t probe, std::exception_ptr error) noexcept {
   if (error) {
     record_failure(error);
-  } else if (probe) {
-    breaker_.abandon_probe();
+  } else if (probe != 0) {
+    breaker_.abandon_probe(probe);
   }
   --active_;
   destroy_resource(resource);
@@ -468,7 +574,7 @@ void pool_core::close() {
     }
     waiters_.grant_all(grant_closed);
     while (!idle_.empty()) {
-      destroy_resource(idle_.pop_front());
+      destroy_resource(idle_.pop_front().resource);
     }
   }
   if (destroy_errors_.empty()) {

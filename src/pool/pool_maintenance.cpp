@@ -5,6 +5,7 @@
 // to the core, so it may outlive the pool handle; close() cancels it. It only ever takes idle
 // resources (busy ones are never touched), and while it checks one that resource counts as
 // active, so the accounting stays exact even when the healthcheck suspends.
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -17,7 +18,8 @@
 namespace weft::detail {
 
 void pool_core::start_maintenance() {
-  bool healthchecks = settings_.healthcheck_interval > settings_.healthcheck_interval.zero();
+  bool healthchecks =
+      settings_.healthcheck_interval.get() > std::chrono::steady_clock::duration::zero();
   if (settings_.min == 0 && !healthchecks) {
     return;
   }
@@ -56,11 +58,11 @@ void pool_core::start_maintenance() {
 
 void pool_core::maintain() {
   replenish();
-  if (settings_.healthcheck_interval <= settings_.healthcheck_interval.zero()) {
+  if (settings_.healthcheck_interval.get() <= std::chrono::steady_clock::duration::zero()) {
     return;  // pre-warming only
   }
   while (!closed_) {
-    sleep_for(settings_.healthcheck_interval);
+    sleep_for(settings_.healthcheck_interval.get());  // saturating: duration::max() is never
     if (closed_) {
       return;
     }
@@ -75,7 +77,7 @@ void pool_core::check_idle() {
   // Each resource idle at the start of the pass is checked once (a FIFO ring: checked ones go
   // to the back), unless acquirers take it first.
   for (std::size_t left = idle_.size(); left > 0 && !closed_ && !idle_.empty(); --left) {
-    void* resource = idle_.pop_front();
+    void* resource = idle_.pop_front().resource;
     ++active_;
     bool healthy = false;
     std::exception_ptr failure;

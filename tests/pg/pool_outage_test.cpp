@@ -101,6 +101,7 @@ TEST_F(PgPoolOutage, BreakerOpensWhileTheServerIsDownAndClosesOnceItIsBack) {
                     << server_->log_tail();
     }
     EXPECT_EQ(db.stats().count(), 0u) << "the lost connection was dropped, not kept";
+    EXPECT_EQ(db.stats().rejected_releases, 1u) << "and counted as the first failure";
 
     // New connections fail until `threshold` failures in a row open the breaker.
     std::size_t attempts = 0;
@@ -114,13 +115,13 @@ TEST_F(PgPoolOutage, BreakerOpensWhileTheServerIsDownAndClosesOnceItIsBack) {
       }
     }
     EXPECT_EQ(db.breaker().state(), weft::circuit_state::open);
-    EXPECT_EQ(attempts, threshold);
-    EXPECT_EQ(db.stats().create_failures, threshold);
+    EXPECT_EQ(attempts, threshold - 1) << "the lost connection was the first failure";
+    EXPECT_EQ(db.stats().create_failures, threshold - 1);
 
     // Open: refused at once, without trying the server.
     EXPECT_THROW(db.query("SELECT 1"), weft::service_unavailable_error);
     EXPECT_THROW(db.acquire(weft::timeout(5s)), weft::service_unavailable_error);
-    EXPECT_EQ(db.stats().create_failures, threshold) << "the factory was not called";
+    EXPECT_EQ(db.stats().create_failures, threshold - 1) << "the factory was not called";
 
     start_server();
     // Still open until the strategy allows recovery: refused, never a connect attempt, even
@@ -138,7 +139,7 @@ TEST_F(PgPoolOutage, BreakerOpensWhileTheServerIsDownAndClosesOnceItIsBack) {
     EXPECT_EQ(result, 42);
     EXPECT_EQ(db.breaker().state(), weft::circuit_state::closed);
     EXPECT_EQ(db.breaker().times_opened(), 1u);
-    EXPECT_EQ(db.stats().create_failures, threshold) << "the probe was the only connect";
+    EXPECT_EQ(db.stats().create_failures, threshold - 1) << "the probe was the only connect";
 
     // Back to normal: both connections usable at once.
     weft::lease<pg::connection> first = db.acquire();
@@ -148,6 +149,82 @@ TEST_F(PgPoolOutage, BreakerOpensWhileTheServerIsDownAndClosesOnceItIsBack) {
     first.release();
     second.release();
     EXPECT_EQ(db.breaker().state(), weft::circuit_state::closed);
+    db.close();
+  });
+}
+
+// Without validation, an idle connection the server dropped is handed out and the first query
+// on it fails ("the connection was lost"). With validate_after_idle, acquire checks it first:
+// while the server is down, acquire fails with the connect error instead; once it is back, the
+// pool recovers by itself.
+TEST_F(PgPoolOutage, ValidationAfterIdleDropsDeadConnectionsAndThePoolRecoversByItself) {
+  run_clean([&] {
+    pg::pool_options settings;
+    settings.conninfo = server_->conninfo();
+    settings.max = 2;
+    settings.acquire_timeout = 10s;
+    settings.connect_timeout = 5s;
+    settings.validate_after_idle = 0ms;  // every idle connection, so the test needs no clock
+    pg::pool db(std::move(settings));
+    {
+      weft::lease<pg::connection> first = db.acquire();
+      weft::lease<pg::connection> second = db.acquire();
+      EXPECT_EQ(first->query("SELECT 1").value<int>(), 1);
+      EXPECT_EQ(second->query("SELECT 1").value<int>(), 1);
+    }
+    ASSERT_EQ(db.stats().idle, 2u);
+
+    stop_server();
+    try {
+      weft::lease<pg::connection> conn = db.acquire();
+      ADD_FAILURE() << "acquire handed out a connection with the server down";
+    } catch (const pg::error& failure) {
+      EXPECT_EQ(failure.sqlstate(), "08001")
+          << "a connect failure, not a lost connection: " << failure.what();
+    }
+    weft::pool_stats stats = db.stats();
+    EXPECT_EQ(stats.validation_failures, 2u) << "both idle connections were found dead";
+    EXPECT_EQ(stats.idle, 0u);
+    EXPECT_EQ(stats.create_failures, 1u);
+
+    start_server();
+    EXPECT_EQ(db.query("SELECT 6 * 7").value<int>(), 42) << "no user action needed";
+
+    // The same after a restart the pool never noticed: the idle connection is dead, the acquire
+    // replaces it and the query succeeds.
+    ASSERT_EQ(db.stats().idle, 1u);
+    stop_server();
+    start_server();
+    weft::lease<pg::connection> conn = db.acquire();
+    EXPECT_EQ(conn->query("SELECT 43").value<int>(), 43);
+    EXPECT_EQ(db.stats().validation_failures, 3u);
+    conn.release();
+    db.close();
+  });
+}
+
+// The breaker's strategy can be set, swapped and removed while the pool is in use.
+TEST_F(PgPoolOutage, TheBreakerStrategyCanBeSwappedOnTheLivePool) {
+  run_clean([&] {
+    pg::pool_options settings;
+    settings.conninfo = server_->conninfo();
+    settings.max = 1;
+    settings.connect_timeout = 5s;
+    pg::pool db(std::move(settings));
+    stop_server();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      EXPECT_THROW(db.query("SELECT 1"), pg::error);
+    }
+    EXPECT_EQ(db.breaker().state(), weft::circuit_state::closed) << "no strategy: never opens";
+    auto strategy = std::make_shared<gated_recovery>(1);
+    db.set_breaker_strategy(strategy);
+    EXPECT_THROW(db.query("SELECT 1"), pg::error);
+    EXPECT_EQ(db.breaker().state(), weft::circuit_state::open);
+    EXPECT_THROW(db.query("SELECT 1"), weft::service_unavailable_error);
+    start_server();
+    db.set_breaker_strategy(nullptr);  // closes it: the next query goes to the server
+    EXPECT_EQ(db.query("SELECT 8").value<int>(), 8);
+    EXPECT_EQ(db.stats().create_failures, 4u);
     db.close();
   });
 }

@@ -39,6 +39,11 @@
 // fail or are lost; a lost connection stays closed (is_open() false) and every later call
 // throws pg::error "08003" saying why. COPY is not supported (the connection is closed and a
 // std::logic_error thrown).
+//
+// NUL bytes: libpq takes SQL text, statement names and the connection string as C strings, so
+// one holding a NUL byte is refused with std::invalid_argument (naming the offset) before
+// anything is sent; a text parameter holding one is a pg::error "22021" (see param.hpp). Either
+// way the connection stays usable. Binary data travels as weft::pg::bytea.
 #pragma once
 
 #include <array>
@@ -81,6 +86,8 @@ class connection {
   // Opens a session. conninfo is a libpq connection string ("host=/run/pg dbname=app user=me")
   // or URI ("postgresql://me:secret@localhost:5432/app"). pg::error "08001" naming the server
   // (never the password) when it cannot connect; timeout_error when limit passes first. A
+  // connection string libpq cannot parse is a pg::error "08001" quoting it (passwords shown as
+  // ***) with libpq's reason ("missing \"=\" after \"dbname\" in connection info string"). A
   // connect that is cancelled or times out leaves nothing open.
   static connection connect(std::string_view conninfo, const timeout& limit = timeout::never());
 

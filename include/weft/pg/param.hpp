@@ -2,11 +2,21 @@
 //
 // Every parameter is encoded before the query is sent (the query keeps no reference to the
 // caller's values). Supported: bool, every integer type, float, double, std::string,
-// std::string_view, const char*, std::vector<std::byte> and std::span<const std::byte> (bytea,
-// sent in binary), std::optional<T> of any of these (std::nullopt is SQL NULL), std::nullptr_t
-// and std::nullopt (NULL). Numbers and bool carry their type (int4, int8, float8, bool, ...);
-// strings and NULLs are sent as "unknown", so the server infers the type from the statement
-// (a string bound to a date or json column just works). An unsupported type is a compile error.
+// std::string_view, const char*, weft::pg::bytea (std::vector<std::byte>) and
+// std::span<const std::byte> (bytea, sent in binary), std::optional<T> of any of these
+// (std::nullopt is SQL NULL), std::nullptr_t and std::nullopt (NULL). Numbers and bool carry
+// their type (int4, int8, float8, bool, ...); strings and NULLs are sent as "unknown", so the
+// server infers the type from the statement (a string bound to a date or json column just
+// works). An unsupported type is a compile error.
+//
+// Text and binary: strings travel in PostgreSQL's text format, which cannot hold a NUL byte
+// (libpq reads a text value up to its first NUL, so "abc\0def" would arrive as "abc"). A query
+// whose text parameter contains a NUL is therefore refused before anything is sent, with a
+// pg::error (SQLSTATE 22021, what the server reports for such text) naming the parameter and
+// the offset; the connection stays usable. Binary data goes as bytea: every byte, NUL included,
+// travels in binary format with its length. Bytes held in a std::string go as
+// std::as_bytes(std::span(text)). Read a bytea column back with as<pg::bytea>() (result.hpp),
+// which decodes the server's hex text format into the exact bytes.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +31,9 @@
 namespace weft::pg {
 
 using oid = unsigned int;
+
+// Binary data: a bytea parameter, and what as<pg::bytea>() reads from a bytea column.
+using bytea = std::vector<std::byte>;
 
 // One encoded parameter: its bytes (none for NULL), the type it is declared with (0: let the
 // server infer it) and whether the bytes are binary.

@@ -16,8 +16,21 @@
 //     lost, or whose reset fails or takes longer than reset_timeout, is dropped instead. The
 //     reset runs protected: cancelling the coroutine that releases does not cut it short;
 //   - the periodic healthcheck (healthcheck_interval > 0) runs SELECT 1 on idle connections and
-//     replaces those that fail.
+//     replaces those that fail;
+//   - validation after idle (validate_after_idle, off by default): an idle connection that sat
+//     in the pool at least that long is checked with one round trip (an empty query) before
+//     acquire() or pool::query hands it out, bounded by the acquire's limit and by
+//     reset_timeout. Without it, a connection the server dropped while it was idle (a restart,
+//     a network cut) is handed out and the first query on it fails with "the connection was
+//     lost"; with it, such a connection is dropped (a failure for the circuit breaker) and the
+//     acquire goes on with the next idle one or a new connection, so the pool recovers from a
+//     server restart by itself. It costs a round trip per acquire of a connection idle that
+//     long: pick a threshold longer than the gaps between queries of a busy pool;
+//   - a connection released lost, or whose reset fails, counts as a failure for the breaker.
 // A lease of a lost connection is best discard()ed (the pool would drop it on release anyway).
+// The breaker's strategy can be swapped or removed on the live pool (set_breaker_strategy; see
+// weft/pool/circuit_breaker.hpp for what happens to its state). Durations saturate:
+// duration::max() (or hours::max()) means never.
 //
 // pool::query shares sessions: it is for statements that leave no session state behind (no
 // SET, no temp tables, no BEGIN; use a lease for those). While the pool can open another
@@ -49,13 +62,17 @@ struct pool_options {
   std::string conninfo;  // as for connection::connect
   std::size_t min = 0;
   std::size_t max = 10;
-  // Zero: no periodic healthcheck.
-  std::chrono::steady_clock::duration healthcheck_interval{};
+  // Zero (or duration::max()): no periodic healthcheck.
+  saturating_duration healthcheck_interval{};
   // What acquire() without an argument waits at most; unset: forever.
-  std::optional<std::chrono::steady_clock::duration> acquire_timeout{};
-  std::chrono::steady_clock::duration connect_timeout = std::chrono::seconds(10);
-  // Limit for the session reset on release and for the healthcheck's SELECT 1.
-  std::chrono::steady_clock::duration reset_timeout = std::chrono::seconds(5);
+  std::optional<saturating_duration> acquire_timeout{};
+  saturating_duration connect_timeout = std::chrono::seconds(10);
+  // Limit for the session reset on release, the healthcheck's SELECT 1 and the validation
+  // after idle.
+  saturating_duration reset_timeout = std::chrono::seconds(5);
+  // Validate a connection idle at least this long before handing it out (see above). Unset:
+  // never; zero: every idle connection.
+  std::optional<saturating_duration> validate_after_idle{};
   bool reset_on_release = true;
   // The most queries pool::query pipelines on one shared session.
   std::size_t pipeline_depth = 32;
@@ -91,6 +108,10 @@ class pool {
   bool closed() const { return connections_.closed(); }
   pool_stats stats() const { return connections_.stats(); }
   circuit_breaker& breaker() { return connections_.breaker(); }
+  // See weft::pool::set_breaker_strategy.
+  void set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
+    connections_.set_breaker_strategy(std::move(strategy));
+  }
 
  private:
   // A leased connection that pool::query calls share; users counts the queries on it.
@@ -119,7 +140,7 @@ class pool {
   void unshare(shared_session* session) noexcept;
 
   std::size_t pipeline_depth_;
-  std::optional<std::chrono::steady_clock::duration> acquire_timeout_;
+  std::optional<saturating_duration> acquire_timeout_;
   std::string name_;
   std::vector<std::unique_ptr<shared_session>> shared_;
   std::size_t shared_connecting_ = 0;  // pool::query calls inside acquire() for a session

@@ -5,7 +5,9 @@
 // field). Values arrive in PostgreSQL's text format and are converted on read:
 //   row[0].as<int>(), row["name"].as<std::string>(), row["note"].as<std::optional<std::string>>()
 // as<T> supports bool, every integer type, float, double, std::string, std::string_view,
-// std::vector<std::byte> (bytea) and std::optional<T> of these (NULL reads as std::nullopt).
+// pg::bytea (std::vector<std::byte>) and std::optional<T> of these (NULL reads as std::nullopt).
+// A bytea column read as pg::bytea gives back its exact bytes, NUL included (the server's hex
+// text format, \x..., is decoded; the escape format of bytea_output = escape is refused).
 // A NULL read as a non-optional type, or a value that does not parse as T or does not fit in it,
 // is a pg::conversion_error; a column index or name that does not exist is std::out_of_range.
 // Plain data, no I/O: any thread may read a result it owns.

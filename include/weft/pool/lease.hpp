@@ -16,6 +16,7 @@
 //   - Use it on the thread of the scheduler its pool belongs to.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -38,13 +39,13 @@ class lease {
   lease(lease&& other) noexcept
       : core_(std::exchange(other.core_, nullptr)),
         resource_(std::exchange(other.resource_, nullptr)),
-        probe_(std::exchange(other.probe_, false)) {}
+        probe_(std::exchange(other.probe_, 0)) {}
   lease& operator=(lease&& other) noexcept {
     if (this != &other) {
       end_as_release();
       core_ = std::exchange(other.core_, nullptr);
       resource_ = std::exchange(other.resource_, nullptr);
-      probe_ = std::exchange(other.probe_, false);
+      probe_ = std::exchange(other.probe_, 0);
     }
     return *this;
   }
@@ -77,28 +78,28 @@ class lease {
     }
     detail::pool_core* core = std::exchange(core_, nullptr);
     void* resource = std::exchange(resource_, nullptr);
-    core->discard(resource, std::exchange(probe_, false), std::move(error));
+    core->discard(resource, std::exchange(probe_, 0), std::move(error));
     core->drop_ref();
   }
 
  private:
   friend class pool<T>;
   // Adopts one reference to core.
-  lease(detail::pool_core* core, T* resource, bool probe) noexcept
+  lease(detail::pool_core* core, T* resource, std::uint64_t probe) noexcept
       : core_(core), resource_(resource), probe_(probe) {}
   detail::pool_core* core() const noexcept { return core_; }
 
   void end_as_release() noexcept {
     if (resource_ != nullptr) {
       detail::pool_core* core = std::exchange(core_, nullptr);
-      core->release(std::exchange(resource_, nullptr), std::exchange(probe_, false));
+      core->release(std::exchange(resource_, nullptr), std::exchange(probe_, 0));
       core->drop_ref();
     }
   }
 
   detail::pool_core* core_ = nullptr;
   T* resource_ = nullptr;
-  bool probe_ = false;
+  std::uint64_t probe_ = 0;  // the breaker's probe id when this lease is its half-open probe
 };
 
 }  // namespace weft

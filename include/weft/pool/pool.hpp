@@ -17,8 +17,11 @@
 //     `min`. Acquires do not wait for pre-warming; they create what they need under max.
 //   - acquire(limit): closed pool: pool_closed_error. Breaker open: service_unavailable_error
 //     at once. Otherwise an idle resource (each vetted by before_acquire: false or throwing
-//     discards it and tries the next, then a fresh one), else, under max, a new one (its slot is
-//     reserved before the factory runs; a throwing factory's error propagates and the next
+//     discards it and tries the next, then a fresh one; with validate_after_idle, one idle that
+//     long is first checked by validate, bounded by the acquire's limit, and one that fails is
+//     destroyed and counted as a backend failure: when that opens the breaker the acquire fails
+//     fast with service_unavailable_error instead of going on), else, under max, a new one (its
+//     slot is reserved before the factory runs; a throwing factory's error propagates and the next
 //     waiter gets the slot to try), else a FIFO wait: timeout_error when limit passes (the pool
 //     is busy, not broken). A waiter served later still goes through before_acquire.
 //   - Hand-off: a released resource goes straight to the oldest waiter (the releasing coroutine
@@ -27,18 +30,26 @@
 //     that races a grant loses (the waiter keeps what it got), so nothing is stranded. The limit
 //     bounds the wait in the queue, not the factory: bound a slow connect inside it. Releases
 //     rejected by before_release (false or throwing) destroy the resource and give the slot to
-//     the oldest waiter, which creates a fresh one.
+//     the oldest waiter, which creates a fresh one (failing fast instead if the rejection opened
+//     the breaker).
 //   - Accounting: stats() count == idle + active, and count + reserved <= max at every instant
 //     (reserved: creations in flight; active: leased, handed to a waiter not yet run, or held
 //     by the pool for a moment while a healthcheck or before_acquire runs on it).
 //   - Circuit breaker (circuit_breaker.hpp), always present, manual via breaker(). Reported as
-//     failures: a factory that throws, a healthcheck that fails or throws, a lease discarded with
-//     an error. As successes: a resource created, a healthcheck passed, a lease released.
-//     Cancellation is neither. should_try_recovery() is polled by acquire() and try_acquire()
-//     while the breaker is open; when it says yes that acquire is the half-open probe, and its
-//     outcome (the factory's, or its lease's release / discard(error)) decides. While the breaker
-//     is open the maintenance does not refill, and waiters granted a creation slot fail with
-//     service_unavailable_error (passing the slot on) instead of calling the factory.
+//     failures: a factory that throws, a healthcheck that fails or throws, a validation after idle
+//     that fails or throws, a release that before_release rejects (false or throwing: a resource
+//     that can no longer be used is the backend failing, so a backend whose every resource fails
+//     its check opens the breaker), a lease discarded with an error. As successes: a healthcheck
+//     passed, a lease released, and a resource created by the half-open probe (creations while
+//     the breaker is closed are not reported: with them, a backend that accepts connections but
+//     breaks every session would alternate successes and failures and never open the breaker).
+//     Cancellation is neither, and neither is a release into a closed pool. The strategy can be
+//     swapped or removed on a live pool (set_breaker_strategy). should_try_recovery() is polled by
+//     acquire() and try_acquire() while the breaker is open; when it says yes that acquire is the
+//     half-open probe, and its outcome (the factory's, or its lease's release / discard(error))
+//     decides. While the breaker is open the maintenance does not refill, and waiters granted a
+//     creation slot fail with service_unavailable_error (passing the slot on) instead of calling
+//     the factory.
 //   - close(): idempotent. Wakes every waiter with pool_closed_error (one already granted a
 //     resource destroys it, exactly once), destroys the idle resources (continuing past throwing
 //     destructors), stops the maintenance; busy resources are destroyed when their leases end.
@@ -57,6 +68,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -86,6 +98,11 @@ struct pool_options : pool_settings {
   std::function<bool(T&)> before_acquire;
   // Vets a resource given back; false (or throwing) destroys it instead of keeping it.
   std::function<bool(T&)> before_release;
+  // Validation after idle (pool_settings::validate_after_idle): checks a resource that sat idle
+  // that long before it is handed out; false or throwing: destroyed, a failure for the breaker.
+  // limit is the acquire's deadline: bound the check by it (a timeout_error once it has passed
+  // fails the acquire with it; one thrown earlier counts as a failed check).
+  std::function<bool(T&, const timeout&)> validate;
 };
 
 // The C-compatible way: plain functions and one context pointer passed back to each. Unset
@@ -98,6 +115,7 @@ struct pool_c_options : pool_settings {
   bool (*healthcheck)(void* context, T* resource) = nullptr;
   bool (*before_acquire)(void* context, T* resource) = nullptr;
   bool (*before_release)(void* context, T* resource) = nullptr;
+  bool (*validate)(void* context, T* resource, const timeout& limit) = nullptr;
 };
 
 namespace detail {
@@ -111,14 +129,16 @@ struct callable_hooks {
   std::function<bool(T&)> healthcheck;
   std::function<bool(T&)> before_acquire;
   std::function<bool(T&)> before_release;
+  std::function<bool(T&, const timeout&)> validate;
 
   static callable_hooks& of(void* context) { return *static_cast<callable_hooks*>(context); }
   static T& resource(void* cell) { return *static_cast<T*>(cell); }
 
   static resource_hooks make(pool_options<T>& options) {
-    auto* self = new callable_hooks{
-        std::move(options.factory), std::move(options.destructor), std::move(options.healthcheck),
-        std::move(options.before_acquire), std::move(options.before_release)};
+    auto* self =
+        new callable_hooks{std::move(options.factory),        std::move(options.destructor),
+                           std::move(options.healthcheck),    std::move(options.before_acquire),
+                           std::move(options.before_release), std::move(options.validate)};
     resource_hooks hooks;
     hooks.context = self;
     if (self->factory) {
@@ -143,6 +163,11 @@ struct callable_hooks {
     if (self->before_release) {
       hooks.before_release = [](void* context, void* cell) {
         return of(context).before_release(resource(cell));
+      };
+    }
+    if (self->validate) {
+      hooks.validate = [](void* context, void* cell, const timeout& limit) {
+        return of(context).validate(resource(cell), limit);
       };
     }
     hooks.drop_context = [](void* context) noexcept {
@@ -187,6 +212,11 @@ struct c_hooks {
         return of(context).before_release(of(context).context, static_cast<T*>(cell));
       };
     }
+    if (options.validate != nullptr) {
+      hooks.validate = [](void* context, void* cell, const timeout& limit) {
+        return of(context).validate(of(context).context, static_cast<T*>(cell), limit);
+      };
+    }
     hooks.drop_context = [](void* context) noexcept { delete static_cast<c_hooks*>(context); };
     return hooks;
   }
@@ -228,7 +258,7 @@ class pool {
   // An idle resource if one is free and nobody waits; nullopt otherwise. Never waits, never
   // creates. pool_closed_error / service_unavailable_error like acquire().
   std::optional<lease<T>> try_acquire() {
-    bool probe = false;
+    std::uint64_t probe = 0;
     void* resource = core().try_acquire(probe);
     if (resource == nullptr) {
       return std::nullopt;
@@ -250,6 +280,13 @@ class pool {
   bool closed() const { return core().closed(); }
   pool_stats stats() const { return core().stats(); }
   circuit_breaker& breaker() { return core().breaker(); }
+  // Replaces the breaker's strategy on the live pool, or removes it (null: the breaker never
+  // opens by itself; breaker() still gives manual control). The breaker closes, so acquires go
+  // through again; a half-open probe in flight becomes an ordinary request (see
+  // circuit_breaker.hpp).
+  void set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {
+    core().set_breaker_strategy(std::move(strategy));
+  }
 
  private:
   detail::pool_core& core() const {
@@ -259,7 +296,7 @@ class pool {
     return *core_;
   }
   lease<T> acquire_within(const timeout* limit) {
-    bool probe = false;
+    std::uint64_t probe = 0;
     void* resource = core().acquire(limit, probe);
     core_->add_ref();
     return lease<T>(core_, static_cast<T*>(resource), probe);

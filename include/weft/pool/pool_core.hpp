@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -34,15 +35,45 @@
 
 namespace weft {
 
+// A duration option that saturates: any std::chrono::duration converts to it, and one too long
+// for the steady clock's nanoseconds (hours::max()) becomes steady_clock::duration::max(), which
+// every option taking it reads as "never", instead of wrapping around as the plain conversion
+// does (signed overflow: undefined). Reads as a steady_clock::duration.
+class saturating_duration {
+ public:
+  using duration = std::chrono::steady_clock::duration;
+
+  constexpr saturating_duration() noexcept = default;
+  template <class Rep, class Period>
+  constexpr saturating_duration(std::chrono::duration<Rep, Period> value) noexcept  // NOLINT
+      : value_(detail::saturating_ticks(value)) {}
+
+  constexpr duration get() const noexcept { return value_; }
+  constexpr operator duration() const noexcept { return value_; }  // NOLINT
+  constexpr bool is_max() const noexcept { return value_ == duration::max(); }
+  friend constexpr auto operator<=>(saturating_duration, saturating_duration) noexcept = default;
+
+ private:
+  duration value_{};
+};
+
 // The part of a pool's configuration that is not a callback (shared by pool_options and
-// pool_c_options).
+// pool_c_options). Durations saturate (saturating_duration): duration::max() and the like mean
+// never, and never overflow a deadline.
 struct pool_settings {
   std::size_t min = 0;   // kept alive (pre-warmed, and refilled by the healthcheck)
   std::size_t max = 10;  // never more alive at once, idle and busy together
-  // Zero: no periodic healthcheck (min is still pre-warmed once).
-  std::chrono::steady_clock::duration healthcheck_interval{};
-  // What acquire() without an argument waits at most; unset: forever.
-  std::optional<std::chrono::steady_clock::duration> acquire_timeout{};
+  // Zero: no periodic healthcheck (min is still pre-warmed once). duration::max(): never.
+  saturating_duration healthcheck_interval{};
+  // What acquire() without an argument waits at most; unset (or duration::max()): forever.
+  std::optional<saturating_duration> acquire_timeout{};
+  // Validation after idle (what HikariCP and pgbouncer call it): an idle resource that has sat
+  // in the pool at least this long is checked with the validate hook before acquire() or
+  // try_acquire() hands it out; one that fails (false, or throwing) is destroyed, reported to the
+  // breaker as a failure, and the acquire goes on with the next idle one or a fresh one. Unset
+  // (the default) or duration::max(): never; zero: every idle resource. Resources handed straight
+  // from a release to a waiter were not idle and are not validated.
+  std::optional<saturating_duration> validate_after_idle{};
   // Automatic circuit breaking; null: the breaker only moves under manual control.
   std::shared_ptr<circuit_breaker_strategy> breaker_strategy{};
   // For messages and the deadlock report.
@@ -61,6 +92,8 @@ struct pool_stats {
   std::uint64_t create_failures = 0;       // factory calls that threw (cancellation excluded)
   std::uint64_t destroy_failures = 0;      // destructor calls that threw
   std::uint64_t healthcheck_failures = 0;  // idle resources found unhealthy
+  std::uint64_t validation_failures = 0;   // idle resources that failed validation on acquire
+  std::uint64_t rejected_releases = 0;     // releases before_release turned down
   // Resources alive: idle + active (always <= max, together with reserved).
   std::size_t count() const noexcept { return idle + active; }
 };
@@ -77,7 +110,15 @@ struct resource_hooks {
   bool (*healthcheck)(void* context, void* resource) = nullptr;     // optional
   bool (*before_acquire)(void* context, void* resource) = nullptr;  // optional
   bool (*before_release)(void* context, void* resource) = nullptr;  // optional
+  // Validation after idle (pool_settings::validate_after_idle); limit is the acquire's deadline.
+  bool (*validate)(void* context, void* resource, const timeout& limit) = nullptr;  // optional
   void (*drop_context)(void* context) noexcept = nullptr;
+};
+
+// An idle resource and when it went idle (only kept when validation after idle is on).
+struct idle_entry {
+  void* resource = nullptr;
+  std::chrono::steady_clock::time_point since{};
 };
 
 // Idle resources: a growable power-of-two ring, O(1) push at the back and pop at the front
@@ -91,25 +132,25 @@ class idle_ring {
 
   bool empty() const noexcept { return size_ == 0; }
   std::size_t size() const noexcept { return size_; }
-  void push_back(void* resource) {
+  void push_back(idle_entry entry) {
     if (size_ == capacity_) {
       grow();
     }
-    slots_[(head_ + size_) & (capacity_ - 1)] = resource;
+    slots_[(head_ + size_) & (capacity_ - 1)] = entry;
     ++size_;
   }
-  void* pop_front() noexcept {
-    void* resource = slots_[head_];
+  idle_entry pop_front() noexcept {
+    idle_entry entry = slots_[head_];
     head_ = (head_ + 1) & (capacity_ - 1);
     --size_;
-    return resource;
+    return entry;
   }
   void reserve(std::size_t wanted);
 
  private:
   void grow() { reserve(capacity_ == 0 ? 8 : capacity_ * 2); }
 
-  void** slots_ = nullptr;
+  idle_entry* slots_ = nullptr;
   std::size_t capacity_ = 0;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
@@ -130,19 +171,22 @@ class pool_core {
     }
   }
 
-  // Returns a resource counted as active. probe: the breaker admitted this acquire as its
-  // half-open probe (the lease reports its outcome). limit null: the settings' default.
-  void* acquire(const timeout* limit, bool& probe);
+  // Returns a resource counted as active. probe: nonzero when the breaker admitted this acquire
+  // as its half-open probe (the breaker's probe id; the lease reports its outcome). limit null:
+  // the settings' default.
+  void* acquire(const timeout* limit, std::uint64_t& probe);
   // Only an idle resource, only when nobody waits; null otherwise. Never calls the factory.
-  void* try_acquire(bool& probe);
+  void* try_acquire(std::uint64_t& probe);
   // Returns a healthy resource: to the oldest waiter, else to the idle ring.
-  void release(void* resource, bool probe) noexcept;
+  void release(void* resource, std::uint64_t probe) noexcept;
   // Destroys a resource instead of returning it; error (if any) counts against the breaker.
-  void discard(void* resource, bool probe, std::exception_ptr error) noexcept;
+  void discard(void* resource, std::uint64_t probe, std::exception_ptr error) noexcept;
   void close();
   bool closed() const noexcept { return closed_; }
   pool_stats stats() const noexcept;
   circuit_breaker& breaker() noexcept { return breaker_; }
+  // See circuit_breaker::set_strategy.
+  void set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy);
   const std::string& name() const noexcept { return settings_.name; }
 
  private:
@@ -153,10 +197,18 @@ class pool_core {
   ~pool_core();
 
   std::size_t live() const noexcept { return idle_.size() + active_; }
-  bool admit_or_throw();
-  void* obtain(const timeout* limit, bool probe);
-  void* wait_for_grant(const timeout* limit, bool probe);
-  void* vet(void* resource);
+  std::uint64_t admit_or_throw();
+  // The deadline of an acquire: limit, else the settings' acquire_timeout (made into fallback).
+  const timeout& effective_limit(const timeout* limit, timeout& fallback) const;
+  void* obtain(const timeout& limit, std::uint64_t probe);
+  void* wait_for_grant(const timeout& limit, std::uint64_t probe);
+  // Vets a resource about to be handed out (counted in active_): validation after idle when it
+  // sat idle long enough (since: when it went idle; time_point::max() for one that did not),
+  // then before_acquire. Rejected ones are replaced by the next idle one or a fresh one.
+  void* vet(void* resource, std::chrono::steady_clock::time_point since, const timeout& limit,
+            std::uint64_t probe);
+  bool stale(std::chrono::steady_clock::time_point since) const noexcept;
+  void idle_push(void* resource);
   void* create_reserved();
   void hand_back(void* resource) noexcept;
   void free_slots() noexcept;
