@@ -174,9 +174,9 @@ scope::member& scope::adopt(detail::coroutine& coroutine) {
   record->coroutine = &coroutine;
   record->owner = this;
   coroutine.set_finish_hook(
-      [](detail::coroutine&, void* context) noexcept {
+      [](detail::coroutine&, void* context, const std::exception_ptr& handler_error) noexcept {
         auto& finished = *static_cast<member*>(context);
-        finished.owner->member_finished(finished);
+        finished.owner->member_finished(finished, handler_error);
       },
       record);
   coroutine.set_owning_scope(this);
@@ -190,8 +190,13 @@ scope::member& scope::adopt(detail::coroutine& coroutine) {
   return *record;
 }
 
-void scope::member_finished(member& record) noexcept {
+void scope::member_finished(member& record, const std::exception_ptr& handler_error) noexcept {
   detail::coroutine& coroutine = *record.coroutine;
+  if (handler_error) {
+    // Its finish handlers failed: a failure of the coroutine, delivered while it still counts
+    // as live (a failing scope then closes before anyone sees it empty).
+    member_failed(handler_error);
+  }
   detail::intrusive_list::remove(record);
   --live_;
   const bool failed = coroutine.error() && !coroutine.was_cancelled();

@@ -8,7 +8,8 @@
 // parent; `weft::scope s(weft::detached_scope)` has none. A scope made under a closed parent
 // starts closed (cancelled with the parent's reason).
 //
-// Errors. An exception other than cancelled_error escaping a coroutine of the scope:
+// Errors. An exception other than cancelled_error escaping a coroutine of the scope (or thrown by
+// its finish handlers: task::on_finish):
 //   - with an exception handler set: the handler gets it (on the failing coroutine's stack,
 //     right after the exception left the coroutine's function; it should not block) and the
 //     scope carries on. A handler that throws fails the scope with what it threw.
@@ -199,7 +200,7 @@ class scope {
 
   void link_to_parent(scope* parent);
   member& adopt(detail::coroutine& coroutine);
-  void member_finished(member& record) noexcept;
+  void member_finished(member& record, const std::exception_ptr& handler_error) noexcept;
   void member_failed(std::exception_ptr error) noexcept;
   void deliver(std::exception_ptr error) noexcept;
   void fail(std::exception_ptr error) noexcept;
