@@ -71,7 +71,9 @@ class channel_closed_error : public error {
 // Every one of several alternatives failed: await_first_success and await_any_of (once too few
 // inputs can still succeed) and task_group::any. errors() holds the failures; indexes() says
 // where each came from (the input's position for the combinators, the order the tasks ended in
-// for task_group::any). The message quotes the first one.
+// for task_group::any). The message quotes the first one. Also the outcome of a coroutine that
+// ended with several errors (its own and its finish handlers', see task::on_finish; indexes: the
+// order they were raised in).
 class all_failed_error : public error {
  public:
   all_failed_error(const std::string& message, std::vector<std::exception_ptr> errors,

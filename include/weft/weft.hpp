@@ -32,6 +32,7 @@
 #include "weft/sync/condition_variable.hpp"
 #include "weft/sync/event.hpp"
 #include "weft/sync/future.hpp"
+#include "weft/sync/iterate.hpp"
 #include "weft/sync/mutex.hpp"
 #include "weft/sync/scope.hpp"
 #include "weft/sync/semaphore.hpp"

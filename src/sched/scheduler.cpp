@@ -213,15 +213,18 @@ void scheduler_core::execute(coroutine& self) noexcept {
 void scheduler_core::finish(coroutine& self) noexcept {
   self.state_ = coroutine_state::finished;
   self.cancel_pending_ = false;
+  // Finish handlers first: what they throw is part of the coroutine's outcome, so it must be
+  // settled before the scope, the awaiters and the uncaught-error check below look at it.
+  std::exception_ptr handler_error;
+  if (self.handlers_ != nullptr && !self.handlers_->finish.empty()) {
+    handler_error = run_finish_handlers(self);
+  }
   if (self.error_ && is_cancellation(self.error_)) {
     self.cancelled_ = true;
     ++stats_.cancelled;
   }
   if (self.finish_hook_ != nullptr) {
-    self.finish_hook_(self, self.finish_context_);
-  }
-  if (self.handlers_ != nullptr) {
-    run_handlers(self.handlers_->finish);
+    self.finish_hook_(self, self.finish_context_, handler_error);
   }
   intrusive_list::remove(self.live_link_);
   --stats_.live_coroutines;
@@ -243,6 +246,62 @@ void scheduler_core::finish(coroutine& self) noexcept {
     report_uncaught(self.error_);
   }
   self.release();
+}
+
+std::exception_ptr scheduler_core::run_finish_handlers(coroutine& self) noexcept {
+  // Taken out of the block: each runs once, and one registering another finish handler on this
+  // (already finished) coroutine has it run at once rather than growing the vector being walked.
+  std::vector<std::function<bool()>> handlers;
+  handlers.swap(self.handlers_->finish);
+  std::vector<std::exception_ptr> raised;
+  for (auto& handler : handlers) {
+    try {
+      handler();  // its result does not matter: a finish handler runs once anyway
+    } catch (...) {
+      raised.push_back(std::current_exception());
+    }
+  }
+  if (raised.empty()) {
+    return nullptr;
+  }
+  auto describe = [&self](std::size_t count, const char* from) {
+    std::string message = "weft: coroutine " + std::to_string(self.id_);
+    if (!self.name_.empty()) {
+      message += " '" + self.name_ + "'";
+    }
+    return message + " ended with " + std::to_string(count) + " errors (" + from + ")";
+  };
+  auto combine = [](std::string message, std::vector<std::exception_ptr> errors) {
+    message += "; the first: " + what_of(errors.front());
+    std::vector<std::size_t> order(errors.size());
+    for (std::size_t index = 0; index < order.size(); ++index) {
+      order[index] = index;
+    }
+    try {
+      throw all_failed_error(message, std::move(errors), std::move(order));
+    } catch (...) {
+      return std::current_exception();
+    }
+  };
+  // The outcome: its own failure (a cancellation is not one) and then each handler's error.
+  std::vector<std::exception_ptr> outcome;
+  if (self.error_ && !is_cancellation(self.error_)) {
+    outcome.push_back(self.error_);
+  }
+  outcome.insert(outcome.end(), raised.begin(), raised.end());
+  std::exception_ptr handler_error =
+      raised.size() == 1
+          ? raised.front()
+          : combine(describe(raised.size(), "thrown by its finish handlers"), raised);
+  if (outcome.size() == 1) {
+    self.error_ = outcome.front();
+  } else if (outcome.size() == raised.size()) {
+    self.error_ = handler_error;
+  } else {
+    self.error_ =
+        combine(describe(outcome.size(), "its own, then its finish handlers'"), std::move(outcome));
+  }
+  return handler_error;
 }
 
 void scheduler_core::finish_unstarted(coroutine& never_ran) noexcept {
@@ -778,6 +837,11 @@ void await_finished(coroutine& target) {
 void throw_invalid_task(const char* operation) {
   throw std::logic_error(std::string("weft: ") + operation +
                          " on an empty task (default-constructed or moved from)");
+}
+
+void throw_empty_finish_handler() {
+  throw std::invalid_argument(
+      "weft: on_finish needs a callable handler, got an empty std::function");
 }
 
 }  // namespace detail

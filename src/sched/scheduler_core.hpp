@@ -278,6 +278,9 @@ class scheduler_core {
   void execute(coroutine& self) noexcept;
   void finish(coroutine& self) noexcept;
   void finish_unstarted(coroutine& never_ran) noexcept;
+  // Runs the finish handlers of a finished coroutine and folds what they threw into its outcome
+  // (see task::on_finish); returns the handlers' errors alone (one, or all_failed_error), or null.
+  std::exception_ptr run_finish_handlers(coroutine& self) noexcept;
   void run_microtasks();
   void poll_if_due();
   void handle_deadlock();

@@ -134,9 +134,11 @@ void on_leave(std::function<bool()> handler) {
 }
 
 void on_finish(std::function<bool()> handler) {
-  detail::self_or_throw("weft::this_coroutine::on_finish")
-      .handlers()
-      .finish.push_back(std::move(handler));
+  detail::coroutine& self = detail::self_or_throw("weft::this_coroutine::on_finish");
+  if (!handler) {
+    detail::throw_empty_finish_handler();
+  }
+  self.handlers().finish.push_back(std::move(handler));
 }
 
 }  // namespace this_coroutine

@@ -13,6 +13,7 @@
 // failed coroutine held by nobody but itself as uncaught, and this error was not.
 #include "weft/sync/scope.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -64,6 +65,12 @@ scope::~scope() {
     retire_scheduled_ = false;
   }
   release_retired();
+  if (!closed_) {
+    closed_ = true;  // destroyed empty: nothing was cancelled, but it is over all the same
+    close_reason_ = label(name_) + " destroyed";
+  }
+  close_owned();
+  finish_if_done();
   while (detail::list_node* node = children_.pop_front()) {
     static_cast<child_link*>(node)->self->parent_ = nullptr;  // it outlives us: now a root
   }
@@ -79,6 +86,12 @@ scope::~scope() {
                    detail::what_of(error_).c_str());
     }
   }
+}
+
+std::uint64_t scope::next_id() noexcept {
+  // Process-wide so that ids stay unique across schedulers; read once per scope.
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 void scope::link_to_parent(scope* parent) {
@@ -174,9 +187,9 @@ scope::member& scope::adopt(detail::coroutine& coroutine) {
   record->coroutine = &coroutine;
   record->owner = this;
   coroutine.set_finish_hook(
-      [](detail::coroutine&, void* context) noexcept {
+      [](detail::coroutine&, void* context, const std::exception_ptr& handler_error) noexcept {
         auto& finished = *static_cast<member*>(context);
-        finished.owner->member_finished(finished);
+        finished.owner->member_finished(finished, handler_error);
       },
       record);
   coroutine.set_owning_scope(this);
@@ -190,8 +203,13 @@ scope::member& scope::adopt(detail::coroutine& coroutine) {
   return *record;
 }
 
-void scope::member_finished(member& record) noexcept {
+void scope::member_finished(member& record, const std::exception_ptr& handler_error) noexcept {
   detail::coroutine& coroutine = *record.coroutine;
+  if (handler_error) {
+    // Its finish handlers failed: a failure of the coroutine, delivered while it still counts
+    // as live (a failing scope then closes before anyone sees it empty).
+    member_failed(handler_error);
+  }
   detail::intrusive_list::remove(record);
   --live_;
   const bool failed = coroutine.error() && !coroutine.was_cancelled();
@@ -208,6 +226,7 @@ void scope::member_finished(member& record) noexcept {
   for (scope* each = this; each != nullptr; each = each->parent_) {
     if (--each->live_in_tree_ == 0) {
       each->wake_joiners();
+      each->finish_if_done();
     }
   }
   if (failed && !errors_are_results_) {
@@ -257,10 +276,54 @@ void scope::close_tree(const std::string& reason) noexcept {
     closed_ = true;
     close_reason_ = reason;
   }
+  close_owned();
   cancel_members(reason);
   children_.for_each(
       [&](detail::list_node& node) { static_cast<child_link&>(node).self->close_tree(reason); });
   on_closed();
+  finish_if_done();
+}
+
+void scope::close_owned() noexcept {
+  // Unlinked as they are closed: a closed scope has nothing more to do with them.
+  while (detail::list_node* node = owned_.pop_front()) {
+    auto& link = static_cast<detail::scope_link&>(*node);
+    link.owner_ = nullptr;
+    link.on_close_(link.context_, close_reason_);
+  }
+}
+
+void scope::finish_if_done() noexcept {
+  if (!done_ && closed_ && live_in_tree_ == 0) {
+    done_ = true;
+    run_finally();
+  }
+}
+
+void scope::run_finally() noexcept {
+  std::vector<std::function<void()>> handlers;
+  handlers.swap(finally_);
+  for (auto& handler : handlers) {
+    try {
+      handler();
+    } catch (...) {
+      deliver(std::current_exception());
+    }
+  }
+}
+
+void scope::on_finally(std::function<void()> fn) {
+  if (!fn) {
+    throw std::invalid_argument("weft: " + label(name_) +
+                                ": on_finally needs a callable handler, got an empty one");
+  }
+  refuse_other_thread("on_finally");
+  finish_if_done();  // born closed under a closed parent, say: done without ever running anything
+  if (done_) {
+    fn();
+    return;
+  }
+  finally_.push_back(std::move(fn));
 }
 
 void scope::member_failed(std::exception_ptr error) noexcept {
@@ -301,7 +364,7 @@ void scope::fail(std::exception_ptr error) noexcept {
 }
 
 bool scope::propagate_to_parent(const std::exception_ptr& error) noexcept {
-  if (parent_ == nullptr || !parent_->takes_child_failures()) {
+  if (parent_ == nullptr || !hands_failures_to_parent() || !parent_->takes_child_failures()) {
     return false;
   }
   std::vector<std::exception_ptr>& taken = parent_->taken_from_children_;
@@ -355,6 +418,37 @@ void scope::join(const timeout& limit) {
   }
 }
 
+void scope::join_or_cancel(const timeout& limit, std::string reason) {
+  refuse_other_thread("join_or_cancel");
+  refuse_own_coroutine("join_or_cancel");
+  std::string timed_out;
+  if (live_in_tree_ > 0) {
+    visit inside(*this);
+    try {
+      while (live_in_tree_ > 0) {
+        detail::queued_waiter waiter(joiners_);
+        joiners_.wait(waiter, limit);
+      }
+    } catch (const timeout_error&) {
+      timed_out = detail::timed_out_after(limit);  // no waiting inside the handler
+    }
+  }
+  if (!timed_out.empty()) {
+    const std::size_t cancelled = live_in_tree_;
+    close_tree(reason.empty() ? label(name_) + " not done within the time limit (join_or_cancel " +
+                                    timed_out + ")"
+                              : reason);
+    join();  // the cleanup of what was cancelled; rethrows a failure
+    throw timeout_error("weft: " + label(name_) + " join_or_cancel " + timed_out + ": " +
+                        std::to_string(cancelled) +
+                        " coroutines were still alive; they were cancelled and have ended");
+  }
+  if (error_) {
+    error_observed_ = true;
+    std::rethrow_exception(error_);
+  }
+}
+
 std::exception_ptr scope::error() noexcept {
   if (error_) {
     error_observed_ = true;
@@ -369,10 +463,61 @@ scope_stats scope::stats() const noexcept {
   return result;
 }
 
+scope_info scope::snapshot() const {
+  scope_info info;
+  info.id = id_;
+  info.name = name_;
+  info.live = live_;
+  info.live_in_tree = live_in_tree_;
+  info.closed = closed_;
+  info.close_reason = close_reason_;
+  info.children = children();
+  return info;
+}
+
+std::vector<scope_info> scope::children() const {
+  std::vector<scope_info> result;
+  children_.for_each([&](detail::list_node& node) {
+    result.push_back(static_cast<child_link&>(node).self->snapshot());
+  });
+  return result;
+}
+
+scope* scope::current() noexcept {
+  scope* owner = of_calling_coroutine();
+  return owner != nullptr && !owner->errors_are_results_ ? owner : nullptr;
+}
+
 void scope::describe(const void* self, std::string& out) {
   const scope& described = *static_cast<const scope*>(self);
   out +=
       label(described.name_) + " (" + std::to_string(described.live_in_tree_) + " live coroutines)";
 }
 
+// ---------------------------------------------------------------------------------------------
+// resources tied to a scope
+
+namespace detail {
+
+void scope_link::attach(weft::scope& owner) {
+  if (owner_ != nullptr) {
+    throw std::logic_error("weft: this object is already tied to " + label(owner_->name_));
+  }
+  owner.refuse_other_thread("channel_options::owner");
+  if (owner.closed_) {
+    on_close_(context_, owner.close_reason_);  // born into a closed scope: closed at once
+    return;
+  }
+  owner_ = &owner;
+  owner.owned_.push_back(*this);
+}
+
+void scope_link::detach() noexcept {
+  if (owner_ != nullptr) {
+    intrusive_list::remove(*this);
+    owner_ = nullptr;
+  }
+}
+
+}  // namespace detail
 }  // namespace weft

@@ -91,6 +91,12 @@ std::size_t task_group_base::capacity() const noexcept {
 }
 
 scheduler& task_group_base::admit(const timeout& limit) {
+  if (sealed_) {
+    throw std::logic_error("weft: spawn on task_group '" + name() +
+                           "' after close(): the group is sealed and takes no more tasks (those "
+                           "already in it run to their end); spawn before close(), or into "
+                           "another group");
+  }
   scheduler& owner = admit_spawn();
   if (spawn_waiters_.empty() && admitted_ < capacity()) {
     ++admitted_;

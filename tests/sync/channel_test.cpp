@@ -2,6 +2,7 @@
 // scheduler. FIFO hand-off, close semantics, timeouts, cancellation that loses nothing, and
 // deadlock reports that name the channel.
 #include "weft/sync/channel.hpp"
+#include "weft/sync/scope.hpp"
 
 #include <gtest/gtest.h>
 
@@ -630,6 +631,162 @@ TEST(Channel, CopiesOfTheHandleShareOneChannelThatOutlivesTheCreator) {
       original.send(11);
     }
     EXPECT_EQ(receiver.await(), 11);
+  });
+}
+
+// --- channels owned by a scope -----------------------------------------------------------------
+
+// Waits on ch's recv (or send, when it is full) and records how that ended.
+struct blocked_side {
+  bool waiting = false;
+  std::string outcome;
+};
+
+TEST(Channel, ScopeOwnedChannelClosesWithTheScopesReasonAndWakesBothSides) {
+  run_clean([] {
+    weft::scope producers("producers");
+    weft::channel<int> empty(0, {.owner = &producers});
+    weft::channel<int> full(1, {.owner = &producers});
+    full.send(1);
+    blocked_side receiver;
+    blocked_side sender;
+    auto receiving = weft::spawn([&] {
+      receiver.waiting = true;
+      try {
+        empty.recv();
+        receiver.outcome = "received";
+      } catch (const weft::channel_closed_error& closed) {
+        receiver.outcome = "closed: " + closed.reason();
+      }
+    });
+    auto sending = weft::spawn([&] {
+      sender.waiting = true;
+      try {
+        full.send(2);
+        sender.outcome = "sent";
+      } catch (const weft::channel_closed_error& closed) {
+        sender.outcome = "closed: " + closed.reason();
+      }
+    });
+    weft_test::yield_until([&] { return receiver.waiting && sender.waiting; });
+    weft::yield();
+    producers.cancel("producers shut down");
+    receiving.await();
+    sending.await();
+    EXPECT_EQ(receiver.outcome, "closed: producers shut down");
+    EXPECT_EQ(sender.outcome, "closed: producers shut down");
+    EXPECT_TRUE(empty.closed());
+    EXPECT_EQ(full.recv(), 1);  // buffered before the close: still receivable
+    EXPECT_THROW(full.recv(), weft::channel_closed_error);
+  });
+}
+
+TEST(Channel, ScopeOwnedChannelsOfOtherScopesAndOfTheParentAreUnaffected) {
+  run_clean([] {
+    weft::scope parent("parent");
+    weft::scope child(parent, "child");
+    weft::scope sibling(parent, "sibling");
+    weft::channel<int> of_parent(1, {.owner = &parent});
+    weft::channel<int> of_child(1, {.owner = &child});
+    weft::channel<int> of_sibling(1, {.owner = &sibling});
+    weft::channel<int> unowned(1);
+    child.cancel("child done");
+    EXPECT_TRUE(of_child.closed());
+    EXPECT_FALSE(of_parent.closed());
+    EXPECT_FALSE(of_sibling.closed());
+    EXPECT_FALSE(unowned.closed());
+    parent.cancel("all done");  // reaches the sibling
+    EXPECT_TRUE(of_parent.closed());
+    EXPECT_TRUE(of_sibling.closed());
+    EXPECT_FALSE(unowned.closed());
+    try {
+      of_sibling.send(1);
+      ADD_FAILURE() << "send on a closed channel succeeded";
+    } catch (const weft::channel_closed_error& closed) {
+      EXPECT_EQ(closed.reason(), "all done");
+    }
+  });
+}
+
+TEST(Channel, ScopeOwnedChannelIsClosedByTheScopesFailureAndItsCoroutinesAreCancelled) {
+  run_clean([] {
+    weft::scope workers("workers");
+    weft::channel<int> jobs(0, {.owner = &workers});
+    std::string member_saw;
+    bool receiving = false;
+    workers.spawn([&] {
+      receiving = true;
+      try {
+        jobs.recv();
+      } catch (const weft::cancelled_error&) {
+        member_saw = "cancelled";
+        throw;
+      } catch (const weft::channel_closed_error&) {
+        member_saw = "closed";
+        throw;
+      }
+    });
+    workers.spawn([&] {
+      weft_test::yield_until([&] { return receiving; });
+      weft::yield();
+      throw std::runtime_error("worker failed");
+    });
+    EXPECT_THROW(workers.join(), std::runtime_error);
+    EXPECT_EQ(member_saw, "cancelled");
+    try {
+      jobs.recv();
+      ADD_FAILURE() << "recv on a closed channel succeeded";
+    } catch (const weft::channel_closed_error& closed) {
+      EXPECT_TRUE(contains(closed.reason(), "scope 'workers' failed: worker failed"))
+          << closed.reason();
+    }
+  });
+}
+
+TEST(Channel, ScopeOwnedChannelOutlivesItsScopeClosedAndUntied) {
+  run_clean([] {
+    auto survivor = std::make_optional<weft::channel<std::string>>(4);
+    {
+      weft::scope short_lived("short-lived");
+      survivor.emplace(4, weft::channel_options{.owner = &short_lived});
+      survivor->send("before");
+    }
+    EXPECT_TRUE(survivor->closed());
+    EXPECT_EQ(survivor->recv(), "before");
+    try {
+      survivor->recv();
+      ADD_FAILURE() << "recv on a drained closed channel succeeded";
+    } catch (const weft::channel_closed_error& closed) {
+      EXPECT_EQ(closed.reason(), "scope 'short-lived' destroyed");
+    }
+    survivor.reset();  // the last handle: nothing may still point at the gone scope
+  });
+}
+
+TEST(Channel, ChannelDestroyedBeforeItsScopeUntiesItself) {
+  run_clean([] {
+    weft::scope owner("owner");
+    {
+      weft::channel<int> gone(1, {.owner = &owner});
+      gone.send(1);
+    }
+    auto lives_in_a_coroutine = weft::spawn([&] {
+      weft::channel<int> local(1, {.owner = &owner});
+      local.send(2);
+      return local.recv();
+    });
+    EXPECT_EQ(lives_in_a_coroutine.await(), 2);
+    owner.cancel("after the channels");  // must not touch the freed channels (ASan)
+    weft::channel<int> born_closed(1, {.owner = &owner});
+    EXPECT_TRUE(born_closed.closed());
+    try {
+      born_closed.send(3);
+      ADD_FAILURE() << "send on a channel of a closed scope succeeded";
+    } catch (const weft::channel_closed_error& closed) {
+      EXPECT_EQ(closed.reason(), "after the channels");
+    }
+    auto unbounded = weft::channel<int>::unbounded({.owner = &owner});
+    EXPECT_TRUE(unbounded.closed());
   });
 }
 

@@ -2,11 +2,13 @@
 // sideways, destruction cancels and waits, failures fail the scope (or go to its handler) and
 // travel to the parent, and misuse is refused at once instead of hanging.
 #include "weft/sync/scope.hpp"
+#include "weft/sync/task_group.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -438,6 +440,252 @@ TEST(Scope, ManyCoroutinesInNestedScopesAllEndAndCountsBalance) {
     EXPECT_EQ(stats.spawned, 4u);
     EXPECT_EQ(stats.succeeded, 4u);
     EXPECT_EQ(stats.live_in_tree, 0u);
+  });
+}
+
+// --- on_finally, join_or_cancel, children, current ---------------------------------------------
+
+TEST(Scope, OnFinallyRunsOnceWhenACancelledScopeHasEnded) {
+  run_clean([] {
+    cancellable body;
+    int finally_runs = 0;
+    bool cleanup_before_finally = false;
+    std::size_t live_at_finally = 99;
+    {
+      weft::scope workers("workers");
+      workers.spawn(std::ref(body));
+      workers.on_finally([&] {
+        ++finally_runs;
+        cleanup_before_finally = body.cleaned_up;
+        live_at_finally = workers.stats().live_in_tree;
+      });
+      yield_until([&] { return body.started; });
+      workers.cancel("stop");
+      EXPECT_EQ(finally_runs, 0) << "ran while a cancelled coroutine was still cleaning up";
+      EXPECT_FALSE(workers.done());
+      workers.join();
+      EXPECT_EQ(finally_runs, 1);
+      EXPECT_TRUE(workers.done());
+      workers.cancel("again");
+    }
+    EXPECT_EQ(finally_runs, 1);
+    EXPECT_TRUE(cleanup_before_finally);
+    EXPECT_EQ(live_at_finally, 0u);
+  });
+}
+
+TEST(Scope, OnFinallyRunsAtCancelOfAnEmptyScopeAndAtDestructionNotAtJoin) {
+  run_clean([] {
+    std::vector<std::string> log;
+    weft::scope cancelled("cancelled");
+    cancelled.on_finally([&] { log.push_back("cancelled"); });
+    cancelled.cancel();
+    EXPECT_EQ(log, (std::vector<std::string>{"cancelled"}));
+    {
+      weft::scope joined("joined");
+      joined.on_finally([&] { log.push_back("first"); });
+      joined.on_finally([&] { log.push_back("second"); });
+      joined.spawn([] { weft::yield(); });
+      joined.join();
+      EXPECT_EQ(log.size(), 1u) << "join alone ran the finally handlers";
+      joined.spawn([] {});  // still open after join
+      joined.join();
+    }
+    EXPECT_EQ(log, (std::vector<std::string>{"cancelled", "first", "second"}));
+  });
+}
+
+TEST(Scope, OnFinallyOnADoneScopeRunsAtOnceAndThrowsToTheCaller) {
+  run_clean([] {
+    weft::scope workers("workers");
+    workers.cancel();
+    ASSERT_TRUE(workers.done());
+    int runs = 0;
+    workers.on_finally([&] { ++runs; });
+    EXPECT_EQ(runs, 1);
+    try {
+      workers.on_finally([] { throw std::runtime_error("late finally failed"); });
+      ADD_FAILURE() << "the late handler's exception did not reach its registrant";
+    } catch (const std::runtime_error& error) {
+      EXPECT_STREQ(error.what(), "late finally failed");
+    }
+    EXPECT_FALSE(workers.failed());
+    EXPECT_THROW(workers.on_finally(nullptr), std::invalid_argument);
+  });
+}
+
+TEST(Scope, OnFinallyErrorFailsTheScopeOrGoesToItsHandler) {
+  run_clean([] {
+    cancellable body;
+    weft::scope workers("workers");
+    workers.spawn(std::ref(body));
+    workers.on_finally([] { throw std::runtime_error("finally failed"); });
+    yield_until([&] { return body.started; });
+    workers.cancel();
+    try {
+      workers.join();
+      ADD_FAILURE() << "join did not rethrow the finally handler's error";
+    } catch (const std::runtime_error& error) {
+      EXPECT_STREQ(error.what(), "finally failed");
+    }
+
+    std::vector<std::string> handled;
+    weft::scope handled_scope("handled");
+    handled_scope.set_exception_handler(
+        [&](std::exception_ptr error) { handled.push_back(weft::detail::what_of(error)); });
+    handled_scope.on_finally([] { throw std::runtime_error("finally failed"); });
+    handled_scope.cancel();
+    EXPECT_EQ(handled, (std::vector<std::string>{"finally failed"}));
+    EXPECT_FALSE(handled_scope.failed());
+  });
+}
+
+TEST(Scope, OnFinallyRunsWhenAFailedScopesLastCoroutineEnds) {
+  run_clean([] {
+    cancellable body;
+    bool finally_ran = false;
+    weft::scope workers("workers");
+    workers.on_finally([&] { finally_ran = true; });
+    workers.spawn(std::ref(body));
+    workers.spawn([&] {
+      yield_until([&] { return body.started; });
+      throw std::runtime_error("worker failed");
+    });
+    EXPECT_THROW(workers.join(), std::runtime_error);
+    EXPECT_TRUE(finally_ran);
+    EXPECT_TRUE(body.cleaned_up);
+  });
+}
+
+TEST(Scope, JoinOrCancelReturnsWhenEverythingEndsInTimeAndLeavesTheScopeOpen) {
+  run_clean([] {
+    weft::scope workers("workers");
+    int finished = 0;
+    for (int worker = 0; worker < 3; ++worker) {
+      workers.spawn([&] {
+        weft::yield();
+        ++finished;
+      });
+    }
+    workers.join_or_cancel(weft::timeout(10s));
+    EXPECT_EQ(finished, 3);
+    EXPECT_FALSE(workers.closed());
+    workers.spawn([&] { ++finished; });
+    workers.join();
+    EXPECT_EQ(finished, 4);
+  });
+}
+
+TEST(Scope, JoinOrCancelCancelsWhatIsLeftAtTheLimitAndWaitsForItsCleanup) {
+  run_clean([] {
+    cancellable slow;
+    bool quick_done = false;
+    bool finally_ran = false;
+    weft::scope workers("workers");
+    workers.on_finally([&] { finally_ran = true; });
+    workers.spawn(std::ref(slow));
+    workers.spawn([&] { quick_done = true; });
+    try {
+      workers.join_or_cancel(weft::timeout(20ms));
+      ADD_FAILURE() << "join_or_cancel did not report the time limit";
+    } catch (const weft::timeout_error& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("scope 'workers' join_or_cancel timed out after 20 ms"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("1 coroutines were still alive"), std::string::npos) << message;
+    }
+    EXPECT_TRUE(quick_done);
+    EXPECT_TRUE(slow.cleaned_up) << "returned before the cancelled coroutine's cleanup";
+    EXPECT_TRUE(workers.closed());
+    EXPECT_TRUE(workers.done());
+    EXPECT_TRUE(finally_ran);
+    EXPECT_NE(workers.close_reason().find("not done within the time limit"), std::string::npos)
+        << workers.close_reason();
+    EXPECT_EQ(workers.stats().cancelled, 1u);
+    EXPECT_THROW(workers.spawn([] {}), weft::scope_closed_error);
+  });
+}
+
+TEST(Scope, JoinOrCancelTakesACustomReasonAndRethrowsAFailure) {
+  run_clean([] {
+    weft::scope workers("workers");
+    cancellable slow;
+    workers.spawn(std::ref(slow));
+    EXPECT_THROW(workers.join_or_cancel(weft::timeout(5ms), "deadline for the batch"),
+                 weft::timeout_error);
+    EXPECT_EQ(workers.close_reason(), "deadline for the batch");
+
+    weft::scope failing("failing");
+    failing.spawn([] {
+      weft::yield();
+      throw std::runtime_error("worker failed");
+    });
+    try {
+      failing.join_or_cancel(weft::timeout(10s));
+      ADD_FAILURE() << "join_or_cancel did not rethrow the failure";
+    } catch (const std::runtime_error& error) {
+      EXPECT_STREQ(error.what(), "worker failed");
+    }
+  });
+}
+
+TEST(Scope, ChildrenIsASnapshotOfTheChildScopesWithTheirLiveCounts) {
+  run_clean([] {
+    weft::scope parent("parent");
+    weft::scope first(parent, "first");
+    weft::scope second(parent, "second");
+    weft::scope grandchild(second, "grandchild");
+    cancellable a;
+    cancellable b;
+    cancellable c;
+    first.spawn(std::ref(a));
+    first.spawn(std::ref(b));
+    grandchild.spawn(std::ref(c));
+    EXPECT_TRUE(grandchild.children().empty());
+    std::vector<weft::scope_info> children = parent.children();
+    ASSERT_EQ(children.size(), 2u);
+    EXPECT_EQ(children[0].id, first.id());
+    EXPECT_EQ(children[0].name, "first");
+    EXPECT_EQ(children[0].live, 2u);
+    EXPECT_EQ(children[0].live_in_tree, 2u);
+    EXPECT_TRUE(children[0].children.empty());
+    EXPECT_EQ(children[1].name, "second");
+    EXPECT_EQ(children[1].live, 0u);
+    EXPECT_EQ(children[1].live_in_tree, 1u);
+    ASSERT_EQ(children[1].children.size(), 1u);
+    EXPECT_EQ(children[1].children[0].name, "grandchild");
+    EXPECT_EQ(children[1].children[0].id, grandchild.id());
+    EXPECT_EQ(children[1].children[0].live, 1u);
+    EXPECT_LT(parent.id(), first.id());
+    EXPECT_LT(first.id(), second.id());
+    first.cancel("enough");
+    first.join();
+    children = parent.children();
+    EXPECT_TRUE(children[0].closed);
+    EXPECT_EQ(children[0].close_reason, "enough");
+    EXPECT_EQ(children[0].live, 0u);
+    parent.cancel();
+    parent.join();
+  });
+}
+
+TEST(Scope, CurrentIsTheScopeTheCallingCoroutineWasSpawnedInto) {
+  run_clean([] {
+    EXPECT_EQ(weft::scope::current(), nullptr);
+    weft::scope workers("workers");
+    weft::scope* seen_in_member = nullptr;
+    weft::scope* seen_in_plain = &workers;
+    weft::scope* seen_in_group = &workers;
+    workers.spawn([&] { seen_in_member = weft::scope::current(); });
+    weft::spawn([&] { seen_in_plain = weft::scope::current(); }).await();
+    weft::task_group<void> group(1);
+    group.spawn([&] { seen_in_group = weft::scope::current(); });
+    group.all();
+    workers.join();
+    EXPECT_EQ(seen_in_member, &workers);
+    EXPECT_EQ(seen_in_plain, nullptr);
+    EXPECT_EQ(seen_in_group, nullptr);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -594,6 +595,81 @@ TEST(TaskGroup, CountsBalanceAfterAMixOfEverything) {
     EXPECT_EQ(stats.cancelled, static_cast<std::uint64_t>(cancellations));
     EXPECT_EQ(stats.unclaimed, 0u);
     expect_balanced(stats);
+  });
+}
+
+TEST(TaskGroup, CloseSealsTheGroupWhileItsRunningAndQueuedTasksFinish) {
+  run_clean([] {
+    weft::task_group<int> group(2, weft::task_group<int>::unlimited, "fetchers");
+    for (int value = 1; value <= 4; ++value) {
+      group.spawn([value] {
+        weft::yield();
+        weft::yield();
+        return value;
+      });
+    }
+    EXPECT_EQ(group.stats().queued, 2u);
+    group.close();
+    group.close();  // idempotent
+    EXPECT_TRUE(group.closed());
+    EXPECT_TRUE(group.sealed());
+    EXPECT_EQ(group.close_reason(), "");
+    try {
+      group.spawn([] { return 5; });
+      ADD_FAILURE() << "spawn into a sealed group was accepted";
+    } catch (const std::logic_error& error) {
+      EXPECT_NE(std::string(error.what()).find("task_group 'fetchers' after close()"),
+                std::string::npos)
+          << error.what();
+    }
+    std::vector<int> values = group.all();
+    std::sort(values.begin(), values.end());
+    EXPECT_EQ(values, (std::vector<int>{1, 2, 3, 4}));
+    const weft::task_group_stats stats = group.stats();
+    EXPECT_EQ(stats.succeeded, 4u);
+    EXPECT_EQ(stats.cancelled, 0u);
+    EXPECT_EQ(stats.spawned, 4u);
+  });
+}
+
+TEST(TaskGroup, CloseLetsSpawnersAlreadyBlockedOnAFullQueueIn) {
+  run_clean([] {
+    weft::task_group<int> group(1, 0, "one at a time");
+    bool release = false;
+    group.spawn([&] {
+      while (!release) {
+        weft::yield();
+      }
+      return 1;
+    });
+    bool second_spawned = false;
+    auto spawner = weft::spawn([&] {
+      group.spawn([] { return 2; });  // blocks: no room until the first ends
+      second_spawned = true;
+    });
+    yield_until([&] { return group.stats().blocked_spawners == 1; });
+    group.close();
+    release = true;
+    std::vector<int> values = group.all();
+    spawner.await();
+    EXPECT_TRUE(second_spawned);
+    std::sort(values.begin(), values.end());
+    EXPECT_EQ(values, (std::vector<int>{1, 2}));
+  });
+}
+
+TEST(TaskGroup, CloseFromOneOfItsOwnTasksAndCancelAfterClose) {
+  run_clean([] {
+    weft::task_group<void> group(4);
+    cancellable sleeper;
+    group.spawn(std::ref(sleeper));
+    group.spawn([&] { group.close(); });
+    yield_until([&] { return group.sealed() && sleeper.started; });
+    EXPECT_THROW(group.spawn([] {}), std::logic_error);
+    group.cancel("closing time");
+    group.all();
+    EXPECT_TRUE(sleeper.cleaned_up);
+    EXPECT_EQ(group.close_reason(), "closing time");
   });
 }
 

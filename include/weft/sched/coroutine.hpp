@@ -124,6 +124,9 @@ struct execution_context {
   void* tsan_fiber = nullptr;  // TSan's fiber for its stack
 };
 
+// on_finish given an empty handler: std::invalid_argument.
+[[noreturn]] void throw_empty_finish_handler();
+
 struct switch_handlers {
   std::vector<std::function<bool()>> enter;
   std::vector<std::function<bool()>> leave;
@@ -174,10 +177,14 @@ class coroutine {
   weft::scope* owning_scope() const noexcept { return owning_scope_; }
   void set_owning_scope(weft::scope* owner) noexcept { owning_scope_ = owner; }
 
-  // One hook for the layer that owns the coroutine (a weft::scope), run when it finishes, before
+  // One hook for the layer that owns the coroutine (a weft::scope), run when it finishes, after
   // its finish handlers. Unlike a switch handler it allocates nothing and costs nothing on the
   // coroutine's switches (a coroutine with handlers takes the scheduler's slower switch path).
-  using finish_hook = void (*)(coroutine& finished, void* context) noexcept;
+  // handler_error is what the finish handlers threw (one error, or all_failed_error holding
+  // several), null when none did: the owner treats it as a failure of the coroutine (its own
+  // failure already reached the owner when it left the body).
+  using finish_hook = void (*)(coroutine& finished, void* context,
+                               const std::exception_ptr& handler_error) noexcept;
   void set_finish_hook(finish_hook hook, void* context) noexcept {
     finish_hook_ = hook;
     finish_context_ = context;

@@ -136,7 +136,35 @@ class task {
   // is unregistered.
   void on_enter(std::function<bool()> handler) { handlers().enter.push_back(std::move(handler)); }
   void on_leave(std::function<bool()> handler) { handlers().leave.push_back(std::move(handler)); }
-  void on_finish(std::function<bool()> handler) { handlers().finish.push_back(std::move(handler)); }
+  // Finish handlers run once each, in registration order, when the coroutine ends however it
+  // ends (value, exception, cancellation, or cancelled before it started), and before it counts
+  // as ended for anyone: its scope, its awaiters and the run's uncaught-error check. They cannot
+  // wait (std::logic_error). Their return value does not matter.
+  //
+  // An exception escaping a finish handler is an error of the coroutine, like one escaping its
+  // body, and none is dropped: the coroutine's outcome (what await() rethrows, what a task_group
+  // hands out, what run() rethrows for main or a detached coroutine) becomes that error, or
+  // weft::all_failed_error holding, in order, the coroutine's own failure (a cancellation is not
+  // one) and each handler's error, when there are several. Its weft::scope gets the handlers'
+  // errors (one, or all_failed_error holding each; its own failure reached the scope when it
+  // left the body) as a failure of that coroutine: the scope's exception handler, or the scope
+  // fails with it.
+  //
+  // Registered on a coroutine that has already finished (or from one of its own finish
+  // handlers), the handler runs at once, on the caller's stack, and an exception escaping it
+  // propagates to the caller of on_finish: the coroutine's outcome is settled by then. An empty
+  // handler is std::invalid_argument.
+  void on_finish(std::function<bool()> handler) {
+    valid_or_throw("on_finish");
+    if (!handler) {
+      detail::throw_empty_finish_handler();
+    }
+    if (coroutine_->done()) {
+      handler();
+      return;
+    }
+    handlers().finish.push_back(std::move(handler));
+  }
 
   // A task is a cancel token: weft::cancel_on(task) ends a wait when the task ends (see
   // timeout.hpp). Found by argument-dependent lookup only.

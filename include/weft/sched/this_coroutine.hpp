@@ -54,7 +54,7 @@ const std::string& name();
 bool is_main();
 // True once a cancel is waiting to be raised (e.g. inside protect).
 bool cancel_requested();
-// Switch handlers for the calling coroutine (see task::on_enter).
+// Switch handlers for the calling coroutine (see task::on_enter and task::on_finish).
 void on_enter(std::function<bool()> handler);
 void on_leave(std::function<bool()> handler);
 void on_finish(std::function<bool()> handler);

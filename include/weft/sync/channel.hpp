@@ -22,6 +22,17 @@
 // ends). send after close throws channel_closed_error at once; senders blocked at the close are
 // woken with it and their values are NOT delivered (the message says so).
 //
+// Owned by a scope: channel<T>(capacity, {.owner = &scope}) ties the channel to a weft::scope.
+// When the scope closes (cancel(), a failure, join_or_cancel's limit, its destruction, or the
+// closing of an ancestor) the channel is closed with the scope's close_reason() ("scope
+// cancelled", "scope 'x' destroyed", ...), exactly as by close(reason): every blocked receiver
+// and sender outside the scope wakes with channel_closed_error carrying that reason (the scope's
+// own coroutines are cancelled by the same close and see cancelled_error, as at any wait), and
+// values buffered before stay receivable. A channel tied to a scope that is already closed starts
+// closed. Channels of other scopes, the parent's included, are not touched. Either may be
+// destroyed first: a scope that goes first leaves the channel closed and untied (its handles stay
+// valid), a channel that goes first unties itself from the scope.
+//
 // Cancellation: a receiver that was handed a value and is cancelled before it runs passes the
 // value on (to the next waiting receiver, or back to the front of the buffer): nothing is lost or
 // duplicated. A sender whose value was already taken when it is cancelled has completed its send:
@@ -58,9 +69,17 @@
 #include "weft/error.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/timeout.hpp"
+#include "weft/sync/scope_link.hpp"
 #include "weft/sync/waiter_queue.hpp"
 
 namespace weft {
+
+class scope;
+
+struct channel_options {
+  // The scope that closes the channel when it closes (see the header comment); null: none.
+  weft::scope* owner = nullptr;
+};
 
 namespace detail {
 
@@ -229,6 +248,9 @@ class channel_state {
   std::size_t size() const noexcept { return buffer_.size(); }
   std::size_t capacity() const noexcept { return capacity_; }
   bool closed() const noexcept { return closed_; }
+
+  // Ties the channel to owner's lifetime (channel_options::owner).
+  void tie_to(weft::scope& owner) { owner_link_.attach(owner); }
 
   // The common cases, inline in the caller: room in the buffer and nobody queued on either side
   // (a receiver waits only while the buffer is empty, a sender only while it is full).
@@ -400,6 +422,10 @@ class channel_state {
                      out);
   }
 
+  static void closed_by_scope(void* self, const std::string& reason) noexcept {
+    static_cast<channel_state*>(self)->close(reason);
+  }
+
   value_ring<T> buffer_;
   std::size_t refs_ = 1;
   std::size_t capacity_;
@@ -410,6 +436,8 @@ class channel_state {
       this, [](const void* owner, std::string& out) { describe_side(owner, "recv", out); }};
   waiter_queue senders_{
       this, [](const void* owner, std::string& out) { describe_side(owner, "send", out); }};
+  // Last: unties from the owning scope before anything else of the channel goes.
+  scope_link owner_link_{&channel_state::closed_by_scope, this};
 };
 
 }  // namespace detail
@@ -427,8 +455,15 @@ class channel {
 
   // capacity 0: rendezvous; N: at most N buffered values.
   explicit channel(std::size_t capacity) : state_(new detail::channel_state<T>(capacity)) {}
+  // With options.owner: tied to that scope (std::logic_error from a thread other than the one
+  // running the scope's coroutines).
+  channel(std::size_t capacity, channel_options options) : channel(capacity) {
+    if (options.owner != nullptr) {
+      state_->tie_to(*options.owner);  // on a throw the destructor releases the state
+    }
+  }
   // A channel whose send never blocks (the buffer grows as needed).
-  static channel unbounded() { return channel(unlimited); }
+  static channel unbounded(channel_options options = {}) { return channel(unlimited, options); }
   // Copies share the channel. Moving copies too, so that a handle is never empty.
   channel(const channel& other) noexcept : state_(other.state_) { state_->add_ref(); }
   channel(channel&& other) noexcept : channel(other) {}

@@ -8,7 +8,8 @@
 // parent; `weft::scope s(weft::detached_scope)` has none. A scope made under a closed parent
 // starts closed (cancelled with the parent's reason).
 //
-// Errors. An exception other than cancelled_error escaping a coroutine of the scope:
+// Errors. An exception other than cancelled_error escaping a coroutine of the scope (or thrown by
+// its finish handlers: task::on_finish):
 //   - with an exception handler set: the handler gets it (on the failing coroutine's stack,
 //     right after the exception left the coroutine's function; it should not block) and the
 //     scope carries on. A handler that throws fails the scope with what it threw.
@@ -23,7 +24,23 @@
 // destroyed (the program shuts down and weft::run rethrows it), never dropped silently.
 //
 // Closing. A scope is closed once cancelled, failed or being destroyed; spawn() into a closed
-// scope throws weft::scope_closed_error. join() does not close it.
+// scope throws weft::scope_closed_error. join() does not close it. join_or_cancel(limit) is join
+// with a deadline after which the scope is cancelled and its cleanup waited for.
+//
+// Done. A scope is done once it is closed and no coroutine of it or of its descendants is left:
+// right after cancel() of an empty scope, when the last cancelled coroutine ends, and at the
+// latest when it is destroyed. A join() alone does not make it done (the scope stays open and may
+// be spawned into again): a joined scope is done when it is then cancelled or destroyed.
+// on_finally(fn) runs fn once, at that moment; registered on a scope already done, fn runs at
+// once, on the caller's stack. done() says whether it has happened.
+//
+// Owned resources. A channel made with channel_options{.owner = &scope} is closed with the scope's
+// close reason when the scope closes (see channel.hpp); either may be destroyed first.
+//
+// Diagnostics. id() is unique in the process (creation order, from 1). children() is a snapshot
+// of the child scopes (task groups and weft::iterate's scopes included), each with its id, name,
+// live coroutines and its own children. scope::current() is the scope the calling coroutine was
+// spawned into (to spawn siblings into it, e.g. from a weft::iterate callback).
 //
 // Destruction cancels the scope's live coroutines (and its child scopes) and waits for them to
 // end: the destructor never returns while one of them could still touch the scope. In a
@@ -51,6 +68,7 @@
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/timeout.hpp"
+#include "weft/sync/scope_link.hpp"
 #include "weft/sync/waiter_queue.hpp"
 
 namespace weft {
@@ -68,6 +86,17 @@ struct scope_stats {
   std::uint64_t succeeded = 0;
   std::uint64_t failed = 0;     // ended with an exception other than cancelled_error
   std::uint64_t cancelled = 0;  // ended with cancelled_error (or never started)
+};
+
+// One scope in a scope::children() snapshot.
+struct scope_info {
+  std::uint64_t id = 0;
+  std::string name;
+  std::uint64_t live = 0;          // its own coroutines not yet ended
+  std::uint64_t live_in_tree = 0;  // ... plus those of every descendant scope
+  bool closed = false;
+  std::string close_reason;
+  std::vector<scope_info> children;  // its child scopes, oldest first
 };
 
 class scope;
@@ -113,6 +142,12 @@ class scope {
   // the timed version throws timeout_error and leaves the coroutines running.
   void join();
   void join(const timeout& limit);
+  // join(limit), except that when limit passes first the scope is cancelled (closed, with reason,
+  // or "<scope> not done within N ms (join_or_cancel)" when reason is empty), and the call waits
+  // for the cancelled coroutines to end, then throws timeout_error. Either way the scope's
+  // failure, if it failed, is rethrown instead. The wait for the cleanup is a cancellation point
+  // too: a caller cancelled there gets cancelled_error, the scope's coroutines end on their own.
+  void join_or_cancel(const timeout& limit, std::string reason = {});
 
   // Closes the scope and cancels its coroutines (the caller too, if it is one of them) and its
   // child scopes. Idempotent; the first reason stays.
@@ -120,6 +155,16 @@ class scope {
 
   // Replaces the handler (an empty one removes it). See the header comment.
   void set_exception_handler(exception_handler handler);
+
+  // Runs fn once, when the scope is done (see the header comment), in registration order, on the
+  // stack that made it done: the end of its last coroutine (inside the scheduler's switch),
+  // cancel()'s caller, or the destructor's. fn cannot wait (std::logic_error); spawn a coroutine
+  // for work that does (not into this scope: it is closed). An exception escaping fn is handled
+  // as the failure of one of the scope's coroutines: the exception handler gets it, or the scope
+  // fails with it (unless it failed already: the first failure stands). On a scope already done,
+  // fn runs at once and its exception propagates to the caller. An empty fn is
+  // std::invalid_argument.
+  void on_finally(std::function<void()> fn);
 
   const std::string& name() const noexcept { return name_; }
   scope* parent() const noexcept { return parent_; }
@@ -131,6 +176,15 @@ class scope {
   std::exception_ptr error() noexcept;
   std::size_t live() const noexcept { return live_; }
   scope_stats stats() const noexcept;
+  bool done() const noexcept { return done_; }
+  std::uint64_t id() const noexcept { return id_; }
+  // A snapshot of its child scopes (recursively), oldest first.
+  std::vector<scope_info> children() const;
+
+  // The scope the calling coroutine was spawned into (scope::spawn), or null: outside a
+  // coroutine, in one started by plain weft::spawn, and in a task of a task_group (a group
+  // counts and hands out its own tasks: spawn into it through the group).
+  static scope* current() noexcept;
 
  protected:
   // One coroutine of the scope: linked in members_ from spawn until it ends.
@@ -196,10 +250,13 @@ class scope {
   virtual void on_closed() noexcept {}
   virtual void on_member_finished(member&) noexcept {}
   virtual bool takes_child_failures() const noexcept { return !errors_are_results_; }
+  // Whether its own failure goes to its parent at once (weft::iterate's scope rethrows it to its
+  // caller instead).
+  virtual bool hands_failures_to_parent() const noexcept { return true; }
 
   void link_to_parent(scope* parent);
   member& adopt(detail::coroutine& coroutine);
-  void member_finished(member& record) noexcept;
+  void member_finished(member& record, const std::exception_ptr& handler_error) noexcept;
   void member_failed(std::exception_ptr error) noexcept;
   void deliver(std::exception_ptr error) noexcept;
   void fail(std::exception_ptr error) noexcept;
@@ -207,12 +264,20 @@ class scope {
   void retire(detail::coroutine& failed);
   void release_retired() noexcept;
   static void describe(const void* self, std::string& out);
+  // Done once closed with nothing left alive: runs the finally handlers.
+  void finish_if_done() noexcept;
+  void run_finally() noexcept;
+  void close_owned() noexcept;
+  scope_info snapshot() const;
+  static std::uint64_t next_id() noexcept;
+  friend class detail::scope_link;
 
   struct child_link : detail::list_node {
     scope* self = nullptr;
   };
 
   std::string name_;
+  std::uint64_t id_ = next_id();
   scope* parent_ = nullptr;
   child_link in_parent_{};
   detail::intrusive_list children_;
@@ -224,9 +289,12 @@ class scope {
   bool closed_ = false;
   bool destroying_ = false;
   bool error_observed_ = false;
+  bool done_ = false;
   std::string close_reason_;
   std::exception_ptr error_;
   exception_handler handler_;
+  std::vector<std::function<void()>> finally_;
+  detail::intrusive_list owned_;  // scope_links of the resources it closes (channels)
   // Errors this scope already got from failed child scopes: the same error escaping the
   // coroutine that owned the child is not delivered twice. The last few are enough.
   std::vector<std::exception_ptr> taken_from_children_;

@@ -35,6 +35,15 @@
 // As a scope: the group is a child of the calling coroutine's scope unless told otherwise, and
 // the cancellation of that scope reaches its tasks. cancel() closes it: running and queued tasks
 // are cancelled, blocked spawners get scope_closed_error, and so does every later spawn.
+//
+// Sealing: close() says no more work is coming without cancelling any. Every later spawn() throws
+// std::logic_error naming the group (spawning into a group its owner has sealed is a bug, not a
+// runtime condition); the tasks already running or queued run to their end, and spawn() calls
+// already blocked on a full queue when close() was called still get their task in (they were
+// made before it). next()/all()/race()/any() work as before and end once those tasks have ended:
+// all() returns every one of their values. close() is idempotent, may be called from anywhere on
+// the group's thread (one of its own tasks included) and never waits; cancel() after close() still
+// cancels. closed() is true after either; sealed() only after close().
 // Destruction cancels and waits like weft::scope's (see scope.hpp). next/all/race/any from one
 // of the group's own tasks is a std::logic_error (it would wait for itself).
 //
@@ -93,6 +102,8 @@ class task_group_base : public weft::scope {
 
   // Takes one unit of capacity, suspending while there is none. The checks of a spawn included.
   scheduler& admit(const timeout& limit);
+  void seal() noexcept { sealed_ = true; }
+  bool sealed() const noexcept { return sealed_; }
   void give_back_admission() noexcept;
   // Starts a newly made member or queues it.
   void place(member& record) noexcept;
@@ -119,6 +130,7 @@ class task_group_base : public weft::scope {
   static void describe_spawners(const void* self, std::string& out);
   static void describe_results(const void* self, std::string& out);
 
+  bool sealed_ = false;
   std::size_t running_ = 0;
   std::size_t admitted_ = 0;  // running + queued + reserved for granted spawners
   std::size_t blocked_ = 0;
@@ -152,7 +164,8 @@ class task_group : private detail::task_group_base {
       : task_group_base(detached, concurrency, queue_limit, std::move(name)) {}
 
   // Spawns fn (its result converted to T), starting it or queueing it; suspends while the queue
-  // is full. Throws scope_closed_error once the group is closed.
+  // is full. Throws scope_closed_error once the group is cancelled, std::logic_error once it was
+  // sealed by close().
   template <class Function>
   task<T> spawn(Function&& fn, spawn_options options = {},
                 std::source_location spawned_at = std::source_location::current()) {
@@ -178,12 +191,18 @@ class task_group : private detail::task_group_base {
   T any();
 
   void cancel(std::string reason = "task_group cancelled") { scope::cancel(std::move(reason)); }
+  // Seals the group: see "Sealing" above.
+  void close() noexcept { seal(); }
 
   std::size_t concurrency() const noexcept { return concurrency_; }
   std::size_t queue_limit() const noexcept { return queue_limit_; }
   task_group_stats stats() const noexcept { return group_stats(); }
+  // Cancelled, failed, being destroyed, or sealed by close().
+  bool closed() const noexcept { return sealed() || scope::closed(); }
+  bool sealed() const noexcept { return task_group_base::sealed(); }
+  // The reason it was cancelled with (empty while not cancelled, also once only sealed).
   using scope::close_reason;
-  using scope::closed;
+  using scope::id;
   using scope::name;
 
  private:
