@@ -1,5 +1,4 @@
-// weft::stream over a libuv stream handle: buffered reads, ordered writes, half close, and
-// the listen/accept machinery shared by TCP and unix-domain listeners.
+// weft::stream over a libuv stream handle: buffered reads, ordered writes, half close.
 #include "weft/io/stream.hpp"
 
 #include <unistd.h>
@@ -94,16 +93,6 @@ void on_read(uv_stream_t* handle, ssize_t nread, const uv_buf_t*) noexcept {
     state.read_error = static_cast<int>(nread);
   }
   state.stop_reading();
-  state.wake_waiter();
-}
-
-void on_connection(uv_stream_t* server, int status) noexcept {
-  stream_state& state = state_of(reinterpret_cast<uv_handle_t*>(server));
-  if (status < 0) {
-    state.listen_error = status;
-  } else {
-    ++state.pending_connections;
-  }
   state.wake_waiter();
 }
 
@@ -244,34 +233,6 @@ void stream_state::close_handle(uv_close_cb on_closed) noexcept {
     return;
   }
   uv_close(handle(), on_closed);  // also when a reset is refused (after a shutdown, say)
-}
-
-void listen_on(stream_state& server, int backlog) {
-  server.handle()->data = static_cast<handle_state*>(&server);
-  int status = uv_listen(server.stream(), backlog, &on_connection);
-  if (status < 0) {
-    throw_uv_error(status, "listen", server.subject());
-  }
-}
-
-void accept_from(stream_state& server, stream_state& client, const timeout& limit) {
-  busy_guard guard(server, "listener", "an acceptor");
-  single_waiter until_connection(server, "accept on", [&server] {
-    return server.pending_connections > 0 || server.listen_error != 0 || server.closing();
-  });
-  wait_on_handle(server, until_connection, limit, "accept");
-  if (server.pending_connections == 0 || server.closing()) {
-    if (server.listen_error != 0 && !server.closing()) {
-      int status = std::exchange(server.listen_error, 0);
-      throw_uv_error(status, "accept", server.subject());
-    }
-    throw io_error(UV_ECANCELED, "accept", server.subject(), "the listener is closed");
-  }
-  int status = uv_accept(server.stream(), client.stream());
-  if (status < 0) {
-    throw_uv_error(status, "accept", server.subject());
-  }
-  --server.pending_connections;
 }
 
 }  // namespace detail

@@ -46,6 +46,17 @@ struct stream_state;
 struct stream_access;
 }  // namespace detail
 
+// What a listener's accept() does when accept(2) finds the process (EMFILE) or the system
+// (ENFILE) out of file descriptors, or the kernel out of socket memory (ENOBUFS, ENOMEM). Either
+// way the connection stays queued in the kernel's backlog: nothing is dropped, and the listener
+// takes it as soon as a descriptor is free again, with no help from the program.
+//   report: accept() throws io_error with that code, naming the cause ("accept 127.0.0.1:8080:
+//     too many open files (EMFILE); close descriptors or raise ulimit -n"); the next accept()
+//     tries again.
+//   retry: accept() keeps waiting, retrying after 1 ms, doubling up to 100 ms, until it gets a
+//     connection, its timeout passes, it is cancelled or the listener is closed.
+enum class fd_exhaustion { report, retry };
+
 class stream {
  public:
   stream() noexcept = default;
