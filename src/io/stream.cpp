@@ -318,6 +318,11 @@ void stream::read_exactly(std::span<char> buffer, std::size_t n, const timeout& 
                            " bytes into a buffer of " + std::to_string(buffer.size()));
   }
   detail::busy_guard guard(state, "stream", "a reader");
+  if (n == 0) {
+    // Nothing to read: no wait, and no memcpy from a buffer that may not exist yet (a null
+    // source is undefined behaviour even for zero bytes).
+    return;
+  }
   state.fill(n, limit, "read_exactly");
   if (state.buffered() >= n) {
     std::memcpy(buffer.data(), state.data(), n);

@@ -101,10 +101,9 @@ void wait_on_handle(handle_state& state, wait_source& ready_source, const timeou
   deadline_wait until(core, limit.deadline(), self.background());
   wait_source* sources[] = {&ready_source, &until};
   if (&core.wait(sources, 2) == &until) {
-    auto milliseconds =
-        std::chrono::duration_cast<std::chrono::milliseconds>(limit.limit()).count();
-    throw timeout_error(std::string("weft: ") + operation + " " + state.subject() +
-                        " timed out after " + std::to_string(milliseconds) + " ms");
+    // timed_out_after: a limit of zero or less says its deadline had passed, not "after -5 ms".
+    throw timeout_error(std::string("weft: ") + operation + " " + state.subject() + " " +
+                        timed_out_after(limit));
   }
 }
 

@@ -74,6 +74,9 @@ class stream {
   // peer ended the stream (and every later read returns 0 at once), or buffer is empty.
   std::size_t read_some(std::span<char> buffer, const timeout& limit = timeout::never());
 
+  // Zero-length calls (an empty buffer, n == 0, empty data) do nothing and return at once:
+  // read_some returns 0, read_exactly and the writes return; nothing is read or sent.
+  //
   // Reads exactly buffer.size() bytes, all or nothing: on an error, a timeout or a cancel
   // nothing is consumed (what arrived stays buffered for the next read). If the stream ends
   // first: io_error with code UV_EOF ("read_exactly PEER: end of stream after 3 of 10 bytes");
