@@ -215,11 +215,20 @@ completion& completion::operator=(completion&& other) noexcept {
 }
 
 completion::~completion() {
-  if (pending()) {
-    deliver({}, std::make_exception_ptr(
-                    weft::error("weft::procs: the handler for command \"" + *type_ +
-                                "\" dropped its completion without completing it")));
+  if (!pending()) {
+    return;
   }
+  detail::dispatch_frame* frame = detail::current_dispatch;
+  if (frame != nullptr && frame->owner == engine_.get() && frame->target == target_ &&
+      frame->tag == tag_ && !frame->held.pending()) {
+    // Destroyed while its handler runs: dispatch decides between the handler's exception and
+    // "dropped" once the handler has returned or thrown.
+    frame->held = std::move(*this);
+    return;
+  }
+  deliver({},
+          std::make_exception_ptr(weft::error("weft::procs: the handler for command \"" + *type_ +
+                                              "\" dropped its completion without completing it")));
 }
 
 void completion::complete(std::string data) {

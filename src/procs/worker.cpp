@@ -494,12 +494,17 @@ void engine::dispatch(worker& self, process_record& record) {
               std::to_string(yielded.tag) + "); register one with scheduler::on_command")));
       continue;
     }
+    dispatch_frame frame{this, id, yielded.tag};
+    dispatch_frame* outer = std::exchange(current_dispatch, &frame);
     try {
       found->second(yielded, completion(shared_from_this(), id, yielded.tag, found->first));
+      current_dispatch = outer;
     } catch (...) {
-      // The handler threw: its completion (a by-value parameter) was destroyed unfinished and
-      // failed the yield already, so the process hears of it.
+      current_dispatch = outer;
+      handler_threw(frame, yielded.type, std::current_exception());
     }
+    // A completion the handler returned without completing or keeping is still in frame.held:
+    // its destructor (no frame now) fails the yield with "dropped its completion".
   }
 }
 

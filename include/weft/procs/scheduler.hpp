@@ -166,7 +166,11 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
 
   // Registers (or replaces) the handler for commands of `type`. Handlers run on the worker
-  // that ran the yielding step, right after the step; they must not block.
+  // that ran the yielding step, right after the step; they must not block. A handler that
+  // throws while it still holds its completion (it did not complete it or hand it on) fails
+  // the yield with that exception, as completion::fail would; one that throws after
+  // completing or handing on its completion leaves the yield to that, and the exception is
+  // written to stderr.
   void on_command(std::string type, command_handler handler);
 
   // Starts a process at entry point `method` with `input`. The handle's id is valid at once
