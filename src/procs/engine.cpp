@@ -465,18 +465,16 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
       if (now >= deadline) {
         return false;
       }
-      all_finished_.wait_until(guard, std::min(deadline, now + finish_poll));
+      all_finished_.wait_until(guard,
+                               std::min(deadline, weft::detail::saturating_add(now, finish_poll)));
     }
     return true;
   };
   const auto never = std::chrono::steady_clock::time_point::max();
-  bool on_time = false;
-  const auto now = std::chrono::steady_clock::now();
-  if (grace >= never - now) {
-    on_time = wait_finished(never);  // no deadline: now + grace would overflow
-  } else {
-    on_time = wait_finished(now + grace);
-  }
+  // Saturated: a grace past the clock's end is no deadline (time_point::max()), one before its
+  // start a deadline that has passed.
+  bool on_time =
+      wait_finished(weft::detail::saturating_add(std::chrono::steady_clock::now(), grace));
   if (!on_time) {
     // The ones that ignored the cancel: no more steps; each is closed once by the worker that picks
     // it up (idle ones are woken for that), after its current step if it is running.

@@ -541,13 +541,23 @@ void engine::finish(worker& here, process_record& record, std::string&& result,
   }
   const pid id = pid_of(record);
   free_record(here, record);
+  if (outcome == nullptr && error != nullptr) {
+    report_detached_failure(id, error);
+  }
+  // Counted finished before the handle is settled, so that live() agrees with what a waiter
+  // has seen: once wait() returns, this process is not counted. The ordering: count() is a
+  // release store of here.finished, sequenced before settle()'s seq_cst store of `finished`;
+  // the waiter's load that sees that store is seq_cst (acquire), so it synchronizes with it,
+  // and the counter's store happens-before everything the waiter does next. live() loads
+  // here.finished with acquire after that, and by read-write coherence reads this store or a
+  // later one: never the old count. (The start was counted before this process ran, so
+  // before the finish as well.) stop() may now see the count reach zero before the outcome is
+  // settled; it returns only after joining the workers, so by then every outcome is settled.
+  count_finished(here);
   // After close(): whoever waits on the handle sees close's effects.
   if (outcome != nullptr) {
     outcome->settle(std::move(result), std::move(error));
-  } else if (error != nullptr) {
-    report_detached_failure(id, error);
   }
-  count_finished(here);
 }
 
 }  // namespace weft::procs::detail
