@@ -78,12 +78,13 @@ inline void handle_waiters::notify_all() noexcept {
 }
 
 // Suspends the calling coroutine until ready() holds. Throws timeout_error ("WHAT timed out
-// after N ms") when limit passes first, and cancelled_error when the caller is cancelled.
+// after N ms") when limit passes first, and cancelled_error when the caller is cancelled;
+// std::logic_error naming operation (the public call, "weft::child::wait") outside a coroutine.
 template <class Condition>
 void wait_until(handle_waiters& waiters, Condition&& ready, const timeout& limit,
-                const std::string& what) {
+                const std::string& what, const char* operation) {
   scheduler_core& core = waiters.core();
-  coroutine& self = core.waiter_or_throw("a weft I/O wait");
+  coroutine& self = core.waiter_or_throw(operation);
   while (!ready()) {
     handle_wait until_ready(waiters, what);
     limit_wait limits(core, self, limit);

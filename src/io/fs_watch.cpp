@@ -137,7 +137,7 @@ watch_event watcher::next(const timeout& limit) {
   detail::wait_until(
       state.waiters,
       [&] { return !state.queue.empty() || state.dropped > 0 || state.error != 0 || state.closed; },
-      limit, state.description);
+      limit, state.description, "weft::fs::watcher::next");
   if (!state.queue.empty()) {
     watch_event event = std::move(state.queue.front());
     state.queue.pop_front();

@@ -1,13 +1,19 @@
 // weft::pipe: unix-domain sockets and wrapped descriptors over uv_pipe_t.
 #include "weft/io/pipe.hpp"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <uv.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "io/listener_state.hpp"
 #include "io/stream_state.hpp"
 
 namespace weft {
@@ -68,14 +74,35 @@ pipe pipe::connect(const std::string& path, const timeout& limit) {
 }
 
 pipe::listener pipe::listener::listen(const std::string& path, int backlog) {
-  uv_loop_t& loop = detail::current_uv_loop("weft::pipe::listener::listen");
+  listen_options options;
+  options.backlog = backlog;
+  return listen(path, options);
+}
+
+pipe::listener pipe::listener::listen(const std::string& path, const listen_options& options) {
+  detail::current_uv_loop("weft::pipe::listener::listen");
   detail::ignore_sigpipe_once();
-  auto state = new_pipe_state(loop, path, "listen");
-  int status = uv_pipe_bind(&state->uv.pipe, path.c_str());
-  if (status < 0) {
-    detail::throw_uv_error(status, "listen", path);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(address.sun_path)) {
+    throw io_error(UV_ENAMETOOLONG, "listen", path,
+                   path.empty() ? std::string("the socket path is empty")
+                                : "the socket path is " + std::to_string(path.size()) +
+                                      " bytes; a unix socket address holds at most " +
+                                      std::to_string(sizeof(address.sun_path) - 1));
   }
-  detail::listen_on(*state, backlog);
+  std::memcpy(address.sun_path, path.data(), path.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    detail::throw_uv_error(uv_translate_sys_error(errno), "listen", path);
+  }
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    int error = errno;
+    ::close(fd);
+    detail::throw_uv_error(uv_translate_sys_error(error), "listen", path);
+  }
+  auto state = detail::start_listening(fd, options.backlog, path, options.out_of_fds);
+  state->unlink_path = path;  // ours now: removed when the listener closes
   listener made;
   made.state_ = state.release();
   made.path_ = path;
@@ -107,15 +134,26 @@ pipe pipe::listener::accept(const timeout& limit) {
     throw std::logic_error("weft: accept on an empty pipe::listener (default-made or moved from)");
   }
   uv_loop_t& loop = detail::current_uv_loop("weft::pipe::listener::accept");
-  auto client = new_pipe_state(loop, "connection on " + path_, "accept");
-  detail::accept_from(*state_, *client, limit);
+  int fd = detail::accept_connection(*state_, limit);
+  detail::owned_state<detail::stream_state> client;
+  try {
+    client = new_pipe_state(loop, "connection on " + path_, "accept");
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  int status = uv_pipe_open(&client->uv.pipe, fd);
+  if (status < 0) {
+    ::close(fd);
+    detail::throw_uv_error(status, "accept", path_);
+  }
   return pipe(client.release());
 }
 
 bool pipe::listener::is_open() const noexcept { return state_ != nullptr && !state_->closing(); }
 
 void pipe::listener::close() noexcept {
-  // libuv unlinks the socket file when it closes a bound pipe handle.
+  // Closing the state removes the socket file (listener_state::unlink_path).
   if (state_ != nullptr) {
     state_->close();
   }

@@ -20,6 +20,7 @@
 
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -107,18 +108,72 @@ class child_ends {
 
 constexpr const char* stream_names[3] = {"stdin", "stdout", "stderr"};
 
+// uv_spawn reports the errno of the child's chdir or of its execvp, and the two say ENOENT,
+// EACCES or ENOTDIR alike: "spawn true: no such file or directory" for a missing working
+// directory blames the program. On such a failure this looks at the working directory, then at
+// a program given as a path, and names the one at fault ("spawn true: working directory
+// /nonexistent: no such file or directory"). Returns the status and the message to report.
+std::pair<int, std::string> explain_spawn_failure(int status, const std::string& program,
+                                                  const std::string& cwd) {
+  const bool path_error = status == UV_ENOENT || status == UV_EACCES || status == UV_ENOTDIR ||
+                          status == UV_ELOOP || status == UV_ENAMETOOLONG;
+  if (!path_error) {
+    return {status, uv_strerror(status)};
+  }
+  auto failed = [](const std::string& what) {
+    int code = uv_translate_sys_error(errno);
+    return std::pair<int, std::string>(code, what + ": " + uv_strerror(code));
+  };
+  struct stat info {};
+  if (!cwd.empty()) {
+    if (::stat(cwd.c_str(), &info) != 0) {
+      return failed("working directory " + cwd);
+    }
+    if (!S_ISDIR(info.st_mode)) {
+      return {UV_ENOTDIR, "working directory " + cwd + ": " + uv_strerror(UV_ENOTDIR)};
+    }
+    if (::access(cwd.c_str(), X_OK) != 0) {
+      return failed("working directory " + cwd);
+    }
+  }
+  if (program.find('/') == std::string::npos) {
+    return {status, uv_strerror(status)};  // looked up in PATH: the program is at fault
+  }
+  // A relative path is resolved in the child, after its chdir.
+  std::string path = program.front() == '/' || cwd.empty() ? program : cwd + "/" + program;
+  if (::stat(path.c_str(), &info) != 0) {
+    return failed("program " + path);
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return {UV_EACCES, "program " + path + ": is a directory"};
+  }
+  if (::access(path.c_str(), X_OK) != 0) {
+    return failed("program " + path + " is not executable");
+  }
+  if (status == UV_ENOENT) {
+    // The file is there and executable, yet execve said ENOENT: what it needs is missing.
+    return {status, "program " + path +
+                        ": its interpreter (the #! line) or its dynamic loader was not found: " +
+                        uv_strerror(status)};
+  }
+  return {status, uv_strerror(status)};
+}
+
 }  // namespace
 
 struct child_access {
-  static child spawn(const std::vector<std::string>& argv, const process::options& options);
+  // operation: the public call, named in misuse errors ("weft::process::exec").
+  static child spawn(const std::vector<std::string>& argv, const process::options& options,
+                     const char* operation);
 };
 
-child child_access::spawn(const std::vector<std::string>& argv, const process::options& options) {
+child child_access::spawn(const std::vector<std::string>& argv, const process::options& options,
+                          const char* operation) {
   if (argv.empty() || argv[0].empty()) {
-    throw std::logic_error(
-        "weft::process: argv is empty; argv[0] must name the program to run (\"/bin/sh\")");
+    throw std::logic_error(std::string(operation) +
+                           ": argv is empty; argv[0] must name the program to run (\"/bin/sh\")");
   }
-  uv_loop_t& loop = current_uv_loop("weft::process::spawn");
+  uv_loop_t& loop = current_uv_loop(operation);
   ignore_sigpipe_once();
   // From here on the owner's destructor cleans up whatever was made if anything throws.
   child owner(new child_state(*current_core(), argv[0]));
@@ -181,7 +236,8 @@ child child_access::spawn(const std::vector<std::string>& argv, const process::o
   state.process_open = true;  // uv_spawn initialises the handle first, even when it then fails
   int status = uv_spawn(&loop, &state.process, &spawn_options);
   if (status < 0) {
-    throw_uv_error(status, "spawn", argv[0]);
+    auto [code, message] = explain_spawn_failure(status, argv[0], options.cwd);
+    throw io_error(code, "spawn", argv[0], message);
   }
   state.running = true;
   owner.pid_ = state.process.pid;
@@ -260,7 +316,7 @@ process::status child::wait(const timeout& limit) {
   child_state& state = state_of(state_, "wait");
   detail::child_user user(state);
   detail::wait_until(
-      state.waiters, [&] { return state.exited; }, limit, state.description);
+      state.waiters, [&] { return state.exited; }, limit, state.description, "weft::child::wait");
   return state.ended;
 }
 
@@ -324,13 +380,13 @@ void drain(weft::pipe& from, std::string& out) {
 }  // namespace
 
 child spawn(const std::vector<std::string>& argv, const options& options) {
-  return child_access::spawn(argv, options);
+  return child_access::spawn(argv, options, "weft::process::spawn");
 }
 
 result exec(const std::vector<std::string>& argv, const options& options) {
   process::options piped = options;
   piped.stdin_mode = piped.stdout_mode = piped.stderr_mode = stdio::pipe;
-  child running = spawn(argv, piped);
+  child running = child_access::spawn(argv, piped, "weft::process::exec");
   result outcome;
 
   // Three helpers run beside this coroutine and never outlive the call: stdin is fed while

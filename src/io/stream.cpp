@@ -1,5 +1,4 @@
-// weft::stream over a libuv stream handle: buffered reads, ordered writes, half close, and
-// the listen/accept machinery shared by TCP and unix-domain listeners.
+// weft::stream over a libuv stream handle: buffered reads, ordered writes, half close.
 #include "weft/io/stream.hpp"
 
 #include <unistd.h>
@@ -94,16 +93,6 @@ void on_read(uv_stream_t* handle, ssize_t nread, const uv_buf_t*) noexcept {
     state.read_error = static_cast<int>(nread);
   }
   state.stop_reading();
-  state.wake_waiter();
-}
-
-void on_connection(uv_stream_t* server, int status) noexcept {
-  stream_state& state = state_of(reinterpret_cast<uv_handle_t*>(server));
-  if (status < 0) {
-    state.listen_error = status;
-  } else {
-    ++state.pending_connections;
-  }
   state.wake_waiter();
 }
 
@@ -246,34 +235,6 @@ void stream_state::close_handle(uv_close_cb on_closed) noexcept {
   uv_close(handle(), on_closed);  // also when a reset is refused (after a shutdown, say)
 }
 
-void listen_on(stream_state& server, int backlog) {
-  server.handle()->data = static_cast<handle_state*>(&server);
-  int status = uv_listen(server.stream(), backlog, &on_connection);
-  if (status < 0) {
-    throw_uv_error(status, "listen", server.subject());
-  }
-}
-
-void accept_from(stream_state& server, stream_state& client, const timeout& limit) {
-  busy_guard guard(server, "listener", "an acceptor");
-  single_waiter until_connection(server, "accept on", [&server] {
-    return server.pending_connections > 0 || server.listen_error != 0 || server.closing();
-  });
-  wait_on_handle(server, until_connection, limit, "accept");
-  if (server.pending_connections == 0 || server.closing()) {
-    if (server.listen_error != 0 && !server.closing()) {
-      int status = std::exchange(server.listen_error, 0);
-      throw_uv_error(status, "accept", server.subject());
-    }
-    throw io_error(UV_ECANCELED, "accept", server.subject(), "the listener is closed");
-  }
-  int status = uv_accept(server.stream(), client.stream());
-  if (status < 0) {
-    throw_uv_error(status, "accept", server.subject());
-  }
-  --server.pending_connections;
-}
-
 }  // namespace detail
 
 stream::stream(stream&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
@@ -357,6 +318,11 @@ void stream::read_exactly(std::span<char> buffer, std::size_t n, const timeout& 
                            " bytes into a buffer of " + std::to_string(buffer.size()));
   }
   detail::busy_guard guard(state, "stream", "a reader");
+  if (n == 0) {
+    // Nothing to read: no wait, and no memcpy from a buffer that may not exist yet (a null
+    // source is undefined behaviour even for zero bytes).
+    return;
+  }
   state.fill(n, limit, "read_exactly");
   if (state.buffered() >= n) {
     std::memcpy(buffer.data(), state.data(), n);

@@ -1,14 +1,10 @@
-// The state block behind weft::stream and the stream listeners (see stream_handle.hpp for who
-// owns it and when it is freed).
+// The state block behind weft::stream (see stream_handle.hpp for who owns it and when it is
+// freed; the listeners have their own, listener_state.hpp).
 //
 // Reading: libuv reads into inbound (this block's buffer, never a caller's), and read_cb wakes the
 // reader once it has what it waits for. While no reader waits the stream reads ahead until
 // read_ahead_limit bytes are buffered, then stops; a reader that times out or is cancelled stops
 // reading, so a stream nobody reads from is not polled.
-//
-// Listening: libuv accepts one connection, calls connection_cb and stops polling the listening
-// socket until uv_accept takes it; the kernel backlog holds the others. pending_connections
-// counts the ones announced and not yet accepted, so none is lost between two accept() calls.
 #pragma once
 
 #include <uv.h>
@@ -58,10 +54,6 @@ struct stream_state final : handle_state {
   // bytes read, 0 at end of stream (eof set), or -1 when the kernel has nothing yet (wait with
   // fill) or a direct read is not possible; a read error is recorded in read_error and returns 0.
   std::ptrdiff_t read_directly(std::span<char> buffer);
-
-  // --- listening ---
-  int pending_connections = 0;
-  int listen_error = 0;
 
   // --- TTY ---
   bool raw_mode = false;
@@ -135,12 +127,5 @@ struct stream_access {
     return stream.state_;
   }
 };
-
-// Starts listening on an initialized, bound server handle: connection_cb counts pending
-// connections and wakes the acceptor. io_error "listen SUBJECT: ...".
-void listen_on(stream_state& server, int backlog);
-// Waits for a pending connection on server and accepts it into client (an initialized handle
-// of the same kind). Throws timeout_error / cancelled_error / io_error.
-void accept_from(stream_state& server, stream_state& client, const timeout& limit);
 
 }  // namespace weft::detail

@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/listener_state.hpp"
 #include "io/stream_state.hpp"
 
 namespace weft {
@@ -69,7 +71,7 @@ bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage
 
 using connect_operation = request_operation<uv_connect_t>;
 
-// Binds fd (made by uv_tcp_init_ex) by hand rather than with uv_tcp_bind, which always sets
+// Binds the listening socket by hand rather than with uv_tcp_bind, which always sets
 // SO_REUSEADDR: this way every listen option is honoured.
 void bind_listener(int fd, const sockaddr_storage& address, const tcp::listen_options& options,
                    const std::string& subject) {
@@ -169,26 +171,23 @@ void stream::close_reset() noexcept {
 
 listener listener::listen(const std::string& host, std::uint16_t port,
                           const listen_options& options) {
-  uv_loop_t& loop = detail::current_uv_loop("weft::tcp::listener::listen");
+  detail::current_uv_loop("weft::tcp::listener::listen");
   detail::ignore_sigpipe_once();
   std::vector<sockaddr_storage> addresses =
       detail::resolve_host(host, port, SOCK_STREAM, timeout::never(), "listen");
   const sockaddr_storage& address = addresses.front();
   std::string subject = detail::format_address(reinterpret_cast<const sockaddr*>(&address));
-  detail::owned_state<detail::stream_state> state(
-      new detail::stream_state(detail::stream_kind::tcp, subject));
-  int status = uv_tcp_init_ex(&loop, &state->uv.tcp, address.ss_family);
-  if (status < 0) {
-    detail::throw_uv_error(status, "listen", subject);
+  int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    detail::throw_uv_error(uv_translate_sys_error(errno), "listen", subject);
   }
-  state->mark_initialized();
-  uv_os_fd_t fd = -1;
-  status = uv_fileno(state->handle(), &fd);
-  if (status < 0) {
-    detail::throw_uv_error(status, "listen", subject);
+  try {
+    detail::bind_listener(fd, address, options, subject);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  detail::bind_listener(fd, address, options, subject);
-  detail::listen_on(*state, options.backlog);
+  auto state = detail::start_listening(fd, options.backlog, subject, options.out_of_fds);
   listener made;
   made.state_ = state.release();
   // With port 0 the kernel picked the port: errors should name the real one.
@@ -219,14 +218,26 @@ tcp::stream listener::accept(const timeout& limit) {
     throw std::logic_error("weft: accept on an empty tcp::listener (default-made or moved from)");
   }
   uv_loop_t& loop = detail::current_uv_loop("weft::tcp::listener::accept");
-  detail::owned_state<detail::stream_state> client(
-      new detail::stream_state(detail::stream_kind::tcp, "connection on " + state_->subject()));
+  int fd = detail::accept_connection(*state_, limit);
+  detail::owned_state<detail::stream_state> client;
+  try {
+    client.reset(
+        new detail::stream_state(detail::stream_kind::tcp, "connection on " + state_->subject()));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
   int status = uv_tcp_init(&loop, &client->uv.tcp);
   if (status < 0) {
+    ::close(fd);
     detail::throw_uv_error(status, "accept", state_->subject());
   }
   client->mark_initialized();
-  detail::accept_from(*state_, *client, limit);
+  status = uv_tcp_open(&client->uv.tcp, fd);
+  if (status < 0) {
+    ::close(fd);
+    detail::throw_uv_error(status, "accept", state_->subject());
+  }
   tcp::stream accepted = detail::stream_access::make<tcp::stream>(client.release());
   try {
     detail::stream_access::state_of(accepted)->set_subject(accepted.peer_address());
@@ -246,11 +257,13 @@ std::string listener::local_address() const {
   if (state_ == nullptr) {
     throw std::logic_error("weft: local_address of an empty tcp::listener");
   }
+  if (state_->closing()) {
+    throw io_error(UV_EBADF, "getsockname", state_->subject(), "the listener is closed");
+  }
   sockaddr_storage address{};
-  int length = sizeof(address);
-  int status = uv_tcp_getsockname(&state_->uv.tcp, reinterpret_cast<sockaddr*>(&address), &length);
-  if (status < 0) {
-    detail::throw_uv_error(status, "getsockname", state_->subject());
+  socklen_t length = sizeof(address);
+  if (::getsockname(state_->fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    detail::throw_uv_error(uv_translate_sys_error(errno), "getsockname", state_->subject());
   }
   return detail::format_address(reinterpret_cast<sockaddr*>(&address));
 }

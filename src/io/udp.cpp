@@ -243,7 +243,11 @@ datagram socket::recv_from(std::span<char> buffer, const timeout& limit) {
   datagram result;
   result.bytes = std::min(buffer.size(), front.bytes.size());
   result.truncated = result.bytes < front.bytes.size();
-  std::memcpy(buffer.data(), front.bytes.data(), result.bytes);
+  if (result.bytes > 0) {
+    // Not for zero bytes: an empty span's data() may be null, and memcpy with a null pointer is
+    // undefined behaviour even for a length of 0.
+    std::memcpy(buffer.data(), front.bytes.data(), result.bytes);
+  }
   result.peer = detail::format_address(reinterpret_cast<sockaddr*>(&front.from));
   state.queue.pop_front();
   return result;

@@ -268,6 +268,27 @@ void engine::report_detached_failure(pid id, const std::exception_ptr& error) co
                describe_pid(id).c_str(), weft::detail::what_of(error).c_str());
 }
 
+void engine::handler_threw(dispatch_frame& frame, const std::string& type,
+                           std::exception_ptr error) noexcept {
+  if (frame.held.pending()) {
+    // Its completion went down with it (see dispatch_frame): the yield fails with what the
+    // handler threw, exactly as if it had called fail() with it.
+    try {
+      frame.held.fail(std::move(error));
+    } catch (...) {
+      // fail() throws only for misuse (a null error, a finished completion): neither here.
+    }
+    return;
+  }
+  // It had completed the yield, or handed its completion on, before throwing: the yield is
+  // settled by that; the exception has no process to go to, so it is reported, not dropped.
+  std::fprintf(stderr,
+               "%s: the handler for command \"%s\" of %s threw after completing or handing on "
+               "its completion: %s\n",
+               options_.name.c_str(), type.c_str(), describe_pid(frame.target).c_str(),
+               weft::detail::what_of(error).c_str());
+}
+
 [[gnu::always_inline]] inline bool engine::wake_locked(process_record& record) noexcept {
   // Acquire: if it reads idle, we take the record over, and its last owner's writes (before the
   // release CAS that made it idle, go_idle) are ours.
@@ -444,18 +465,16 @@ bool engine::stop(std::chrono::steady_clock::duration grace) {
       if (now >= deadline) {
         return false;
       }
-      all_finished_.wait_until(guard, std::min(deadline, now + finish_poll));
+      all_finished_.wait_until(guard,
+                               std::min(deadline, weft::detail::saturating_add(now, finish_poll)));
     }
     return true;
   };
   const auto never = std::chrono::steady_clock::time_point::max();
-  bool on_time = false;
-  const auto now = std::chrono::steady_clock::now();
-  if (grace >= never - now) {
-    on_time = wait_finished(never);  // no deadline: now + grace would overflow
-  } else {
-    on_time = wait_finished(now + grace);
-  }
+  // Saturated: a grace past the clock's end is no deadline (time_point::max()), one before its
+  // start a deadline that has passed.
+  bool on_time =
+      wait_finished(weft::detail::saturating_add(std::chrono::steady_clock::now(), grace));
   if (!on_time) {
     // The ones that ignored the cancel: no more steps; each is closed once by the worker that picks
     // it up (idle ones are woken for that), after its current step if it is running.

@@ -46,6 +46,7 @@ struct outcome_state {
 };
 
 class engine;
+struct dispatch_frame;
 
 struct worker {
   engine* owner = nullptr;
@@ -189,6 +190,9 @@ class engine : public std::enable_shared_from_this<engine> {
   bool work_visible() const noexcept;
   void run(worker& self, process_record& record);
   void dispatch(worker& self, process_record& record);
+  // A command handler threw: fails the yield with its exception (see dispatch_frame).
+  void handler_threw(dispatch_frame& frame, const std::string& type,
+                     std::exception_ptr error) noexcept;
   void go_idle(worker& self, process_record& record);
   // The result is moved from only for a process with a handle (a detached one drops it).
   void finish(worker& here, process_record& record, std::string&& result,
@@ -252,6 +256,20 @@ inline worker* current_worker(const engine* owner) noexcept {
   worker* here = this_worker;
   return here != nullptr && here->owner == owner ? here : nullptr;
 }
+
+// The command whose handler this thread is running (engine::dispatch sets it around the call).
+// A pending completion for that command destroyed meanwhile, on this thread (the handler
+// dropped it, or threw and it went with the unwinding), is handed back here instead of failing
+// the yield at once: dispatch then fails the yield with the handler's exception if it threw, or
+// with "dropped its completion" if it returned. A completion the handler handed on to another
+// thread is not touched (the frame is this thread's only).
+struct dispatch_frame {
+  const engine* owner;
+  pid target;
+  std::uint64_t tag;
+  completion held{};  // the completion handed back, if any
+};
+inline thread_local dispatch_frame* current_dispatch = nullptr;
 
 inline void engine::free_record(worker& here, process_record& record) noexcept {
   ++record.generation;

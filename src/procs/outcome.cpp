@@ -90,7 +90,8 @@ bool outcome_state::wait_until(const std::chrono::steady_clock::time_point* dead
     timespec relative{};
     timespec* limit = nullptr;
     if (deadline != nullptr) {
-      auto left = *deadline - std::chrono::steady_clock::now();
+      // Saturated: a deadline near time_point::min() minus now would overflow.
+      auto left = weft::detail::saturating_remaining(*deadline, std::chrono::steady_clock::now());
       if (left <= std::chrono::steady_clock::duration::zero()) {
         settled = false;
         break;
@@ -141,17 +142,23 @@ std::string process_handle::wait() const {
 
 std::string process_handle::wait_for(std::chrono::steady_clock::duration limit) const {
   require_state(state_, "wait_for");
-  const auto now = std::chrono::steady_clock::now();
-  if (limit >= std::chrono::steady_clock::time_point::max() - now) {
-    state_->wait_until(nullptr);  // no deadline: now + limit would overflow
+  // Saturated both ways: past the clock's end means no deadline; before its start (a limit
+  // near duration::min()), a deadline that has passed.
+  const auto deadline = weft::detail::saturating_add(std::chrono::steady_clock::now(), limit);
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    state_->wait_until(nullptr);
     return take_result(*state_);
   }
-  const auto deadline = now + limit;
   if (!state_->wait_until(&deadline)) {
-    throw timeout_error(
-        "weft::procs: process " + std::to_string(id_ & 0xffffffffu) + " did not finish within " +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()) +
-        " ms; it keeps running");
+    std::string within =
+        limit > std::chrono::steady_clock::duration::zero()
+            ? "within " +
+                  std::to_string(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()) +
+                  " ms"
+            : "before its deadline, which had already passed";
+    throw timeout_error("weft::procs: process " + std::to_string(id_ & 0xffffffffu) +
+                        " did not finish " + within + "; it keeps running");
   }
   return take_result(*state_);
 }
@@ -215,11 +222,20 @@ completion& completion::operator=(completion&& other) noexcept {
 }
 
 completion::~completion() {
-  if (pending()) {
-    deliver({}, std::make_exception_ptr(
-                    weft::error("weft::procs: the handler for command \"" + *type_ +
-                                "\" dropped its completion without completing it")));
+  if (!pending()) {
+    return;
   }
+  detail::dispatch_frame* frame = detail::current_dispatch;
+  if (frame != nullptr && frame->owner == engine_.get() && frame->target == target_ &&
+      frame->tag == tag_ && !frame->held.pending()) {
+    // Destroyed while its handler runs: dispatch decides between the handler's exception and
+    // "dropped" once the handler has returned or thrown.
+    frame->held = std::move(*this);
+    return;
+  }
+  deliver({},
+          std::make_exception_ptr(weft::error("weft::procs: the handler for command \"" + *type_ +
+                                              "\" dropped its completion without completing it")));
 }
 
 void completion::complete(std::string data) {

@@ -494,12 +494,17 @@ void engine::dispatch(worker& self, process_record& record) {
               std::to_string(yielded.tag) + "); register one with scheduler::on_command")));
       continue;
     }
+    dispatch_frame frame{this, id, yielded.tag};
+    dispatch_frame* outer = std::exchange(current_dispatch, &frame);
     try {
       found->second(yielded, completion(shared_from_this(), id, yielded.tag, found->first));
+      current_dispatch = outer;
     } catch (...) {
-      // The handler threw: its completion (a by-value parameter) was destroyed unfinished and
-      // failed the yield already, so the process hears of it.
+      current_dispatch = outer;
+      handler_threw(frame, yielded.type, std::current_exception());
     }
+    // A completion the handler returned without completing or keeping is still in frame.held:
+    // its destructor (no frame now) fails the yield with "dropped its completion".
   }
 }
 
@@ -536,13 +541,23 @@ void engine::finish(worker& here, process_record& record, std::string&& result,
   }
   const pid id = pid_of(record);
   free_record(here, record);
+  if (outcome == nullptr && error != nullptr) {
+    report_detached_failure(id, error);
+  }
+  // Counted finished before the handle is settled, so that live() agrees with what a waiter
+  // has seen: once wait() returns, this process is not counted. The ordering: count() is a
+  // release store of here.finished, sequenced before settle()'s seq_cst store of `finished`;
+  // the waiter's load that sees that store is seq_cst (acquire), so it synchronizes with it,
+  // and the counter's store happens-before everything the waiter does next. live() loads
+  // here.finished with acquire after that, and by read-write coherence reads this store or a
+  // later one: never the old count. (The start was counted before this process ran, so
+  // before the finish as well.) stop() may now see the count reach zero before the outcome is
+  // settled; it returns only after joining the workers, so by then every outcome is settled.
+  count_finished(here);
   // After close(): whoever waits on the handle sees close's effects.
   if (outcome != nullptr) {
     outcome->settle(std::move(result), std::move(error));
-  } else if (error != nullptr) {
-    report_detached_failure(id, error);
   }
-  count_finished(here);
 }
 
 }  // namespace weft::procs::detail

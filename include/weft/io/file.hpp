@@ -49,6 +49,9 @@ class file {
   file& operator=(const file&) = delete;
   ~file();
 
+  // A zero-length read or write (empty buffer or data) does nothing and returns at once (a
+  // read returns 0); it still needs an open file.
+  //
   // Reads up to buffer.size() bytes at offset; returns how many (0 at end of file).
   std::size_t read_at(std::uint64_t offset, std::span<char> buffer,
                       const timeout& limit = timeout::never());

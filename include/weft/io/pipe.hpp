@@ -14,11 +14,17 @@
 namespace weft {
 namespace detail {
 struct stream_access;
-}
+struct listener_state;
+}  // namespace detail
 
 class pipe : public weft::stream {
  public:
   class listener;
+  struct listen_options {
+    int backlog = 511;  // pending connections the kernel holds before refusing more
+    // accept() when out of file descriptors: throw, or back off and retry (see stream.hpp).
+    fd_exhaustion out_of_fds = fd_exhaustion::report;
+  };
 
   pipe() noexcept = default;
 
@@ -35,11 +41,13 @@ class pipe : public weft::stream {
 };
 
 // Listens on a unix-domain socket path. The socket file is created by listen() and removed by
-// close() (or the destructor); listen() fails with UV_EADDRINUSE if the path exists.
+// close() (or the destructor); listen() fails with UV_EADDRINUSE if the path exists, and with
+// UV_ENAMETOOLONG for a path that does not fit a socket address (107 bytes).
 class pipe::listener {
  public:
   listener() noexcept = default;
   static listener listen(const std::string& path, int backlog = 511);
+  static listener listen(const std::string& path, const listen_options& options);
 
   listener(listener&& other) noexcept;
   listener& operator=(listener&& other) noexcept;
@@ -47,7 +55,8 @@ class pipe::listener {
   listener& operator=(const listener&) = delete;
   ~listener();
 
-  // As tcp::listener::accept: one acceptor at a time; connections arriving meanwhile are kept.
+  // As tcp::listener::accept: one acceptor at a time; connections arriving meanwhile are kept,
+  // also while the process is out of file descriptors (listen_options::out_of_fds).
   pipe accept(const timeout& limit = timeout::never());
 
   const std::string& path() const noexcept { return path_; }
@@ -56,7 +65,7 @@ class pipe::listener {
   void close() noexcept;
 
  private:
-  detail::stream_state* state_ = nullptr;
+  detail::listener_state* state_ = nullptr;
   std::string path_;
 };
 

@@ -16,13 +16,16 @@
 // its fd 0, 1 or 2), so it is a weft::stream like any other: read_until, read_exactly, writev,
 // timeouts and cancellation all work on it, and code written for sockets takes it as is.
 //
-// Failures are weft::io_error with the libuv code and the program: "spawn nosuch-program: no
-// such file or directory", "write stdin of cat: broken pipe". Writing to a child's stdin after
-// it has gone is an io_error (EPIPE): the first spawn ignores SIGPIPE for the whole process,
-// unless the program installed its own handler, because otherwise that write would kill this
-// process.
+// Failures are weft::io_error with the libuv code and the program: "spawn nosuch-program: no such
+// file or directory", "write stdin of cat: broken pipe". When the working directory or a program
+// given as a path is what failed, the message names it: "spawn true: working directory
+// /nonexistent: no such file or directory", "spawn ./tool: program ./tool is not executable:
+// permission denied". Writing to a child's stdin after it has gone is an io_error (EPIPE): the
+// first spawn ignores SIGPIPE for the whole process, unless the program installed its own handler,
+// because otherwise that write would kill this process.
 //
-// Thread: call from a coroutine on the scheduler's thread (std::logic_error elsewhere).
+// Thread: call from a coroutine on the scheduler's thread (std::logic_error elsewhere, naming
+// the call made: "weft::process::exec called outside a coroutine; ...").
 #pragma once
 
 #include <csignal>

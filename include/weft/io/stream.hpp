@@ -46,6 +46,17 @@ struct stream_state;
 struct stream_access;
 }  // namespace detail
 
+// What a listener's accept() does when accept(2) finds the process (EMFILE) or the system
+// (ENFILE) out of file descriptors, or the kernel out of socket memory (ENOBUFS, ENOMEM). Either
+// way the connection stays queued in the kernel's backlog: nothing is dropped, and the listener
+// takes it as soon as a descriptor is free again, with no help from the program.
+//   report: accept() throws io_error with that code, naming the cause ("accept 127.0.0.1:8080:
+//     too many open files (EMFILE); close descriptors or raise ulimit -n"); the next accept()
+//     tries again.
+//   retry: accept() keeps waiting, retrying after 1 ms, doubling up to 100 ms, until it gets a
+//     connection, its timeout passes, it is cancelled or the listener is closed.
+enum class fd_exhaustion { report, retry };
+
 class stream {
  public:
   stream() noexcept = default;
@@ -63,6 +74,9 @@ class stream {
   // peer ended the stream (and every later read returns 0 at once), or buffer is empty.
   std::size_t read_some(std::span<char> buffer, const timeout& limit = timeout::never());
 
+  // Zero-length calls (an empty buffer, n == 0, empty data) do nothing and return at once:
+  // read_some returns 0, read_exactly and the writes return; nothing is read or sent.
+  //
   // Reads exactly buffer.size() bytes, all or nothing: on an error, a timeout or a cancel
   // nothing is consumed (what arrived stays buffered for the next read). If the stream ends
   // first: io_error with code UV_EOF ("read_exactly PEER: end of stream after 3 of 10 bytes");

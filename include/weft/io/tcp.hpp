@@ -19,7 +19,8 @@
 namespace weft {
 namespace detail {
 struct stream_access;
-}
+struct listener_state;
+}  // namespace detail
 
 namespace tcp {
 
@@ -45,6 +46,8 @@ struct listen_options {
   bool reuse_address = true;  // SO_REUSEADDR (libuv sets it on every TCP bind on Unix)
   bool reuse_port = false;    // SO_REUSEPORT: several listeners share the port (load balanced)
   bool ipv6_only = false;     // for "::": accept IPv6 only, not IPv4-mapped connections too
+  // accept() when out of file descriptors: throw, or back off and retry (see stream.hpp).
+  fd_exhaustion out_of_fds = fd_exhaustion::report;
 };
 
 class listener {
@@ -61,9 +64,12 @@ class listener {
   listener& operator=(const listener&) = delete;
   ~listener();
 
-  // Waits for the next connection. Connections that arrive while nobody accepts are held (by
-  // libuv and the kernel backlog) for the next accept. One acceptor at a time (a second
-  // concurrent accept is a std::logic_error). io_error UV_ECANCELED once the listener is closed.
+  // Waits for the next connection. Connections that arrive while nobody accepts are held in the
+  // kernel backlog for the next accept. One acceptor at a time (a second concurrent accept is a
+  // std::logic_error). io_error UV_ECANCELED once the listener is closed. Out of file
+  // descriptors: io_error UV_EMFILE / UV_ENFILE naming the cause, or a wait that retries, as
+  // listen_options::out_of_fds says; the queued connections are kept either way, and accept()
+  // takes them once descriptors are free again.
   tcp::stream accept(const timeout& limit = timeout::never());
 
   std::uint16_t port() const;
@@ -73,7 +79,7 @@ class listener {
   void close() noexcept;
 
  private:
-  detail::stream_state* state_ = nullptr;
+  detail::listener_state* state_ = nullptr;
 };
 
 struct connect_options {

@@ -52,6 +52,9 @@ class socket {
   // Sets the default peer: send() goes there, and only its datagrams are received.
   void connect(const std::string& host, std::uint16_t port);
 
+  // Empty data sends an empty datagram: a real one, which the peer's recv_from returns with
+  // bytes == 0. recv_from into an empty buffer takes the next datagram all the same (truncated
+  // unless it was empty).
   void send_to(std::string_view data, const std::string& host, std::uint16_t port,
                const timeout& limit = timeout::never());
   void send(std::string_view data, const timeout& limit = timeout::never());  // after connect

@@ -120,7 +120,9 @@ class process_handle {
   // Blocks the calling thread until the process finished; returns its result or throws its
   // error. Not from a weft coroutine (it would stall that thread's scheduler): use await().
   std::string wait() const;
-  // wait() with a limit: timeout_error when it passes first (the process keeps running).
+  // wait() with a limit: timeout_error when it passes first (the process keeps running). A
+  // limit too long for the clock (duration::max()) means no limit; zero or negative, one that
+  // has already passed.
   std::string wait_for(std::chrono::steady_clock::duration limit) const;
   // From a weft coroutine: suspends only the coroutine. timeout_error / cancelled_error as
   // for any weft wait; the process keeps running either way.
@@ -166,7 +168,11 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
 
   // Registers (or replaces) the handler for commands of `type`. Handlers run on the worker
-  // that ran the yielding step, right after the step; they must not block.
+  // that ran the yielding step, right after the step; they must not block. A handler that
+  // throws while it still holds its completion (it did not complete it or hand it on) fails
+  // the yield with that exception, as completion::fail would; one that throws after
+  // completing or handing on its completion leaves the yield to that, and the exception is
+  // written to stderr.
   void on_command(std::string type, command_handler handler);
 
   // Starts a process at entry point `method` with `input`. The handle's id is valid at once
@@ -199,11 +205,16 @@ class scheduler {
   // Cancels every live process, waits up to `grace` for them to finish, force-completes the
   // rest (each closed once, outcome cancelled_error) and joins the workers. Returns true when
   // every process finished by itself. Later calls wait for the first, then return true. Not from a
-  // worker.
+  // worker. A grace too long for the clock (duration::max()) waits as long as it takes; zero or
+  // negative forces at once whatever did not finish on the cancel.
   bool stop(std::chrono::steady_clock::duration grace);
 
   std::size_t workers() const noexcept;
-  std::size_t live() const noexcept;  // processes submitted and not yet closed
+  // Processes submitted and not yet finished. Agrees with the handles: once wait(), await() or
+  // done() on a process's handle has seen it finish, live() no longer counts it (the count is
+  // settled before the handle). Processes submitted or finishing meanwhile on other threads may
+  // or may not be counted.
+  std::size_t live() const noexcept;
 
   struct counters {
     std::uint64_t steps = 0;
