@@ -311,7 +311,8 @@ void check_params(std::span<const param> params, const state& session, const exc
 void wait_writable_slice(state& session, const timeout& limit, const exchange& what) {
   bool slice_is_limit = limit.bounded() && limit.deadline() <= clock::now() + flush_slice;
   try {
-    wait_writable(socket_of(session, what), slice_is_limit ? limit : timeout(flush_slice));
+    // The slice keeps the limit's cancel token: a token ends a flush as it ends any wait.
+    wait_writable(socket_of(session, what), limit.capped(flush_slice));
   } catch (const timeout_error&) {
     if (slice_is_limit) {
       throw;

@@ -36,9 +36,7 @@ weft::pool_options<connection> pool::adapt(pool_options options) {
         return false;
       }
       // Bounded by whichever ends first: the acquire's limit or reset_timeout.
-      timeout own(reset_timeout);
-      const timeout& bound =
-          limit.bounded() && (!own.bounded() || limit.deadline() < own.deadline()) ? limit : own;
+      const timeout bound = limit.capped(reset_timeout);
       // An empty query: one round trip, nothing to parse or plan. A lost session throws
       // pg::error, which the pool reports to the breaker.
       session.query(bound, "");

@@ -173,3 +173,27 @@ TEST(PoolRobustness, SaturatingDurationClampsToTheClock) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PoolRobustness, ACancelTokenEndsAnAcquireAndTheSlotGoesToTheNextWaiter) {
+  backend server;
+  run_clean([&] {
+    weft::pool<connection> connections(server.options(1, 1));
+    weft::lease<connection> held = connections.acquire();
+    weft::promise<void> stop;
+    auto cancelled = weft::spawn([&] {
+      EXPECT_THROW(connections.acquire(weft::cancel_on(stop.get_future())),
+                   weft::wait_cancelled_error);
+    });
+    auto patient = weft::spawn([&] { return connections.acquire(weft::timeout(10s))->id; });
+    yield_until([&] { return connections.stats().waiters == 2; });
+    stop.set_value();
+    cancelled.await();
+    EXPECT_EQ(connections.stats().waiters, 1u) << "the cancelled acquire left the queue";
+    held.release();
+    EXPECT_EQ(patient.await(), 0) << "the released connection reached the waiter behind it";
+  });
+}
+
+}  // namespace

@@ -169,6 +169,22 @@ class timeout {
     return result;
   }
 
+  // This limit, ending no later than at_most from now (the cap's deadline when it is the
+  // earlier one, for a wait done in slices or bounded by a setting of its own); the token is
+  // kept.
+  template <class Rep, class Period>
+  timeout capped(std::chrono::duration<Rep, Period> at_most) const {
+    timeout cap(at_most);
+    if (bounded_ && (!cap.bounded_ || deadline_ <= cap.deadline_)) {
+      return *this;
+    }
+    timeout result(*this);
+    result.deadline_ = cap.deadline_;
+    result.limit_ = cap.limit_;
+    result.bounded_ = cap.bounded_;
+    return result;
+  }
+
   // A deadline (false for never, and for a limit too long for the clock).
   bool bounded() const noexcept { return bounded_; }
   // Anything that can end the wait early: a deadline or a token. Waits take their fast path
