@@ -4,7 +4,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CHAOS_SEEDS ?= 1 2 3
 
-.PHONY: all deps build demo test test-release test-asan test-chaos test-install tsan bench bench-smoke format clean
+.PHONY: all deps build demo test check-layers test-release test-asan test-chaos test-install tsan bench bench-smoke format clean
 
 all: build
 
@@ -27,7 +27,11 @@ demo: build
 	build/release/examples/tour
 
 # The benchmark smoke run and the install check go first so that the last lines are ctest's.
-test: bench-smoke test-install test-release test-asan test-chaos
+test: check-layers bench-smoke test-install test-release test-asan test-chaos
+
+# No file of the library includes a header of a higher layer (docs/architecture.md).
+check-layers:
+	scripts/check-layers
 
 test-release: build
 	ctest --preset release

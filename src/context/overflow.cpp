@@ -10,10 +10,13 @@
 #include <mutex>
 
 #include "context/stack_pool.hpp"
-#include "sched/scheduler_core.hpp"
 
 namespace weft::detail {
 namespace {
+
+// Who to ask what runs on this thread (set by the overflow_guard that the thread's run holds).
+thread_local const void* running_owner = nullptr;
+thread_local running_on_stack_function running_function = nullptr;
 
 struct sigaction previous_segv_action;
 struct sigaction previous_bus_action;
@@ -50,19 +53,21 @@ void chain(int signal_number, siginfo_t* info, void* context) {
 }
 
 void on_fault(int signal_number, siginfo_t* info, void* context) {
-  scheduler_core* core = current_core();
-  const coroutine* running = core != nullptr ? core->current() : nullptr;
-  if (running != nullptr && running->stack().guarded) {
+  running_on_stack running;
+  if (running_function != nullptr) {
+    running = running_function(running_owner);
+  }
+  if (running.on != nullptr && running.on->guarded) {
     auto fault = reinterpret_cast<std::uintptr_t>(info->si_addr);
-    auto base = reinterpret_cast<std::uintptr_t>(running->stack().base);
+    auto base = reinterpret_cast<std::uintptr_t>(running.on->base);
     std::uintptr_t guard_size = stack_pool::page_size();
     if (fault < base && fault + guard_size >= base) {
       write_text("weft: coroutine ");
-      write_number(running->id());
+      write_number(running.id);
       write_text(" (");
-      write_text(running->name().empty() ? "unnamed" : running->name().c_str());
+      write_text(running.name[0] == '\0' ? "unnamed" : running.name);
       write_text(") overflowed its ");
-      write_number(running->stack().size);
+      write_number(running.on->size);
       write_text("-byte stack; give it a bigger stack (run_options.stacks.size) or recurse less\n");
       ::signal(SIGABRT, SIG_DFL);
       std::abort();
@@ -83,9 +88,12 @@ void install_handlers() {
 
 }  // namespace
 
-overflow_guard::overflow_guard() {
+overflow_guard::overflow_guard(const void* owner, running_on_stack_function running)
+    : previous_owner_(running_owner), previous_function_(running_function) {
   static std::once_flag once;
   std::call_once(once, install_handlers);
+  running_owner = owner;
+  running_function = running;
 
   stack_t current;
   if (::sigaltstack(nullptr, &current) == 0 && (current.ss_flags & SS_DISABLE) == 0) {
@@ -110,6 +118,8 @@ overflow_guard::overflow_guard() {
 }
 
 overflow_guard::~overflow_guard() {
+  running_owner = previous_owner_;
+  running_function = previous_function_;
   if (!installed_) {
     return;
   }

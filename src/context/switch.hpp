@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/context/detail/execution_context.hpp"
 
 #if defined(WEFT_SANITIZE_ADDRESS)
 #include <sanitizer/common_interface_defs.h>

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "io/file_handle_wait.hpp"
-#include "reactor/reactor.hpp"
+#include "reactor/uv_driver.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/io/fs.hpp"
@@ -32,7 +32,7 @@ struct watch_state {
         description("fs watch " + path) {}
 
   handle_waiters waiters;
-  reactor& driver;
+  detail::driver& driver;
   std::string path;
   std::size_t capacity;
   std::string description;

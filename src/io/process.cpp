@@ -35,7 +35,7 @@
 #include "io/file_handle_wait.hpp"
 #include "io/stream_handle.hpp"
 #include "io/stream_state.hpp"
-#include "reactor/reactor.hpp"
+#include "reactor/uv_driver.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/reactor/operation.hpp"
@@ -50,7 +50,7 @@ struct child_state {
       : waiters(core), driver(core.driver()), program(std::move(name)) {}
 
   handle_waiters waiters;
-  reactor& driver;
+  detail::driver& driver;
   std::string program;      // argv[0]
   std::string description;  // "process sleep (pid 42)"
   uv_process_t process{};

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "reactor/reactor.hpp"
+#include "reactor/uv_driver.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -35,7 +35,7 @@ struct fd_watch {
   int pinned = 0;
 };
 
-class fd_registry final : public reactor_extension {
+class fd_registry final : public driver_extension {
  public:
   explicit fd_registry(uv_loop_t& loop) : loop_(loop) {}
 
@@ -198,6 +198,10 @@ void fd_registry::on_poll(uv_poll_t* handle, int status, int events) {
   }
 }
 
+fd_registry& registry_of(scheduler_core& core) {
+  return core.driver().extension<fd_registry>(uv_loop_of(core.driver(), "weft fd waits"));
+}
+
 void wait_for(int fd, bool writing, const timeout& limit) {
   const char* operation = writing ? "weft::wait_writable" : "weft::wait_readable";
   scheduler_core* core = current_core();
@@ -209,7 +213,7 @@ void wait_for(int fd, bool writing, const timeout& limit) {
     throw std::invalid_argument(std::string("weft: ") + operation + " needs an open fd, got " +
                                 std::to_string(fd));
   }
-  auto& registry = core->driver().extension<fd_registry>();
+  auto& registry = registry_of(*core);
   fd_watch& watch = registry.watch(fd, operation);
   fd_wait ready(*core, registry, watch, writing);
   wait_source* sources[] = {&ready};
@@ -235,7 +239,7 @@ fd_registration::fd_registration(int fd) {
     throw std::invalid_argument("weft::fd_registration needs an open fd, got " +
                                 std::to_string(fd));
   }
-  core->driver().extension<detail::fd_registry>().pin(fd, "weft::fd_registration");
+  detail::registry_of(*core).pin(fd, "weft::fd_registration");
   fd_ = fd;
 }
 
@@ -258,7 +262,7 @@ void fd_registration::reset() noexcept {
   }
   detail::scheduler_core* core = detail::current_core();
   if (core != nullptr) {
-    core->driver().extension<detail::fd_registry>().unpin(fd_);
+    detail::registry_of(*core).unpin(fd_);
   }
   fd_ = -1;
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "reactor/uv_driver.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -86,7 +87,7 @@ uv_loop_t& current_uv_loop(const char* operation) {
                            " called outside a coroutine; call it from weft::run's main or "
                            "from a coroutine started with weft::spawn");
   }
-  return core->driver().uv_loop();
+  return uv_loop_of(core->driver(), operation);
 }
 
 void throw_uv_error(int status, const std::string& operation, const std::string& subject) {

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "reactor/reactor.hpp"
+#include "reactor/uv_driver.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -31,7 +31,7 @@ struct signal_watch {
 
 class signal_wait;
 
-class signal_registry final : public reactor_extension {
+class signal_registry final : public driver_extension {
  public:
   explicit signal_registry(uv_loop_t& loop) : loop_(loop) {}
 
@@ -150,7 +150,8 @@ int wait(std::initializer_list<int> signal_numbers, const timeout& limit) {
                                   " is not a signal that can be caught");
     }
   }
-  auto& registry = core->driver().extension<detail::signal_registry>();
+  auto& registry = core->driver().extension<detail::signal_registry>(
+      uv_loop_of(core->driver(), "weft::signals"));
   std::vector<detail::signal_wait> waits;
   waits.reserve(signal_numbers.size());
   for (int number : signal_numbers) {

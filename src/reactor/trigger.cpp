@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "reactor/uv_driver.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -96,7 +97,8 @@ trigger::trigger() {
   }
   state_ = new detail::trigger_state();
   state_->core = core;
-  int status = uv_async_init(&core->driver().uv_loop(), &state_->async, &detail::on_async);
+  int status = uv_async_init(&uv_loop_of(core->driver(), "weft::trigger"), &state_->async,
+                             &detail::on_async);
   if (status < 0) {
     delete state_;
     detail::throw_uv_error(status, "weft::trigger", "uv_async_init");

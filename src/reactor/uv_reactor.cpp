@@ -12,7 +12,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "reactor/reactor.hpp"
+#include "reactor/timer_queue.hpp"
+#include "reactor/uv_driver.hpp"
 
 namespace weft::detail {
 namespace {
@@ -24,8 +25,10 @@ void check_uv(int code, const char* operation) {
   }
 }
 
-class uv_reactor final : public reactor {
+class uv_reactor final : public driver {
  public:
+  const char* name() const noexcept override { return uv_driver_name; }
+
   uv_reactor() {
     check_uv(uv_loop_init(&loop_), "loop init");
     check_uv(uv_timer_init(&loop_, &timer_), "timer init");
@@ -57,7 +60,7 @@ class uv_reactor final : public reactor {
 
   bool alive() override { return uv_loop_alive(&loop_) != 0; }
 
-  uv_loop_t& uv_loop() noexcept override { return loop_; }
+  uv_loop_t& loop() noexcept { return loop_; }
 
   void add_timer(timer_entry& entry) override {
     timers_.push(entry);
@@ -158,6 +161,16 @@ class uv_reactor final : public reactor {
 
 }  // namespace
 
-std::unique_ptr<reactor> make_uv_reactor() { return std::make_unique<uv_reactor>(); }
+std::unique_ptr<driver> make_driver() { return std::make_unique<uv_reactor>(); }
+
+uv_loop_t& uv_loop_of(driver& d, const char* operation) {
+  // Names are compared by address: one driver, one name object.
+  if (d.name() != uv_driver_name) [[unlikely]] {
+    throw std::logic_error(std::string("weft: ") + operation +
+                           " needs the libuv driver; this scheduler runs on driver '" + d.name() +
+                           "'");
+  }
+  return static_cast<uv_reactor&>(d).loop();
+}
 
 }  // namespace weft::detail

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "reactor/timer_queue.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/this_coroutine.hpp"

@@ -89,7 +89,7 @@ scheduler_core::scheduler_core(scheduler& owner, const run_options& options)
     : owner_(owner),
       options_(options),
       stacks_(options.stacks),
-      reactor_(make_uv_reactor()),
+      reactor_(make_driver()),
       poll_interval_(options.reactor_poll_interval) {
   chaos_ = options.order.value_or(order_from_environment()) == scheduling_order::random;
   slow_tick_ = chaos_;
@@ -716,15 +716,20 @@ void scheduler::run_main(detail::coroutine& main) {
       self.core_.reset();
     }
   } on_exit{*this};
-  detail::overflow_guard guard;
+  detail::overflow_guard guard(core_.get(), [](const void* owner) noexcept {
+    const auto* core = static_cast<const detail::scheduler_core*>(owner);
+    const detail::coroutine* running = core->current();
+    if (running == nullptr) {
+      return detail::running_on_stack{};
+    }
+    return detail::running_on_stack{&running->stack(), running->id(), running->name().c_str()};
+  });
   main.is_main_ = true;
   main.add_ref();  // the scheduler's reference; the creation reference belongs to run()'s task
   core_->enqueue_new(main);
   core_->run_from_root();
   core_->close_and_report();
 }
-
-detail::reactor& scheduler::reactor() { return core_->driver(); }
 
 void scheduler::enqueue_new(detail::coroutine& coroutine) { core_->enqueue_new(coroutine); }
 

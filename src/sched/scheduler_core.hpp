@@ -12,7 +12,7 @@
 
 #include "context/stack_pool.hpp"
 #include "context/switch.hpp"
-#include "reactor/reactor.hpp"
+#include "sched/driver.hpp"
 #include "sched/run_queue.hpp"
 #include "weft/sched/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
@@ -174,7 +174,7 @@ class scheduler_core {
   // current_or_throw for a call that suspends: also refuses the tick's callbacks (microtasks,
   // reactor callbacks, leave and finish handlers), which run while no coroutine is running.
   coroutine& waiter_or_throw(const char* operation) const;
-  reactor& driver() noexcept { return *reactor_; }
+  detail::driver& driver() noexcept { return *reactor_; }
   bool shutting_down() const noexcept { return shutting_down_; }
   const scheduler_stats& stats() noexcept;
   scheduler& owner() noexcept { return owner_; }
@@ -293,7 +293,7 @@ class scheduler_core {
   const run_options& options_;
   scheduler_stats stats_{};
   stack_pool stacks_;
-  std::unique_ptr<reactor> reactor_;
+  std::unique_ptr<detail::driver> reactor_;
   run_queue queue_;
   std::deque<std::shared_ptr<microtask_handle::state>> microtasks_;
   intrusive_list live_;

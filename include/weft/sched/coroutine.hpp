@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/context/detail/execution_context.hpp"
 #include "weft/context/stack.hpp"
 #include "weft/detail/blocks.hpp"
 
@@ -105,23 +106,6 @@ class intrusive_list {
 
  private:
   list_node head_;
-};
-
-// What a context switch needs to know about an execution context (a coroutine, or the thread's
-// own stack the scheduler started on). See src/context/switch.hpp.
-struct execution_context {
-  // Saved registers while it is not running (native switch: rsp, rbx, rbp, r12-r15, rip, and
-  // the resume hook; fcontext: registers[0] is the fcontext).
-  // Not zeroed on construction: prepare() fills what a fresh start needs and every switch to
-  // the context sets the hook slot.
-  void* registers[9];
-  // It suspended in weft::yield's tail-called switch: on resume, whatever yield would have done
-  // after the switch must run as the resume hook (see switch_x86_64.S).
-  bool resumes_through_hook = false;
-  const void* stack_bottom = nullptr;  // lowest address of its stack (for ASan)
-  std::size_t stack_size = 0;
-  void* fake_stack = nullptr;  // ASan's fake-stack handle while switched out
-  void* tsan_fiber = nullptr;  // TSan's fiber for its stack
 };
 
 // on_finish given an empty handler: std::invalid_argument.

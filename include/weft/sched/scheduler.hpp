@@ -139,7 +139,6 @@ class scheduler {
   bool shutting_down() const noexcept;
 
   // --- for the layers built on the scheduler ---
-  detail::reactor& reactor();
   // Queues a spawned coroutine (lazy: it starts when the spawner suspends).
   void enqueue_new(detail::coroutine& coroutine);
   // Suspends the current coroutine until one of sources fires (see coroutine.hpp). Returns the
