@@ -1,5 +1,5 @@
-// weft::procs engine: the process table, routing by pid, submission and stop. The workers'
-// side is worker.cpp.
+// weft::procs engine: the process table, submission, stop and the count of live processes.
+// Routing by pid is routing.cpp, the workers' side worker.cpp, the facade scheduler.cpp.
 #include "procs/engine.hpp"
 
 #include <sched.h>
@@ -12,29 +12,11 @@
 #include "weft/detail/blocks.hpp"
 #include "weft/error.hpp"
 
-namespace weft::procs {
-
-namespace detail {
-
-namespace {
-
-// A plain function run as a process of one step.
-class function_process final : public process {
- public:
-  explicit function_process(std::function<std::string()> function)
-      : function_(std::move(function)) {}
-  void init(context&, std::string_view, std::string_view) override {}
-  void step(std::span<event>, step_output& out) override { out.done(function_()); }
-
- private:
-  std::function<std::string()> function_;
-};
+namespace weft::procs::detail {
 
 std::string describe_pid(pid id) {
   return "pid " + std::to_string(index_of(id)) + "." + std::to_string(id >> 32);
 }
-
-}  // namespace
 
 engine::engine(scheduler& facade, scheduler_options options)
     : facade_(facade),
@@ -289,136 +271,6 @@ void engine::handler_threw(dispatch_frame& frame, const std::string& type,
                weft::detail::what_of(error).c_str());
 }
 
-[[gnu::always_inline]] inline bool engine::wake_locked(process_record& record) noexcept {
-  // Acquire: if it reads idle, we take the record over, and its last owner's writes (before the
-  // release CAS that made it idle, go_idle) are ours.
-  std::uint32_t state = record.state.load(std::memory_order_acquire);
-  for (;;) {
-    chaos_point();
-    std::uint32_t phase = state & phase_mask;
-    if (phase == phase_idle) {
-      // A plain store, not a CAS: only this function moves a record out of idle, always under
-      // the inbox lock, which we hold. The idle we read is the latest value: every earlier
-      // lock holder's store happens-before our lock (so we cannot read an idle older than
-      // theirs), and the owner's CAS to idle is its last write before it lets go. So nobody
-      // can change the word between this load and this store. (One fewer locked instruction
-      // per wake-up, on the path from a send to the woken process's step.)
-      record.state.store(phase_queued, std::memory_order_relaxed);
-      return true;
-    }
-    if (phase == phase_running) {
-      if ((state & notified_bit) != 0 ||
-          record.state.compare_exchange_weak(state, state | notified_bit, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-        return false;
-      }
-      // Failed: `state` is reloaded (acquire, for the idle case above) and we look again.
-    } else {
-      // Queued: its run drains the inbox after this unlock. Complete or free: not accepting,
-      // so not reached.
-      return false;
-    }
-  }
-}
-
-template <class Fill>
-[[gnu::always_inline]] inline bool engine::post(pid to, Fill&& fill) {
-  process_record* record = live_record(to);
-  if (record == nullptr) [[unlikely]] {
-    return false;
-  }
-  bool wake = false;
-  {
-    // A guard: the inbox may fail to grow (bad_alloc), and the lock must not stay held.
-    std::lock_guard<spin_lock> guard(record->inbox_lock);
-    if (!holds_live(*record, to)) [[unlikely]] {
-      return false;
-    }
-    wake = fill(*record) && wake_locked(*record);
-  }
-  if (wake) {
-    schedule(*record, true);
-  }
-  return true;
-}
-
-bool engine::deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
-                     std::exception_ptr&& error, pid from, const char* operation,
-                     bool throw_if_unknown) {
-  bool accepted = post(to, [&](process_record& record) {
-    if (type == event_type::cancel && record.cancel_sent) {
-      return false;  // one cancel per process
-    }
-    try {
-      // Built in its slot: the data string is moved once, from the caller's to the event's.
-      record.inbox.emplace_back(type, tag, std::move(data), std::move(error), from);
-      record.has_events = true;
-    } catch (...) {
-      if (type != event_type::cancel) {
-        throw;  // the inbox is as it was (emplace_back's strong guarantee); the sender hears
-      }
-      // A cancel must not be lost (stop relies on it): with no memory for its event, the
-      // process is terminated instead, as stop's force pass would do.
-      record.forced.store(true, std::memory_order_release);
-    }
-    record.cancel_sent = record.cancel_sent || type == event_type::cancel;
-    return true;
-  });
-  if (!accepted && throw_if_unknown) {
-    refuse_unknown(to, operation);
-  }
-  return accepted;
-}
-
-bool engine::deliver_message(pid to, std::string&& data, pid from) {
-  return post(to, [&](process_record& record) {
-    record.inbox.emplace_back(event_type::message, 0, std::move(data), std::exception_ptr(), from);
-    record.has_events = true;
-    return true;
-  });
-}
-
-void engine::refuse_unknown(pid to, const char* operation) const {
-  throw unknown_process_error(options_.name + ": " + operation + " " + describe_pid(to) +
-                              ": no such live process (it finished, or never existed)");
-}
-
-void engine::refuse_send_after_stop() const {
-  throw scheduler_stopped_error(options_.name +
-                                ": send after stop(): no process is left to receive it");
-}
-
-void engine::complete_yield(pid target, std::uint64_t tag, std::string data,
-                            std::exception_ptr error) {
-  deliver(target, event_type::yield_complete, tag, std::move(data), std::move(error), no_pid,
-          "complete to", false);
-}
-
-void engine::cancel(pid target, bool throw_if_unknown) {
-  deliver(target, event_type::cancel, 0, {}, nullptr, no_pid, "cancel to", throw_if_unknown);
-}
-
-void engine::terminate(pid target) {
-  process_record* record = live_record(target);
-  bool wake = false;
-  bool found = false;
-  if (record != nullptr) {
-    record->inbox_lock.lock();
-    if (holds_live(*record, target)) {
-      found = true;
-      record->forced.store(true, std::memory_order_release);
-      wake = wake_locked(*record);
-    }
-    record->inbox_lock.unlock();
-  }
-  if (wake) {
-    schedule(*record, false);
-  }
-  if (!found) {
-    refuse_unknown(target, "terminate");
-  }
-}
-
 // --- stop -------------------------------------------------------------------------------------
 
 bool engine::stop(std::chrono::steady_clock::duration grace) {
@@ -579,68 +431,4 @@ scheduler::counters engine::stats() const noexcept {
   return total;
 }
 
-}  // namespace detail
-
-// --- the facade -------------------------------------------------------------------------------
-
-scheduler::scheduler(scheduler_options options)
-    : engine_(std::make_shared<detail::engine>(*this, std::move(options))) {
-  engine_->start();
-}
-
-scheduler::~scheduler() { engine_->stop(default_stop_grace); }
-
-void scheduler::on_command(std::string type, command_handler handler) {
-  engine_->on_command(std::move(type), std::move(handler));
-}
-
-process_handle scheduler::submit(std::unique_ptr<process> body, std::string_view method,
-                                 std::string_view input) {
-  return engine_->submit(std::move(body), method, input);
-}
-
-namespace {
-
-// submit's and spawn's plain-function form: the function as a one-step process.
-std::unique_ptr<process> as_process(const std::string& scheduler_name, const char* operation,
-                                    std::function<std::string()> function) {
-  if (!function) {
-    throw std::invalid_argument(scheduler_name + ": " + operation +
-                                " needs a function, got an empty one");
-  }
-  return std::make_unique<detail::function_process>(std::move(function));
-}
-
-}  // namespace
-
-process_handle scheduler::submit(std::function<std::string()> function) {
-  return engine_->submit(as_process(engine_->name(), "submit", std::move(function)), "main", {});
-}
-
-pid scheduler::spawn(std::unique_ptr<process> body, std::string_view method,
-                     std::string_view input) {
-  return engine_->spawn(std::move(body), method, input);
-}
-
-pid scheduler::spawn(std::function<std::string()> function) {
-  return engine_->spawn(as_process(engine_->name(), "spawn", std::move(function)), "main", {});
-}
-
-void scheduler::send(pid to, std::string message, pid from) {
-  if (!engine_->send(to, std::move(message), from)) {
-    engine_->refuse_unknown(to, "send to");
-  }
-}
-
-bool scheduler::try_send(pid to, std::string message, pid from) {
-  return engine_->send(to, std::move(message), from);
-}
-
-void scheduler::cancel(pid target) { engine_->cancel(target, true); }
-void scheduler::terminate(pid target) { engine_->terminate(target); }
-bool scheduler::stop(std::chrono::steady_clock::duration grace) { return engine_->stop(grace); }
-std::size_t scheduler::workers() const noexcept { return engine_->worker_count(); }
-std::size_t scheduler::live() const noexcept { return engine_->live(); }
-scheduler::counters scheduler::stats() const noexcept { return engine_->stats(); }
-
-}  // namespace weft::procs
+}  // namespace weft::procs::detail

@@ -1,6 +1,7 @@
 // The engine behind weft::procs::scheduler: the process table, the workers and their queues,
-// idling and parking, and stop. worker.cpp runs processes; engine.cpp owns the table, routing
-// and lifecycle; outcome.cpp the handles, completions and step_output.
+// idling and parking, and stop. worker.cpp runs processes; engine.cpp owns the table and
+// lifecycle, routing.cpp the routing by pid (deliver, terminate); outcome.cpp the handles,
+// completions and step_output; scheduler.cpp the public facade.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,9 @@
 #include "weft/reactor/trigger.hpp"
 
 namespace weft::procs::detail {
+
+// "pid 3.1" (index.generation), for messages.
+std::string describe_pid(pid id);
 
 // The result of a process, shared by its handles; one allocation per process, so no mutex or
 // condition variable: threads wait on `finished` as a futex word, weft coroutines on a trigger

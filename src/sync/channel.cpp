@@ -4,7 +4,6 @@
 
 #include <cxxabi.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "sched/scheduler_core.hpp"
+#include "sync/describe.hpp"
 
 namespace weft::detail {
 
@@ -22,12 +22,6 @@ std::string readable_type_name(const std::type_info& type) {
   std::unique_ptr<char, void (*)(void*)> demangled(
       abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), &std::free);
   return status == 0 && demangled ? std::string(demangled.get()) : std::string(type.name());
-}
-
-std::string address_text(const void* address) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", address);
-  return text;
 }
 
 // A channel_closed_error whose message says which channel and what happened to the value; the

@@ -6,11 +6,11 @@
 // the caller without the mutex its unique_lock claims to hold.
 #include "weft/sync/condition_variable.hpp"
 
-#include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
+#include "sync/describe.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/this_coroutine.hpp"
 
@@ -19,9 +19,7 @@ namespace {
 
 mutex& held_mutex(const condition_variable& target, std::unique_lock<mutex>& lock) {
   if (lock.mutex() == nullptr || !lock.owns_lock()) {
-    char text[48];
-    std::snprintf(text, sizeof text, "%p", static_cast<const void*>(&target));
-    throw std::logic_error(std::string("weft::condition_variable ") + text +
+    throw std::logic_error("weft::condition_variable " + detail::address_text(&target) +
                            ": wait needs a std::unique_lock that holds its weft::mutex (lock it "
                            "before waiting)");
   }
@@ -46,10 +44,7 @@ condition_variable::condition_variable() noexcept : waiters_(this, &condition_va
 
 void condition_variable::describe(const void* self, std::string& out) {
   const condition_variable& target = *static_cast<const condition_variable*>(self);
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", self);
-  out += "condition_variable ";
-  out += address;
+  out += "condition_variable " + detail::address_text(self);
   out += " (" + std::to_string(target.waiters_.size()) + " waiting for a notify)";
 }
 

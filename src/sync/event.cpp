@@ -1,8 +1,9 @@
 // weft::event: see include/weft/sync/event.hpp.
 #include "weft/sync/event.hpp"
 
-#include <cstdio>
 #include <string>
+
+#include "sync/describe.hpp"
 
 namespace weft {
 
@@ -10,10 +11,7 @@ event::event(bool initially_set) noexcept : set_(initially_set), waiters_(this, 
 
 void event::describe(const void* self, std::string& out) {
   const event& target = *static_cast<const event*>(self);
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", self);
-  out += "event ";
-  out += address;
+  out += "event " + detail::address_text(self);
   out += target.set_ ? " (set, " : " (not set, ";
   out += std::to_string(target.waiters_.size()) + " waiting)";
 }

@@ -6,7 +6,6 @@
 #include "weft/sync/mutex.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "sched/scheduler_core.hpp"
+#include "sync/describe.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/scheduler.hpp"
 
@@ -34,20 +34,15 @@ std::string describe_coroutine(const coroutine& who) {
 
 namespace {
 
-std::string address_of(const void* object) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", object);
-  return text;
-}
-
 [[noreturn]] __attribute__((noinline, cold)) void throw_outside_coroutine(const mutex& target,
                                                                           const char* operation) {
   detail::scheduler_core* core = detail::current_core();
   if (core != nullptr && core->current() != nullptr) {
     // A microtask, reactor callback or switch handler: waiter_or_throw says so.
-    core->waiter_or_throw(("weft::mutex " + address_of(&target) + ": " + operation).c_str());
+    core->waiter_or_throw(
+        ("weft::mutex " + detail::address_text(&target) + ": " + operation).c_str());
   }
-  throw std::logic_error("weft::mutex " + address_of(&target) + ": " + operation +
+  throw std::logic_error("weft::mutex " + detail::address_text(&target) + ": " + operation +
                          " called outside a coroutine; a weft::mutex is held by coroutines, so "
                          "call it from weft::run's main or a coroutine started with weft::spawn");
 }
@@ -78,7 +73,7 @@ mutex::~mutex() {
 
 void mutex::describe(const void* self, std::string& out) {
   const mutex& target = *static_cast<const mutex*>(self);
-  out += "mutex " + address_of(self);
+  out += "mutex " + detail::address_text(self);
   if (target.owner_ == nullptr) {
     out += " (unlocked)";
   } else {
@@ -125,7 +120,7 @@ detail::coroutine* mutex::take_now_or_caller() {
 void mutex::pass_on() noexcept { hand_on(); }
 
 void mutex::throw_relock(const detail::coroutine& self) const {
-  throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+  throw std::logic_error("weft::mutex " + detail::address_text(this) + ": " +
                          detail::describe_coroutine(self) +
                          " locks a mutex it already holds, which would wait forever; weft::mutex "
                          "is not recursive: unlock it first or restructure the code");
@@ -134,7 +129,7 @@ void mutex::throw_relock(const detail::coroutine& self) const {
 bool mutex::try_lock() {
   detail::coroutine& self = calling_coroutine(*this, "try_lock");
   if (owner_ == &self) {
-    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+    throw std::logic_error("weft::mutex " + detail::address_text(this) + ": " +
                            detail::describe_coroutine(self) +
                            " tries to lock a mutex it already holds; weft::mutex is not "
                            "recursive: unlock it first or restructure the code");
@@ -158,13 +153,13 @@ bool mutex::try_lock_within(const timeout& limit) {
 void mutex::unlock() {
   detail::coroutine& self = calling_coroutine(*this, "unlock");
   if (owner_ == nullptr) {
-    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+    throw std::logic_error("weft::mutex " + detail::address_text(this) + ": " +
                            detail::describe_coroutine(self) +
                            " unlocks a mutex that is not locked; every unlock must match a "
                            "lock by the same coroutine");
   }
   if (owner_ != &self) {
-    throw std::logic_error("weft::mutex " + address_of(this) + ": " +
+    throw std::logic_error("weft::mutex " + detail::address_text(this) + ": " +
                            detail::describe_coroutine(self) + " unlocks a mutex held by " +
                            detail::describe_coroutine(*owner_) +
                            "; only the coroutine that locked a mutex may unlock it");
@@ -184,7 +179,7 @@ std::vector<mutex*> in_lock_order(std::span<mutex* const> mutexes) {
   }
   auto twice = std::adjacent_find(ordered.begin(), ordered.end());
   if (twice != ordered.end()) {
-    throw std::logic_error("weft::lock_all: weft::mutex " + address_of(*twice) +
+    throw std::logic_error("weft::lock_all: weft::mutex " + detail::address_text(*twice) +
                            " is named twice; it would wait for itself");
   }
   return ordered;

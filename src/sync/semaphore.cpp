@@ -4,17 +4,16 @@
 // from the count when it grants, so a granted waiter's permits are never visible to anyone else.
 #include "weft/sync/semaphore.hpp"
 
-#include <cstdio>
 #include <stdexcept>
 #include <string>
+
+#include "sync/describe.hpp"
 
 namespace weft {
 namespace {
 
 std::string name_of(const semaphore& target) {
-  char text[48];
-  std::snprintf(text, sizeof text, "weft::semaphore %p", static_cast<const void*>(&target));
-  return text;
+  return "weft::semaphore " + detail::address_text(&target);
 }
 
 }  // namespace
@@ -30,10 +29,7 @@ semaphore::semaphore(std::size_t initial, std::size_t max)
 
 void semaphore::describe(const void* self, std::string& out) {
   const semaphore& target = *static_cast<const semaphore*>(self);
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", self);
-  out += "semaphore ";
-  out += address;
+  out += "semaphore " + detail::address_text(self);
   out += " (count " + std::to_string(target.count_) + ", " +
          std::to_string(target.waiters_.size()) + " waiting";
   if (const detail::queued_waiter* oldest = target.waiters_.front(); oldest != nullptr) {

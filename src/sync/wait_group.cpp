@@ -1,9 +1,10 @@
 // weft::wait_group: see include/weft/sync/wait_group.hpp.
 #include "weft/sync/wait_group.hpp"
 
-#include <cstdio>
 #include <stdexcept>
 #include <string>
+
+#include "sync/describe.hpp"
 
 namespace weft {
 
@@ -11,10 +12,7 @@ wait_group::wait_group() noexcept : waiters_(this, &wait_group::describe) {}
 
 void wait_group::describe(const void* self, std::string& out) {
   const wait_group& target = *static_cast<const wait_group*>(self);
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", self);
-  out += "wait_group ";
-  out += address;
+  out += "wait_group " + detail::address_text(self);
   out += " (counter " + std::to_string(target.count_) + ", " +
          std::to_string(target.waiters_.size()) + " waiting)";
 }
@@ -22,10 +20,8 @@ void wait_group::describe(const void* self, std::string& out) {
 void wait_group::add(std::ptrdiff_t delta) {
   std::ptrdiff_t updated = 0;
   if (__builtin_add_overflow(count_, delta, &updated) || updated < 0) {
-    char address[32];
-    std::snprintf(address, sizeof address, "%p", static_cast<const void*>(this));
     throw std::logic_error(
-        std::string("weft::wait_group ") + address + ": " +
+        "weft::wait_group " + detail::address_text(this) + ": " +
         (delta == -1 ? std::string("done()") : "add(" + std::to_string(delta) + ")") +
         " with the counter at " + std::to_string(count_) +
         " would take it below zero; call add() for each job before it "
