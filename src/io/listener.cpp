@@ -70,6 +70,20 @@ bool is_retryable(int error) noexcept {
   }
 }
 
+// What ends an acceptor's wait: the listener closing, and (unless it is backing off) a queued
+// connection. wait_readable and back_off share this one waiter type on purpose: a polymorphic
+// type is checked by UBSan's vptr check the first time it is seen, and that check reads memory
+// through a pipe, which fails while the process is out of descriptors (a false "invalid vptr"
+// that stops the process). With one type, an ordinary accept that waits while descriptors are
+// free makes the back-off's waiter already known (tests/io/robustness_test.cpp relies on it).
+struct acceptor_wake {
+  listener_state* server;
+  bool on_connection;
+  bool operator()() const noexcept {
+    return (on_connection && server->readable) || server->closing();
+  }
+};
+
 [[noreturn]] void throw_closed(listener_state& server) {
   throw io_error(UV_ECANCELED, "accept", server.subject(), "the listener is closed");
 }
@@ -85,8 +99,7 @@ void wait_readable(listener_state& server, const timeout& limit) {
     }
     server.polling = true;
   }
-  single_waiter until_connection(server, "accept on",
-                                 [&server] { return server.readable || server.closing(); });
+  single_waiter until_connection(server, "accept on", acceptor_wake{&server, true});
   wait_on_handle(server, until_connection, limit, "accept");
   if (int status = std::exchange(server.poll_error, 0); status < 0 && !server.closing()) {
     throw_uv_error(status, "accept", server.subject());
@@ -99,7 +112,7 @@ void back_off(listener_state& server, std::chrono::milliseconds delay, const tim
   scheduler_core& core = server.core();
   coroutine& self = core.current_or_throw("accept");
   single_waiter until_closed(server, "accept (out of file descriptors, retrying) on",
-                             [&server] { return server.closing(); });
+                             acceptor_wake{&server, false});
   deadline_wait retry(core, saturating_add(clock::now(), delay), self.background());
   wait_source* sources[] = {&until_closed, &retry};
   wait_with_limit(core, self, sources, limit, [&server] { return "accept " + server.subject(); });
