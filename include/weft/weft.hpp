@@ -1,6 +1,8 @@
-// weft: the whole public API.
+// weft: the whole public API. Every public header is here (scripts/check-layers checks it);
+// what lives under a detail/ folder is internal and may change without notice.
 #pragma once
 
+#include "weft/context/stack.hpp"
 #include "weft/error.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
@@ -12,11 +14,17 @@
 #include "weft/io/tty.hpp"
 #include "weft/io/udp.hpp"
 #include "weft/pg/connection.hpp"
+#include "weft/pg/error.hpp"
+#include "weft/pg/param.hpp"
 #include "weft/pg/pool.hpp"
+#include "weft/pg/result.hpp"
 #include "weft/pg/transaction.hpp"
+#include "weft/pool/circuit_breaker.hpp"
+#include "weft/pool/lease.hpp"
 #include "weft/pool/pool.hpp"
 #include "weft/procs/process.hpp"
 #include "weft/procs/scheduler.hpp"
+#include "weft/procs/wait_group.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/reactor/signals.hpp"
 #include "weft/reactor/thread.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 
 namespace weft::dns {
 namespace {

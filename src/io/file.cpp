@@ -11,7 +11,7 @@
 
 #include "io/file_request.hpp"
 #include "weft/error.hpp"
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 
 namespace weft {
 

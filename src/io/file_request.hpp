@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "weft/io/fs.hpp"
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft::detail {

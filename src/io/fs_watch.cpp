@@ -18,7 +18,7 @@
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
 #include "weft/io/fs.hpp"
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 
 namespace weft {
 namespace detail {

@@ -38,7 +38,7 @@
 #include "reactor/uv_driver.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/this_coroutine.hpp"
 

@@ -27,7 +27,7 @@
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft::detail {

@@ -18,10 +18,10 @@
 
 #include "pg/session.hpp"
 #include "weft/error.hpp"
+#include "weft/reactor/detail/operation.hpp"
 #include "weft/reactor/fd.hpp"
-#include "weft/reactor/operation.hpp"
 #include "weft/sched/this_coroutine.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft::pg {
 

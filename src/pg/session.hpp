@@ -23,7 +23,7 @@
 #include "weft/pg/connection.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft::pg {
 

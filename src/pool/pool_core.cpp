@@ -22,10 +22,10 @@ namespace {
 // again on the calling coroutine, so its next suspension point raises it.
 void cancel_again(const cancelled_error& cancellation) noexcept {
   scheduler* owner = current_scheduler_or_null();
-  coroutine* self = owner == nullptr ? nullptr : owner->current();
+  coroutine* self = owner == nullptr ? nullptr : running_coroutine(*owner);
   if (self != nullptr) {
     try {
-      owner->cancel(*self, cancellation.reason());
+      cancel_coroutine(*owner, *self, cancellation.reason());
     } catch (...) {  // allocation of the reason failed: nothing better to do
     }
   }

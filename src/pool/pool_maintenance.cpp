@@ -24,7 +24,7 @@ void pool_core::start_maintenance() {
     return;
   }
   scheduler* owner = current_scheduler_or_null();
-  if (owner == nullptr || owner->current() == nullptr) {
+  if (owner == nullptr || detail::running_coroutine(*owner) == nullptr) {
     throw std::logic_error(label() +
                            ": a pool with min > 0 or a healthcheck interval starts background "
                            "maintenance, so it must be made inside a coroutine (weft::run's "

@@ -13,7 +13,7 @@
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 
 namespace weft::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 
 #include <uv.h>
 

@@ -18,8 +18,7 @@ timer::timer() : core_(detail::current_core()) {
 
 timer::~timer() { stop(); }
 
-void timer::start(clock::duration after, detail::unique_function<void()> fn,
-                  clock::duration repeat) {
+void timer::start(clock::duration after, unique_function<void()> fn, clock::duration repeat) {
   if (detail::current_core() != core_) {
     throw std::logic_error(
         "weft::timer::start called outside the run of the scheduler that made the timer");

@@ -77,7 +77,7 @@ class limit_wait {
     if (limit.bounded()) {
       sources_[count_++] = &deadline_;
     }
-    if (const cancel_token* token = limit.token(); token != nullptr) {
+    if (const cancel_token* token = detail::cancel_token_of(limit); token != nullptr) {
       watch_ = token->watch(&storage_);
       sources_[count_++] = watch_;
     }
@@ -86,7 +86,7 @@ class limit_wait {
   limit_wait& operator=(const limit_wait&) = delete;
   ~limit_wait() {
     if (watch_ != nullptr) {
-      limit_.token()->unwatch(watch_);
+      detail::cancel_token_of(limit_)->unwatch(watch_);
     }
   }
 
@@ -112,8 +112,8 @@ class limit_wait {
     if (&fired == &deadline_) {
       throw timeout_error("weft: " + std::string(describe()) + " " + timed_out_after(limit_));
     }
-    throw wait_cancelled_error(std::string(describe()) +
-                               " cancelled by its cancel token: " + limit_.token()->reason());
+    throw wait_cancelled_error(std::string(describe()) + " cancelled by its cancel token: " +
+                               detail::cancel_token_of(limit_)->reason());
   }
 
  private:

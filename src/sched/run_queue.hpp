@@ -8,7 +8,7 @@
 #include <memory>
 #include <utility>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 
 namespace weft::detail {
 

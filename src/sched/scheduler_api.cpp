@@ -84,36 +84,31 @@ void scheduler::run_main(detail::coroutine& main) {
   core_->close_and_report();
 }
 
-void scheduler::enqueue_new(detail::coroutine& coroutine) { core_->enqueue_new(coroutine); }
-
-detail::wait_source& scheduler::wait(std::initializer_list<detail::wait_source*> sources) {
-  return core_->wait(sources.begin(), sources.size());
+void detail::enqueue_coroutine(scheduler& owner, coroutine& spawned) {
+  owner.core_->enqueue_new(spawned);
 }
 
-detail::wait_source& scheduler::wait(detail::wait_source* const* sources, std::size_t count) {
-  return core_->wait(sources, count);
-}
-
-void scheduler::wake(detail::coroutine& coroutine, detail::wait_source& by) noexcept {
-  core_->wake(coroutine, &by);
+void detail::wake_coroutine(scheduler& owner, coroutine& waiter, wait_source& by) noexcept {
+  owner.core_->wake(waiter, &by);
 }
 
 void scheduler::yield() { core_->yield(); }
 
-void scheduler::cancel(detail::coroutine& coroutine, std::string reason) {
+void detail::cancel_coroutine(scheduler& owner, coroutine& coroutine, std::string reason) {
+  auto& core = owner.core_;
   if (coroutine.done()) {
     return;
   }
-  if (core_ == nullptr || detail::this_thread_core != core_.get()) {
+  if (core == nullptr || detail::this_thread_core != core.get()) {
     throw std::logic_error("weft: task " + std::to_string(coroutine.id()) +
                            " cancelled from a thread that does not run its scheduler; cancel "
                            "it from a coroutine of the scheduler that spawned it");
   }
-  core_->cancel(coroutine, std::move(reason));
+  core->cancel(coroutine, std::move(reason));
 }
 
-detail::coroutine* scheduler::current() const noexcept {
-  return core_ != nullptr ? core_->current() : nullptr;
+detail::coroutine* detail::running_coroutine(const scheduler& owner) noexcept {
+  return owner.core_ != nullptr ? owner.core_->current() : nullptr;
 }
 
 void scheduler::report_uncaught(std::exception_ptr error) noexcept {
@@ -122,8 +117,8 @@ void scheduler::report_uncaught(std::exception_ptr error) noexcept {
   }
 }
 
-microtask_handle scheduler::add_microtask(detail::unique_function<void()> fn,
-                                          detail::unique_function<void()> cleanup) {
+microtask_handle scheduler::add_microtask(unique_function<void()> fn,
+                                          unique_function<void()> cleanup) {
   if (core_ == nullptr || detail::this_thread_core != core_.get()) {
     throw std::logic_error(
         "weft: add_microtask called outside the scheduler's run; call it from a coroutine "

@@ -14,7 +14,7 @@
 #include "context/switch.hpp"
 #include "sched/driver.hpp"
 #include "sched/run_queue.hpp"
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/timeout.hpp"
 

@@ -100,7 +100,7 @@ class completion_watch {
         continue;
       }
       if (input.task != nullptr) {
-        input.task->owner().cancel(*input.task, reason);
+        detail::cancel_coroutine(input.task->owner(), *input.task, reason);
       } else {
         input.future->cancel(reason, std::source_location::current());
       }

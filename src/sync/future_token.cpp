@@ -5,8 +5,8 @@
 #include <string>
 
 #include "weft/error.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 #include "weft/sync/future.hpp"
-#include "weft/sync/waiter_queue.hpp"
 
 namespace weft::detail {
 

@@ -33,7 +33,7 @@ iteration_scope::iteration_scope(std::size_t concurrency, iterate_options& optio
       cancel_children_(options.cancel_children),
       call_name_(std::move(options.name)) {
   scheduler* running = current_scheduler_or_null();
-  coroutine* self = running != nullptr ? running->current() : nullptr;
+  coroutine* self = running != nullptr ? detail::running_coroutine(*running) : nullptr;
   if (self == nullptr || self->state() != coroutine_state::running) {
     throw std::logic_error(
         "weft::iterate called outside a coroutine (or from a microtask or switch handler, which "

@@ -37,7 +37,7 @@ std::string label(const std::string& name) {
 // caller, and must not be made to wait.
 detail::coroutine* calling_coroutine() noexcept {
   scheduler* running = current_scheduler_or_null();
-  detail::coroutine* current = running != nullptr ? running->current() : nullptr;
+  detail::coroutine* current = running != nullptr ? detail::running_coroutine(*running) : nullptr;
   return current != nullptr && current->state() == detail::coroutine_state::running ? current
                                                                                     : nullptr;
 }
@@ -155,7 +155,8 @@ void scope::cancel_and_wait_for_all(const std::string& reason) noexcept {
     }
   }
   if (cancelled_meanwhile) {
-    self->owner().cancel(*self, std::move(cancel_reason));  // raised at its next suspension
+    detail::cancel_coroutine(self->owner(), *self,
+                             std::move(cancel_reason));  // raised at its next suspension
   }
 }
 
@@ -259,7 +260,7 @@ void scope::release_retired() noexcept {
 void scope::cancel_members(const std::string& reason) {
   members_.for_each([&](detail::list_node& node) {
     detail::coroutine& coroutine = *static_cast<member&>(node).coroutine;
-    coroutine.owner().cancel(coroutine, reason);
+    detail::cancel_coroutine(coroutine.owner(), coroutine, reason);
   });
 }
 

@@ -151,9 +151,10 @@ void task_group_base::start(member& record) noexcept {
   }
   scheduler& owner = record.coroutine->owner();
   if (owner.shutting_down() && !record.coroutine->cancel_requested()) {
-    owner.cancel(*record.coroutine, "graceful shutdown");  // shutdown reached it in the queue
+    detail::cancel_coroutine(owner, *record.coroutine,
+                             "graceful shutdown");  // shutdown reached it in the queue
   }
-  owner.enqueue_new(*record.coroutine);
+  detail::enqueue_coroutine(owner, *record.coroutine);
 }
 
 void task_group_base::flush(member& record) noexcept {
@@ -161,9 +162,10 @@ void task_group_base::flush(member& record) noexcept {
   --admitted_;
   scheduler& owner = record.coroutine->owner();
   if (!record.coroutine->cancel_requested()) {
-    owner.cancel(*record.coroutine, close_reason().empty() ? "graceful shutdown" : close_reason());
+    detail::cancel_coroutine(owner, *record.coroutine,
+                             close_reason().empty() ? "graceful shutdown" : close_reason());
   }
-  owner.enqueue_new(*record.coroutine);
+  detail::enqueue_coroutine(owner, *record.coroutine);
 }
 
 void task_group_base::pump() noexcept {

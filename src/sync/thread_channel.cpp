@@ -17,7 +17,7 @@ thread_channel_waiter::thread_channel_waiter(void* slot, const char* operation,
   if (here == nullptr) {
     return;  // a plain thread: blocks on thread_wake_
   }
-  if (here->current() == nullptr) {
+  if (detail::running_coroutine(*here) == nullptr) {
     std::string what;
     describe_(owner_, what);
     throw std::logic_error("weft: blocking " + std::string(operation_) + " on " + what +
@@ -50,7 +50,7 @@ void thread_channel_waiter::throw_timed_out(const timeout& limit) {
 
 void thread_channel_waiter::park(std::unique_lock<std::mutex>& lock, const timeout& limit) {
   if (!coroutine_wake_) {
-    if (limit.token() != nullptr) {
+    if (detail::cancel_token_of(limit) != nullptr) {
       list_->remove(*this);
       std::string message = "weft: waiting on ";
       describe_(owner_, message);

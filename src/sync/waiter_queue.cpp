@@ -1,5 +1,5 @@
 // FIFO hand-off queue: see include/weft/sync/waiter_queue.hpp.
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -56,7 +56,7 @@ queued_waiter* waiter_queue::grant_front(std::uint8_t outcome) noexcept {
   if (core != nullptr) {
     core->wake(*waiter->coroutine_, waiter);
   } else {
-    waiter->coroutine_->owner().wake(*waiter->coroutine_, *waiter);
+    detail::wake_coroutine(waiter->coroutine_->owner(), *waiter->coroutine_, *waiter);
   }
   return waiter;
 }

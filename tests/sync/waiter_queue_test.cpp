@@ -1,6 +1,6 @@
 // The FIFO hand-off queue under every lock and channel: order of service, leaving by timeout or
 // cancel, and a grant that races a deadline or a cancel is never lost.
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 #include <gtest/gtest.h>
 

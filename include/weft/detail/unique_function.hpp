@@ -114,3 +114,10 @@ class unique_function<R(Args...)> {
 };
 
 }  // namespace weft::detail
+
+namespace weft {
+// A move-only std::function (std::move_only_function is C++23), so that a callback may own a
+// move-only capture: what add_microtask and timer::start take.
+template <class Signature>
+using unique_function = detail::unique_function<Signature>;
+}  // namespace weft

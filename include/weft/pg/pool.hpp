@@ -54,7 +54,7 @@
 
 #include "weft/pg/connection.hpp"
 #include "weft/pool/pool.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft::pg {
 

@@ -21,7 +21,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "weft/pool/pool_core.hpp"
+#include "weft/pool/detail/pool_core.hpp"
 
 namespace weft {
 

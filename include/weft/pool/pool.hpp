@@ -81,8 +81,8 @@
 #include "weft/error.hpp"
 
 #include "weft/pool/circuit_breaker.hpp"
+#include "weft/pool/detail/pool_core.hpp"
 #include "weft/pool/lease.hpp"
-#include "weft/pool/pool_core.hpp"
 
 namespace weft {
 

@@ -96,7 +96,7 @@ class thread_task {
     state_->thread.join();
   }
   static bool this_coroutine_is_running() noexcept {
-    return current_scheduler_or_null()->current() != nullptr;
+    return detail::running_coroutine(*current_scheduler_or_null()) != nullptr;
   }
 
   std::unique_ptr<state> state_;

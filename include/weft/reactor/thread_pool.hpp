@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "weft/reactor/operation.hpp"
+#include "weft/reactor/detail/operation.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft {

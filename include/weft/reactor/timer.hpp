@@ -34,7 +34,7 @@ class timer {
 
   // Arms the timer (re-arms it if armed) to call fn after `after`, then every `repeat` if that
   // is positive.
-  void start(clock::duration after, detail::unique_function<void()> fn,
+  void start(clock::duration after, unique_function<void()> fn,
              clock::duration repeat = clock::duration::zero());
   // Disarms it; the callback will not run (no-op when not armed).
   void stop() noexcept;

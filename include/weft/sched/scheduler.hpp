@@ -39,13 +39,28 @@
 
 #include "weft/context/stack.hpp"
 #include "weft/detail/unique_function.hpp"
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 
 namespace weft {
 
+class scheduler;
+
 namespace detail {
 class scheduler_core;
-class reactor;
+
+// What the layers built on the scheduler (task, scope, task_group, the wait sources) need of it,
+// kept out of weft::scheduler's public interface: users never name a coroutine control block.
+// From the scheduler's own thread, during run().
+
+// Queues a spawned coroutine (lazy: it starts when the spawner suspends).
+void enqueue_coroutine(scheduler& owner, coroutine& spawned);
+// Makes a suspended coroutine ready; the first wake of a suspension wins.
+void wake_coroutine(scheduler& owner, coroutine& waiter, wait_source& by) noexcept;
+// Cancels a coroutine of owner: the cancellation is raised at its next suspension (at once if
+// it is suspended). std::logic_error from another thread.
+void cancel_coroutine(scheduler& owner, coroutine& target, std::string reason);
+// The coroutine running on owner right now, or null (between coroutines, outside run()).
+coroutine* running_coroutine(const scheduler& owner) noexcept;
 }  // namespace detail
 
 enum class scheduling_order {
@@ -129,8 +144,7 @@ class scheduler {
   // exception from fn stops the batch there and is reported as uncaught (the program starts a
   // graceful shutdown and run() rethrows it); the remaining microtasks then still run before the
   // next switch.
-  microtask_handle add_microtask(detail::unique_function<void()> fn,
-                                 detail::unique_function<void()> cleanup = {});
+  microtask_handle add_microtask(unique_function<void()> fn, unique_function<void()> cleanup = {});
 
   // Cancels every coroutine (those that never started never will), lets their cleanup run,
   // and ends run() once all have ended. Idempotent. Coroutines spawned by that cleanup run
@@ -138,23 +152,18 @@ class scheduler {
   void graceful_shutdown();
   bool shutting_down() const noexcept;
 
-  // --- for the layers built on the scheduler ---
-  // Queues a spawned coroutine (lazy: it starts when the spawner suspends).
-  void enqueue_new(detail::coroutine& coroutine);
-  // Suspends the current coroutine until one of sources fires (see coroutine.hpp). Returns the
-  // source that fired. Throws cancelled_error if the coroutine was cancelled (after disarming).
-  detail::wait_source& wait(std::initializer_list<detail::wait_source*> sources);
-  detail::wait_source& wait(detail::wait_source* const* sources, std::size_t count);
-  // Makes a suspended coroutine ready; the first wake of a suspension wins.
-  void wake(detail::coroutine& coroutine, detail::wait_source& by) noexcept;
+  // Lets the other ready coroutines run first; the caller is resumed after them.
   void yield();
-  void cancel(detail::coroutine& coroutine, std::string reason);
-  detail::coroutine* current() const noexcept;
   // Records an exception nobody will see (first one wins) and shuts down gracefully.
   void report_uncaught(std::exception_ptr error) noexcept;
 
  private:
   void run_main(detail::coroutine& main);
+
+  friend void detail::enqueue_coroutine(scheduler&, detail::coroutine&);
+  friend void detail::wake_coroutine(scheduler&, detail::coroutine&, detail::wait_source&) noexcept;
+  friend void detail::cancel_coroutine(scheduler&, detail::coroutine&, std::string);
+  friend detail::coroutine* detail::running_coroutine(const scheduler&) noexcept;
 
   run_options options_;
   std::unique_ptr<detail::scheduler_core> core_;

@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -47,12 +47,21 @@ const cancel_token* make_task_cancel_token(coroutine& target);
 }  // namespace detail
 
 template <class T>
+class task;
+
+namespace detail {
+// The task handle for coroutine, adopting one reference the caller holds (spawn, scope,
+// task_group).
+template <class T>
+task<T> adopt_task(result_holder<T>* coroutine) noexcept;
+}  // namespace detail
+
+template <class T>
 class task {
  public:
   using value_type = T;
 
   task() noexcept = default;
-  explicit task(detail::result_holder<T>* coroutine) noexcept : coroutine_(coroutine) {}
   task(const task& other) noexcept : coroutine_(other.coroutine_) {
     if (coroutine_ != nullptr) {
       coroutine_->add_ref();
@@ -102,7 +111,7 @@ class task {
   // ready or running, the error is raised at its next suspension point. No-op once done.
   void cancel(std::string reason = "cancelled") {
     valid_or_throw("cancel");
-    coroutine_->owner().cancel(*coroutine_, std::move(reason));
+    detail::cancel_coroutine(coroutine_->owner(), *coroutine_, std::move(reason));
   }
 
   bool valid() const noexcept { return coroutine_ != nullptr; }
@@ -174,6 +183,11 @@ class task {
   }
 
  private:
+  // Adopts one reference of coroutine (detail::adopt_task).
+  explicit task(detail::result_holder<T>* coroutine) noexcept : coroutine_(coroutine) {}
+  template <class U>
+  friend task<U> detail::adopt_task(detail::result_holder<U>* coroutine) noexcept;
+  friend class scheduler;
   void valid_or_throw(const char* operation) const {
     if (coroutine_ == nullptr) {
       detail::throw_invalid_task(operation);
@@ -197,6 +211,11 @@ class task {
 
 // Spawns fn as a new coroutine on the current scheduler and returns its task. Outside a
 // running scheduler it is a std::logic_error.
+template <class T>
+task<T> detail::adopt_task(result_holder<T>* coroutine) noexcept {
+  return task<T>(coroutine);
+}
+
 template <class Function>
 auto spawn(Function&& fn, spawn_options options = {},
            std::source_location spawned_at = std::source_location::current())
@@ -209,8 +228,8 @@ auto spawn(Function&& fn, spawn_options options = {},
                                    options.priority, spawned_at);
   coroutine->set_background(options.background);
   coroutine->add_ref();  // the task's reference
-  owner.enqueue_new(*coroutine);
-  return task<result>(coroutine);
+  detail::enqueue_coroutine(owner, *coroutine);
+  return detail::adopt_task<result>(coroutine);
 }
 
 template <class Function>

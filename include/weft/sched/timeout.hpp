@@ -116,6 +116,12 @@ constexpr steady_duration saturating_remaining(steady_time deadline, steady_time
 }
 }  // namespace detail
 
+class timeout;
+namespace detail {
+// The cancel token of limit, or null (for the waits).
+const cancel_token* cancel_token_of(const timeout& limit) noexcept;
+}  // namespace detail
+
 class timeout {
  public:
   using clock = std::chrono::steady_clock;
@@ -153,7 +159,12 @@ class timeout {
     result.bounded_ = deadline != clock::time_point::max();
     return result;
   }
-  static constexpr timeout never() noexcept { return timeout(); }
+  // No limit: the one spelling (a default-constructed timeout is the same). A reference to one
+  // constant, so that a default argument costs nothing on hot waits.
+  static const timeout& never() noexcept {
+    static constexpr timeout forever{};
+    return forever;
+  }
 
   // This limit, also ended by token (a task or a future; see the file comment). Replaces an
   // earlier token.
@@ -190,8 +201,6 @@ class timeout {
   // Anything that can end the wait early: a deadline or a token. Waits take their fast path
   // when this is false.
   bool limited() const noexcept { return bounded_ || token_ != nullptr; }
-  // The cancel token, or null.
-  const detail::cancel_token* token() const noexcept { return token_; }
   clock::time_point deadline() const noexcept { return deadline_; }
   // The limit as given (for messages: "timed out after 5000 ms"); for timeout::at, the time
   // that was left when it was made (zero or negative: the deadline had already passed).
@@ -207,9 +216,14 @@ class timeout {
 
   clock::time_point deadline_{};
   clock::duration limit_{};
+  friend const detail::cancel_token* detail::cancel_token_of(const timeout& limit) noexcept;
   const detail::cancel_token* token_ = nullptr;
   bool bounded_ = false;
 };
+
+inline const detail::cancel_token* detail::cancel_token_of(const timeout& limit) noexcept {
+  return limit.token_;
+}
 
 // A wait with no time limit that token ends (timeout::never().cancel_on(token)).
 template <class Token>
@@ -217,10 +231,6 @@ requires requires(const Token& token) { make_cancel_token(token); }
 timeout cancel_on(const Token& token) { return timeout::never().cancel_on(token); }
 
 namespace detail {
-// timeout::never() as an object, for default arguments of hot waits: a reference to it costs
-// nothing, where a temporary is built on every call.
-inline constexpr timeout no_timeout{};
-
 // "timed out after 250 ms": the common tail of every timeout_error message ("timed out: its
 // deadline had already passed N ms before the wait began" for a negative limit).
 std::string timed_out_after(const timeout& limit);

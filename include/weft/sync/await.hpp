@@ -57,7 +57,7 @@
 namespace weft {
 
 struct await_options {
-  timeout limit{};
+  timeout limit = timeout::never();
   // When the limit passes first, cancel the inputs still pending (default: they keep running).
   bool cancel_rest_on_timeout = false;
   // When the awaiting coroutine is cancelled mid-wait, cancel the inputs still pending too.

@@ -12,9 +12,9 @@
 // none) and are cancellation points. try_send/try_recv never block and may be called from
 // anywhere on the channel's thread (a microtask, a reactor callback).
 //
-// Order: waiters are served strictly FIFO with hand-off (DESIGN.md). A send that finds a waiting
-// receiver puts the value straight into that receiver's hands; a recv that frees buffer space
-// moves the oldest blocked sender's value into the buffer and releases that sender. Nobody
+// Order: waiters are served strictly FIFO with hand-off (docs/architecture.md). A send that finds a
+// waiting receiver puts the value straight into that receiver's hands; a recv that frees buffer
+// space moves the oldest blocked sender's value into the buffer and releases that sender. Nobody
 // overtakes a queued sender or receiver, so values arrive in the order the sends were made.
 //
 // Close: close(reason) is idempotent; the first reason wins. Values buffered before the close are
@@ -69,8 +69,8 @@
 #include "weft/error.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/scope_link.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/scope_link.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 
@@ -172,7 +172,7 @@ class receiving_iterator {
   T& operator*() noexcept { return *current_; }
   T* operator->() noexcept { return &*current_; }
   receiving_iterator& operator++() {
-    current_ = state_->receive(no_timeout);
+    current_ = state_->receive(timeout::never());
     return *this;
   }
   void operator++(int) { ++*this; }
@@ -479,14 +479,14 @@ class channel {
   // Suspends while the channel is full (capacity 0: until a receiver has the value). On
   // timeout_error, cancelled_error or channel_closed_error the value has not been moved from;
   // the caller still owns it.
-  __attribute__((always_inline)) void send(T&& value, const timeout& limit = detail::no_timeout) {
+  __attribute__((always_inline)) void send(T&& value, const timeout& limit = timeout::never()) {
     if (!state_->push_if_room(value)) [[unlikely]] {
       state_->send(std::move(value), limit);
     }
   }
   __attribute__((always_inline)) void send(
       const T& value,
-      const timeout& limit = detail::no_timeout) requires std::is_copy_constructible_v<T> {
+      const timeout& limit = timeout::never()) requires std::is_copy_constructible_v<T> {
     T copy(value);
     send(std::move(copy), limit);
   }
@@ -500,7 +500,7 @@ class channel {
 
   // Suspends until a value is available. Once closed and drained: channel_closed_error with the
   // first close reason.
-  __attribute__((always_inline)) T recv(const timeout& limit = detail::no_timeout) {
+  __attribute__((always_inline)) T recv(const timeout& limit = timeout::never()) {
     if (state_->can_pop_without_hand_off()) [[likely]] {
       return state_->pop_buffered();
     }

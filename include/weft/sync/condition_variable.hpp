@@ -30,8 +30,8 @@
 #include <string>
 
 #include "weft/sched/timeout.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 #include "weft/sync/mutex.hpp"
-#include "weft/sync/waiter_queue.hpp"
 
 namespace weft {
 
@@ -42,7 +42,7 @@ class condition_variable {
   condition_variable& operator=(const condition_variable&) = delete;
 
   // Releases lock's mutex, waits for a notify, re-acquires it.
-  void wait(std::unique_lock<mutex>& lock) { wait(lock, detail::no_timeout); }
+  void wait(std::unique_lock<mutex>& lock) { wait(lock, timeout::never()); }
   // Same, but timeout_error (after re-acquiring the mutex) when limit passes first.
   void wait(std::unique_lock<mutex>& lock, const timeout& limit);
 

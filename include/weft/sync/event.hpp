@@ -18,7 +18,7 @@
 #include <string>
 
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 
@@ -34,7 +34,7 @@ class event {
   void clear() noexcept { set_ = false; }
   bool is_set() const noexcept { return set_; }
   // Waits until the event is set.
-  void wait(const timeout& limit = {});
+  void wait(const timeout& limit = timeout::never());
 
   std::size_t waiting() const noexcept { return waiters_.size(); }
 

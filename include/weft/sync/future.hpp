@@ -43,7 +43,7 @@
 #include "weft/detail/unique_function.hpp"
 #include "weft/error.hpp"
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 

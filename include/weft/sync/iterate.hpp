@@ -56,8 +56,8 @@
 #include <utility>
 
 #include "weft/sched/task.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 #include "weft/sync/scope.hpp"
-#include "weft/sync/waiter_queue.hpp"
 
 namespace weft {
 
@@ -125,7 +125,8 @@ void iteration_scope::start(Call&& call) {
   record->holds_slot = true;
   unstarted_ = record;
   ++running_;
-  owner.enqueue_new(*coroutine);  // no task handle: the scheduler's and the scope's references
+  detail::enqueue_coroutine(
+      owner, *coroutine);  // no task handle: the scheduler's and the scope's references
 }
 
 template <class Condition>

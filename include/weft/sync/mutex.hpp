@@ -32,9 +32,9 @@
 #include <span>
 #include <string>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 
@@ -84,7 +84,7 @@ class mutex {
   // ends in the switch, so a coroutine handed the mutex resumes straight in the caller, with no
   // frame of ours to return through (measured: each such return after a switch costs more than
   // the rest of the hand-off, most likely a mispredicted return).
-  void lock() { lock(detail::no_timeout); }
+  void lock() { lock(timeout::never()); }
   // Same, giving up with timeout_error ("weft: waiting on mutex 0x.. held by task 3 'writer', 1
   // waiting timed out after 50 ms") when limit passes first; the mutex is then not held.
   void lock(const timeout& limit) {

@@ -64,12 +64,12 @@
 #include <vector>
 
 #include "weft/error.hpp"
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/scope_link.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/scope_link.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 
@@ -356,8 +356,8 @@ auto scope::spawn(Function&& fn, spawn_options options, std::source_location spa
   detail::result_holder<result>* coroutine =
       make_member<result>(std::forward<Function>(fn), owner, options, spawned_at, record);
   coroutine->add_ref();  // the task's reference
-  task<result> handle(coroutine);
-  owner.enqueue_new(*coroutine);
+  task<result> handle = detail::adopt_task(coroutine);
+  detail::enqueue_coroutine(owner, *coroutine);
   return handle;
 }
 

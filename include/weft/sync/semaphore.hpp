@@ -25,7 +25,7 @@
 #include <string>
 
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 
@@ -43,7 +43,7 @@ class semaphore {
   // (nothing is taken then).
   // Inline with its wait, like mutex::lock: a waiter handed its permits resumes straight in
   // the caller.
-  void acquire(std::size_t permits = 1, const timeout& limit = detail::no_timeout) {
+  void acquire(std::size_t permits = 1, const timeout& limit = timeout::never()) {
     if (permits == 0 || permits > max_) [[unlikely]] {
       refuse_request(permits, "acquire");
     }

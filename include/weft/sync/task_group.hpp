@@ -65,8 +65,8 @@
 #include "weft/error.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/timeout.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 #include "weft/sync/scope.hpp"
-#include "weft/sync/waiter_queue.hpp"
 
 namespace weft {
 
@@ -183,7 +183,8 @@ class task_group : private detail::task_group_base {
     if (ended == nullptr) {
       return std::nullopt;
     }
-    return task<T>(static_cast<detail::result_holder<T>*>(ended));  // adopts take's reference
+    return detail::adopt_task(
+        static_cast<detail::result_holder<T>*>(ended));  // adopts take's reference
   }
 
   results_type all();
@@ -227,7 +228,7 @@ task<T> task_group<T>::spawn(Function&& fn, const timeout& limit, spawn_options 
     throw;
   }
   coroutine->add_ref();  // the task's reference
-  task<T> handle(coroutine);
+  task<T> handle = detail::adopt_task(coroutine);
   place(*record);
   return handle;
 }
@@ -237,7 +238,7 @@ auto task_group<T>::all() -> results_type {
   std::conditional_t<std::is_void_v<T>, int, std::vector<T>> values{};
   std::exception_ptr first_failure;
   while (detail::coroutine* ended = take(timeout::never(), "task_group::all")) {
-    task<T> outcome(static_cast<detail::result_holder<T>*>(ended));
+    task<T> outcome = detail::adopt_task(static_cast<detail::result_holder<T>*>(ended));
     if (!ended->error()) {
       if constexpr (!std::is_void_v<T>) {
         values.push_back(std::move(outcome).await());
@@ -307,7 +308,7 @@ T task_group<T>::decide(detail::coroutine* winner, const char* operation) {
     throw cancelled_error(std::string("weft: task_group::") + operation +
                           ": every task of the group was cancelled before one finished");
   }
-  task<T> outcome(static_cast<detail::result_holder<T>*>(winner));
+  task<T> outcome = detail::adopt_task(static_cast<detail::result_holder<T>*>(winner));
   // Observed now: if this caller is cancelled while the losers end, the outcome goes with it.
   winner->observe_error();
   cancel_unfinished(std::string("task_group::") + operation + " decided");

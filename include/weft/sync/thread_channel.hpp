@@ -42,7 +42,7 @@
 
 #include "weft/error.hpp"
 #include "weft/reactor/trigger.hpp"
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/timeout.hpp"
 #include "weft/sync/channel.hpp"
 

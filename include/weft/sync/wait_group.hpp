@@ -17,7 +17,7 @@
 #include <string>
 
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 
@@ -31,7 +31,7 @@ class wait_group {
   void add(std::ptrdiff_t delta = 1);
   void done() { add(-1); }
   // Waits until the counter is zero.
-  void wait(const timeout& limit = {});
+  void wait(const timeout& limit = timeout::never());
 
   std::ptrdiff_t count() const noexcept { return count_; }
   std::size_t waiting() const noexcept { return waiters_.size(); }

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 
 namespace weft {
 

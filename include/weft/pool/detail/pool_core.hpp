@@ -31,7 +31,7 @@
 #include "weft/pool/circuit_breaker.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/timeout.hpp"
-#include "weft/sync/waiter_queue.hpp"
+#include "weft/sync/detail/waiter_queue.hpp"
 
 namespace weft {
 

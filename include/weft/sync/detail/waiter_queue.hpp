@@ -1,11 +1,11 @@
 // The FIFO hand-off queue every coordination primitive is built on (mutex, semaphore, channel,
 // task_group backpressure, pool). Not user-facing API; public because templates use it.
 //
-// The discipline (DESIGN.md, "Waiters are served FIFO with hand-off"): whoever frees capacity
-// calls grant_front(), which takes the oldest waiter out of the queue, marks it granted and makes
-// it ready. The capacity now belongs to that waiter; the freeing coroutine cannot take it back,
-// even if it loops and tries again before the waiter has run, because the primitive's own state
-// already records the transfer (a mutex's owner, a value placed in the waiter's slot).
+// The discipline (docs/architecture.md: waiters are served FIFO with hand-off): whoever frees
+// capacity calls grant_front(), which takes the oldest waiter out of the queue, marks it granted
+// and makes it ready. The capacity now belongs to that waiter; the freeing coroutine cannot take it
+// back, even if it loops and tries again before the waiter has run, because the primitive's own
+// state already records the transfer (a mutex's owner, a value placed in the waiter's slot).
 //
 // Leaving: a waiter whose wait ends by timeout is simply unlinked; if a grant reached it in the
 // window between the deadline firing and the waiter running, the grant wins and wait() returns
@@ -22,7 +22,7 @@
 #include <string>
 #include <utility>
 
-#include "weft/sched/coroutine.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft::detail {

@@ -1,0 +1,83 @@
+// A program that includes only weft/weft.hpp: every public name a user reaches for must be there
+// (scripts/check-layers also checks that the umbrella lists every public header). Each test uses
+// names from several headers and checks what they did, so a header dropped from the umbrella
+// breaks the build and a wrong result fails the test.
+#include "weft/weft.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+TEST(Umbrella, CoroutinesChannelsAndCombinatorsWorkThroughTheUmbrellaAlone) {
+  std::vector<int> seen = weft::run([] {
+    weft::channel<int> numbers(2);
+    weft::wait_group done;
+    done.add(1);
+    auto producer = weft::spawn([&] {
+      for (int value = 1; value <= 3; ++value) {
+        numbers.send(value);
+      }
+      numbers.close();
+      done.done();
+    });
+    std::vector<int> received;
+    for (int value : numbers) {
+      received.push_back(value);
+    }
+    done.wait();
+    producer.await();
+    auto [a, b] = weft::await_all(weft::spawn([] { return 10; }), weft::spawn([] { return 20; }));
+    received.push_back(a.value() + b.value());
+    return received;
+  });
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3, 30}));
+}
+
+TEST(Umbrella, TimeoutsLocksScopesAndTimersWorkThroughTheUmbrellaAlone) {
+  int fired = weft::run([] {
+    weft::mutex lock;
+    weft::semaphore slots(1);
+    weft::event ready;
+    int count = 0;
+    {
+      weft::scope children;
+      children.spawn([&] {
+        std::lock_guard<weft::mutex> held(lock);
+        ++count;
+        ready.set();
+      });
+      ready.wait(weft::timeout(10s));
+      children.join();
+    }
+    slots.acquire();
+    slots.release();
+    weft::timer alarm;
+    alarm.start(1ms, weft::unique_function<void()>([&] { ++count; }));
+    weft::sleep_for(20ms);
+    EXPECT_TRUE(ready.is_set());
+    return count;
+  });
+  EXPECT_EQ(fired, 2);
+}
+
+TEST(Umbrella, ErrorsAndPublicTypesAreReachable) {
+  // Types from the headers with nothing to run here without a server or a process.
+  static_assert(std::is_base_of_v<std::runtime_error, weft::error>);
+  static_assert(std::is_base_of_v<weft::error, weft::io_error>);
+  static_assert(std::is_class_v<weft::pg::connection>);
+  static_assert(std::is_class_v<weft::pg::pool>);
+  static_assert(std::is_class_v<weft::circuit_breaker>);
+  static_assert(std::is_class_v<weft::procs::scheduler>);
+  static_assert(std::is_class_v<weft::stack_options>);
+  EXPECT_FALSE(weft::timeout::never().limited());
+  EXPECT_TRUE(weft::timeout(1s).limited());
+}
+
+}  // namespace
