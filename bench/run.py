@@ -190,6 +190,11 @@ PROCS_ALL = ("spawn_many_10k", "spawn_many_100k", "yield_many", "ping_pong", "ch
 # Go has no thread outside its scheduler to send from.
 PROCS_GO = tuple(name for name in PROCS_ALL if not name.startswith("wake_latency_external"))
 PROCS_TASKS = ("spawn_many_10k", "spawn_many_100k", "chained_spawn", "fan_out_in", "skewed_cpu")
+LOOP_ALL = ("timers_10m", "timer_churn", "loop_tick", "fd_pingpong", "many_fds")
+# The weft program of suite loop runs once per driver, each column beside the raw library the
+# driver wraps.
+WEFT_DRIVERS = tuple(Variant(driver, (("WEFT_DRIVER", driver),), versus=driver)
+                     for driver in ("uv", "ev", "event", "poll"))
 # The load client's pingpong run (suite io's tcp_echo_pingpong, suite loop's coroutine_echo).
 ECHO_CLIENT_ARGS = ("--mode", "pingpong", "--connections", "100", "--size", "512",
                     "--warmup", "1", "--seconds", "5")
@@ -257,6 +262,49 @@ SUITES: dict[str, Suite] = {
             "weft makes; "
             "node's threadpool job is crypto.randomFill of one byte (the closest to an empty "
             "job JavaScript can queue). Details: bench/io/README.md."
+        ),
+    ),
+    "loop": Suite(
+        benchmarks=(
+            Benchmark("timers_10m", "ms"),
+            Benchmark("timer_churn", "ms"),
+            Benchmark("loop_tick", "ticks/s"),
+            Benchmark("fd_pingpong", "roundtrips/s"),
+            Benchmark("many_fds", "roundtrips/s"),
+            Benchmark("coroutine_echo", "requests/s", serve="echo", workload="tcp_echo_pingpong",
+                      client_args=ECHO_CLIENT_ARGS, smoke_client_args=ECHO_SMOKE_CLIENT_ARGS),
+        ),
+        programs=(
+            # coroutine_echo is suite io's echo server (bench_io_weft), once per driver too.
+            Program("weft", NATIVE, "bench/bench_loop_weft", LOOP_ALL + ("tcp_echo_pingpong",),
+                    server="bench/bench_io_weft", variants=WEFT_DRIVERS),
+            Program("uv", NATIVE, "bench/bench_loop_uv", LOOP_ALL + ("tcp_echo_pingpong",),
+                    server="bench/bench_io_uv_echo"),
+            Program("ev", NATIVE, "bench/bench_loop_ev", LOOP_ALL),
+            Program("event", NATIVE, "bench/bench_loop_event", LOOP_ALL),
+            Program("poll", NATIVE, "bench/bench_loop_poll", LOOP_ALL),
+        ),
+        timeout_s=120,
+        smoke_timeout_s=30,
+        client="bench/bench_io_load_client",
+        weft_pending=True,
+        pinning_note="every other benchmark to the servers' core",
+        note=(
+            "weft-X is weft's program (the event-loop facade, bench/loop/) run with "
+            "WEFT_DRIVER=X; uv, ev, event and poll are C programs written directly on libuv, "
+            "libev and libevent (epoll underneath all three) and a poll(2) loop of our own "
+            "(bench/peers/loop/), each compared with the weft driver that wraps it. Every "
+            "weft-X runs the same binary. timers_10m: 10M one-shot timers of 1 to 10 ms armed, "
+            "then fired; timer_churn: 1M timers armed, then cancelled; loop_tick: loop "
+            "iterations per second with one callback deferred to the next iteration each time; "
+            "fd_pingpong: 1-byte messages bounced over a socketpair, each sent through a "
+            "writable watcher and received through a readable one; many_fds: the same with "
+            "10,000 idle fds registered for readable besides, where poll(2), which scans every "
+            "registered fd on each wait, pays what epoll does not. coroutine_echo is suite io's "
+            "tcp_echo_pingpong against weft's coroutine echo server on each driver (uv: the raw "
+            "libuv callback server of suite io; WEFT_DRIVER is ignored by a weft without "
+            "drivers, and every weft-X column is then the default libuv driver). Details: "
+            "bench/loop/README.md."
         ),
     ),
     "sync": Suite(
