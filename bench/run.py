@@ -14,7 +14,8 @@ and accepts --smoke (tiny sizes) and --only <benchmark> (run just that one). Thi
     the programs alternating and their order rotated from round to round,
   * keeps the median of the rounds per (benchmark, program),
   * writes bench/results/SUITE.json ({"suite", "results": [{"name", "unit", "weft",
-    "peers": {...}}]}) and SUITE.md, and prints the table.
+    "peers": {...}}]}; "weft" is an object when the weft program has variants, below) and
+    SUITE.md, and prints the table.
 
 Lower is better unless the unit ends in /s. --smoke writes to bench/results/smoke/ instead, so
 that the committed full results are never overwritten by a CI run. A failing or missing weft
@@ -26,8 +27,20 @@ program as a server (`--port N --mode echo|sink`, port picked free on 127.0.0.1)
 "READY N" line, runs the suite's load client against it (server and client pinned to two
 different cores) and reads the RESULT line from the client; the server is then stopped (stdin
 closed, then SIGTERM, then SIGKILL, its whole process group). bench/io/README.md has the
-contract. A suite marked weft_pending (its weft program is not written yet) is skipped in smoke
-mode when that program is missing, unless --allow-missing-weft is given.
+contract. A program's own command (its self-measuring benchmarks) and its server are prepared
+separately: when one is missing, the benchmarks of the other still run. A suite marked
+weft_pending (its weft program is not written yet) is skipped in smoke mode when that program
+is missing, unless --allow-missing-weft is given.
+
+Variants: a program with `variants` runs once per variant, each run its own column named
+PROGRAM-VARIANT with the variant's environment variables added to the program's. Suite loop
+runs its weft program once per event-loop driver (columns weft-uv, weft-ev, weft-event,
+weft-poll: WEFT_DRIVER=uv|ev|event|poll) beside the raw libraries uv, ev, event and poll. When
+the weft program has variants, each result's "weft" in SUITE.json is an object
+{"weft-uv": value or null, ...} instead of one value, and the table has one ratio column per
+variant, "weft-X vs Y", Y being the variant's `versus` peer (the best peer when it names none).
+WEFT_SCHED, WEFT_SEED and WEFT_DRIVER are removed from every program's environment (a program
+or variant sets its own), so that the caller's shell cannot change what a column measures.
 
 Multi-threaded runtimes (suite procs) run every benchmark once per worker count W of
 --procs-workers (default 1,2): the program gets --workers W, is pinned to W cores (the lowest
@@ -72,6 +85,16 @@ CARGO = "cargo"  # a Cargo project; path is its directory relative to bench/
 
 
 @dataclasses.dataclass(frozen=True)
+class Variant:
+    """One of several runs of the same program with different environment variables: its
+    column is named PROGRAM-NAME (for example weft-uv)."""
+    name: str
+    env: tuple[tuple[str, str], ...]
+    # The peer this column is compared with in the table ("" for none), e.g. weft-uv with uv.
+    versus: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class Program:
     name: str  # "weft" for the weft program, otherwise the peer's key in the JSON
     kind: str
@@ -81,6 +104,30 @@ class Program:
     # Network benchmarks: the program that runs as the server, when it is not `path` itself
     # (same kind). "" means `path` serves too.
     server: str = ""
+    # Run the program once per variant, each its own column (see the docstring); () runs it
+    # once, as `name`.
+    variants: tuple[Variant, ...] = ()
+    versus: str = ""  # set on an expanded variant: the peer its column is compared with
+
+    @property
+    def is_weft(self) -> bool:
+        """The weft program, or one of its variants (weft-uv, ...)."""
+        return self.name == "weft" or self.name.startswith("weft-")
+
+
+def expand_variants(programs: tuple[Program, ...]) -> list[Program]:
+    """The programs as run.py runs them: a program with variants becomes one program per
+    variant, named PROGRAM-VARIANT, its environment the program's plus the variant's."""
+    expanded = []
+    for program in programs:
+        if not program.variants:
+            expanded.append(program)
+            continue
+        for variant in program.variants:
+            expanded.append(dataclasses.replace(
+                program, name=f"{program.name}-{variant.name}", env=program.env + variant.env,
+                variants=(), versus=variant.versus))
+    return expanded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,8 +143,11 @@ class Benchmark:
     # Cores a self-measuring program is pinned to: 1, or 2 (a thread pool's workers get a core
     # of their own: the load client's).
     cores: int = 1
-    # Per-worker suites: the benchmark's name as the program knows it (name is then
-    # "workload@wW") and the worker count W it runs with (--workers W, pinned to W cores).
+    # The benchmark's name as the program knows it, when it differs from `name`: per-worker
+    # suites (name is then "workload@wW"), or a network benchmark whose load client reports
+    # under another name (suite loop's coroutine_echo is the client's tcp_echo_pingpong).
+    # A program implements the benchmark when it lists this name. workers: the worker count W
+    # it runs with (--workers W, pinned to W cores).
     workload: str = ""
     workers: int = 0
 
@@ -118,6 +168,9 @@ class Suite:
     weft_pending: bool = False
     # Every benchmark runs once per worker count of --procs-workers (see the docstring).
     per_workers: bool = False
+    # Suites with network benchmarks: how the self-measuring ones are pinned, as the results'
+    # header says it ("" for suite io's wording).
+    pinning_note: str = ""
 
 
 CORE_ALL = ("suspended_memory", "yield_switch", "spawn_run_complete", "sleep_timers")
@@ -137,6 +190,16 @@ PROCS_ALL = ("spawn_many_10k", "spawn_many_100k", "yield_many", "ping_pong", "ch
 # Go has no thread outside its scheduler to send from.
 PROCS_GO = tuple(name for name in PROCS_ALL if not name.startswith("wake_latency_external"))
 PROCS_TASKS = ("spawn_many_10k", "spawn_many_100k", "chained_spawn", "fan_out_in", "skewed_cpu")
+LOOP_ALL = ("timers_10m", "timer_churn", "loop_tick", "fd_pingpong", "many_fds")
+# The weft program of suite loop runs once per driver, each column beside the raw library the
+# driver wraps.
+WEFT_DRIVERS = tuple(Variant(driver, (("WEFT_DRIVER", driver),), versus=driver)
+                     for driver in ("uv", "ev", "event", "poll"))
+# The load client's pingpong run (suite io's tcp_echo_pingpong, suite loop's coroutine_echo).
+ECHO_CLIENT_ARGS = ("--mode", "pingpong", "--connections", "100", "--size", "512",
+                    "--warmup", "1", "--seconds", "5")
+ECHO_SMOKE_CLIENT_ARGS = ("--mode", "pingpong", "--connections", "100", "--size", "512",
+                          "--warmup", "0.1", "--seconds", "0.3")
 
 SUITES: dict[str, Suite] = {
     "core": Suite(
@@ -165,10 +228,7 @@ SUITES: dict[str, Suite] = {
     "io": Suite(
         benchmarks=(
             Benchmark("tcp_echo_pingpong", "requests/s", serve="echo",
-                      client_args=("--mode", "pingpong", "--connections", "100", "--size", "512",
-                                   "--warmup", "1", "--seconds", "5"),
-                      smoke_client_args=("--mode", "pingpong", "--connections", "100",
-                                         "--size", "512", "--warmup", "0.1", "--seconds", "0.3")),
+                      client_args=ECHO_CLIENT_ARGS, smoke_client_args=ECHO_SMOKE_CLIENT_ARGS),
             Benchmark("tcp_pump", "Gbit/s", serve="sink",
                       client_args=("--mode", "pump", "--size", "65536", "--warmup", "1",
                                    "--seconds", "5"),
@@ -202,6 +262,49 @@ SUITES: dict[str, Suite] = {
             "weft makes; "
             "node's threadpool job is crypto.randomFill of one byte (the closest to an empty "
             "job JavaScript can queue). Details: bench/io/README.md."
+        ),
+    ),
+    "loop": Suite(
+        benchmarks=(
+            Benchmark("timers_10m", "ms"),
+            Benchmark("timer_churn", "ms"),
+            Benchmark("loop_tick", "ticks/s"),
+            Benchmark("fd_pingpong", "roundtrips/s"),
+            Benchmark("many_fds", "roundtrips/s"),
+            Benchmark("coroutine_echo", "requests/s", serve="echo", workload="tcp_echo_pingpong",
+                      client_args=ECHO_CLIENT_ARGS, smoke_client_args=ECHO_SMOKE_CLIENT_ARGS),
+        ),
+        programs=(
+            # coroutine_echo is suite io's echo server (bench_io_weft), once per driver too.
+            Program("weft", NATIVE, "bench/bench_loop_weft", LOOP_ALL + ("tcp_echo_pingpong",),
+                    server="bench/bench_io_weft", variants=WEFT_DRIVERS),
+            Program("uv", NATIVE, "bench/bench_loop_uv", LOOP_ALL + ("tcp_echo_pingpong",),
+                    server="bench/bench_io_uv_echo"),
+            Program("ev", NATIVE, "bench/bench_loop_ev", LOOP_ALL),
+            Program("event", NATIVE, "bench/bench_loop_event", LOOP_ALL),
+            Program("poll", NATIVE, "bench/bench_loop_poll", LOOP_ALL),
+        ),
+        timeout_s=120,
+        smoke_timeout_s=30,
+        client="bench/bench_io_load_client",
+        weft_pending=True,
+        pinning_note="every other benchmark to the servers' core",
+        note=(
+            "weft-X is weft's program (the event-loop facade, bench/loop/) run with "
+            "WEFT_DRIVER=X; uv, ev, event and poll are C programs written directly on libuv, "
+            "libev and libevent (epoll underneath all three) and a poll(2) loop of our own "
+            "(bench/peers/loop/), each compared with the weft driver that wraps it. Every "
+            "weft-X runs the same binary. timers_10m: 10M one-shot timers of 1 to 10 ms armed, "
+            "then fired; timer_churn: 1M timers armed, then cancelled; loop_tick: loop "
+            "iterations per second with one callback deferred to the next iteration each time; "
+            "fd_pingpong: 1-byte messages bounced over a socketpair, each sent through a "
+            "writable watcher and received through a readable one; many_fds: the same with "
+            "10,000 idle fds registered for readable besides, where poll(2), which scans every "
+            "registered fd on each wait, pays what epoll does not. coroutine_echo is suite io's "
+            "tcp_echo_pingpong against weft's coroutine echo server on each driver (uv: the raw "
+            "libuv callback server of suite io; WEFT_DRIVER is ignored by a weft without "
+            "drivers, and every weft-X column is then the default libuv driver). Details: "
+            "bench/loop/README.md."
         ),
     ),
     "sync": Suite(
@@ -309,6 +412,11 @@ SUITES: dict[str, Suite] = {
         ),
     ),
 }
+
+
+# Variables that change what weft does, removed from every program's environment (programs
+# and variants set their own through `env`).
+WEFT_ENVIRONMENT = ("WEFT_SCHED", "WEFT_SEED", "WEFT_DRIVER")
 
 
 class Failure(Exception):
@@ -519,9 +627,10 @@ def run_one(
     if cpu is not None:
         full = ["taskset", "-c", str(cpu)] + full
     env = dict(os.environ)
-    # The benchmarks measure weft's default FIFO order, whatever the caller's shell says.
-    env.pop("WEFT_SCHED", None)
-    env.pop("WEFT_SEED", None)
+    # The benchmarks measure weft's default FIFO order and default driver, whatever the
+    # caller's shell says (a variant sets WEFT_DRIVER again through program.env).
+    for name in WEFT_ENVIRONMENT:
+        env.pop(name, None)
     env.update(dict(program.env))
     # A new session, so that a timeout kills the program and everything it started.
     process = subprocess.Popen(
@@ -643,8 +752,8 @@ def run_served(
         server_full = ["taskset", "-c", str(cpus[0])] + server_full
         client_full = ["taskset", "-c", str(cpus[1])] + client_full
     env = dict(os.environ)
-    env.pop("WEFT_SCHED", None)
-    env.pop("WEFT_SEED", None)
+    for name in WEFT_ENVIRONMENT:
+        env.pop(name, None)
     env.update(dict(program.env))
     with tempfile.TemporaryFile() as server_errors:
         server = subprocess.Popen(server_full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -701,28 +810,61 @@ def ratio_to_best_peer(unit: str, weft: float | None, peers: dict[str, float]) -
     return f"{weft / best:.2f}× ({best_names[0]})"
 
 
-def render_table(suite_name: str, suite: Suite, results: list[dict], header: list[str]) -> str:
-    peer_names = [program.name for program in suite.programs if program.name != "weft"]
-    columns = ["benchmark", "unit", "weft"] + peer_names + ["weft vs best peer"]
+def ratio_to_peer(weft: float | None, peer: float | None) -> str:
+    if weft is None or peer is None or peer <= 0:
+        return "—"
+    return f"{weft / peer:.2f}×"
+
+
+def render_table(suite: Suite, programs: list[Program], results: list[dict],
+                 header: list[str]) -> str:
+    weft_programs = [program for program in programs if program.is_weft]
+    peer_names = [program.name for program in programs if not program.is_weft]
+    if not has_weft_variants(programs):
+        columns = ["benchmark", "unit", "weft"] + peer_names + ["weft vs best peer"]
+    else:
+        columns = (["benchmark", "unit"] + [program.name for program in weft_programs]
+                   + peer_names
+                   + [f"{program.name} vs {program.versus or 'best peer'}"
+                      for program in weft_programs])
     lines = header + [
         "| " + " | ".join(columns) + " |",
         "|" + "|".join(["---", "---"] + ["---:"] * (len(columns) - 2)) + "|",
     ]
     for result in results:
-        cells = [result["name"], result["unit"], format_value(result["weft"])]
-        cells += [format_value(result["peers"].get(name)) for name in peer_names]
-        cells.append(ratio_to_best_peer(result["unit"], result["weft"], result["peers"]))
+        cells = [result["name"], result["unit"]]
+        if not has_weft_variants(programs):
+            cells.append(format_value(result["weft"]))
+            cells += [format_value(result["peers"].get(name)) for name in peer_names]
+            cells.append(ratio_to_best_peer(result["unit"], result["weft"], result["peers"]))
+        else:
+            cells += [format_value(result["weft"].get(program.name)) for program in weft_programs]
+            cells += [format_value(result["peers"].get(name)) for name in peer_names]
+            for program in weft_programs:
+                weft = result["weft"].get(program.name)
+                if program.versus:
+                    cells.append(ratio_to_peer(weft, result["peers"].get(program.versus)))
+                else:
+                    cells.append(ratio_to_best_peer(result["unit"], weft, result["peers"]))
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         "Lower is better unless the unit ends in /s. Each cell is the median over the rounds;"
         " — means the program does not implement the benchmark (or failed). "
-        '"weft vs best peer" is weft\'s value divided by the best peer\'s (below 1.00 means '
-        "weft is ahead for lower-is-better units).",
+        + ('"weft vs best peer" is weft\'s value divided by the best peer\'s (below 1.00 means '
+           "weft is ahead for lower-is-better units)."
+           if not has_weft_variants(programs) else
+           '"weft-X vs Y" is weft-X\'s value divided by Y\'s: below 1.00 means weft is ahead '
+           "for lower-is-better units, above 1.00 for units ending in /s."),
     ]
     if suite.note:
         lines += ["", suite.note]
     return "\n".join(lines) + "\n"
+
+
+def has_weft_variants(programs: list[Program]) -> bool:
+    """Whether the weft program runs as several variants (columns weft-X) rather than once."""
+    return [program.name for program in programs if program.is_weft] != ["weft"]
 
 
 def cpu_model() -> str:
@@ -762,6 +904,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     build_dir: Path = arguments.build_dir
     smoke: bool = arguments.smoke
     timeout_s = arguments.timeout or (suite.smoke_timeout_s if smoke else suite.timeout_s)
+    programs = expand_variants(suite.programs)
     benchmarks = suite.benchmarks
     if suite.per_workers:
         benchmarks = tuple(
@@ -789,7 +932,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
 
     revision = weft_revision()  # before the runs: the binaries were built from this tree
     if smoke and suite.weft_pending and not arguments.allow_missing_weft:
-        weft = next(program for program in suite.programs if program.name == "weft")
+        weft = next(program for program in programs if program.is_weft)
         try:
             prepare(weft, suite_name, build_dir, smoke=smoke)
         except (Failure, subprocess.TimeoutExpired, OSError) as error:
@@ -801,24 +944,43 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
         f"{pinning}")
     commands: dict[str, list[str]] = {}
     servers: dict[str, list[str]] = {}
-    for program in suite.programs:
+    for program in programs:
+        # The program's own command runs its self-measuring benchmarks, its server (the same
+        # command unless `server` names another) its network ones; either may be missing.
+        errors = []
         try:
             commands[program.name] = prepare(program, suite_name, build_dir, smoke=smoke)
-            if program.server:
-                servers[program.name] = prepare(program, suite_name, build_dir, program.server)
-            else:
-                servers[program.name] = commands[program.name]
         except (Failure, subprocess.TimeoutExpired, OSError) as error:
+            errors.append(error)
+        if program.server:
+            try:
+                servers[program.name] = prepare(program, suite_name, build_dir, program.server)
+            except (Failure, subprocess.TimeoutExpired, OSError) as error:
+                errors.append(error)
+        elif program.name in commands:
+            servers[program.name] = commands[program.name]
+        if not errors:
+            continue
+        implemented = [benchmark for benchmark in benchmarks
+                       if benchmark.program_name in program.benchmarks]
+        lost = [benchmark.name for benchmark in implemented
+                if program.name not in (servers if benchmark.serve else commands)]
+        if len(lost) == len(implemented):
+            missing = f"{program.name}: {errors[0]}"
             commands.pop(program.name, None)
-            missing = f"{program.name}: {error}"
-            if program.name == "weft":
-                if smoke and not arguments.allow_missing_weft:
-                    print(f"run.py: error: {missing}", file=sys.stderr, flush=True)
-                    weft_ok = False
-                else:
-                    warn(f"{missing}; weft's column stays empty")
+            servers.pop(program.name, None)
+        else:
+            missing = f"{program.name}: {errors[0]}; {', '.join(lost)} skipped"
+        if program.is_weft:
+            if smoke and not arguments.allow_missing_weft:
+                print(f"run.py: error: {missing}", file=sys.stderr, flush=True)
+                weft_ok = False
+            elif len(lost) == len(implemented):
+                warn(f"{missing}; {program.name}'s column stays empty")
             else:
-                warn(f"peer {missing}; skipped")
+                warn(missing)
+        else:
+            warn(f"peer {missing}{'; skipped' if len(lost) == len(implemented) else ''}")
     client_command: list[str] | None = None
     client_missing = ""
     if suite.client:
@@ -831,7 +993,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
 
     samples: dict[tuple[str, str], list[float]] = {}
     failures: list[str] = []
-    runnable = [program for program in suite.programs if program.name in commands]
+    runnable = [program for program in programs
+                if program.name in commands or program.name in servers]
     for round_index in range(arguments.runs):
         # Rotate the program order every round: nobody always runs first (cold caches) or last.
         shift = round_index % max(1, len(runnable))
@@ -840,6 +1003,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
             for program in order:
                 if benchmark.program_name not in program.benchmarks:
                     continue
+                if program.name not in (servers if benchmark.serve else commands):
+                    continue  # its command or server is missing (warned above)
                 label = f"[{round_index + 1}/{arguments.runs}] {benchmark.name} {program.name}"
                 started = time.monotonic()
                 try:
@@ -860,7 +1025,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                     message = f"{label}: FAILED: {error}"
                     failures.append(message)
                     print(message, file=sys.stderr, flush=True)
-                    if program.name == "weft":
+                    if program.is_weft:
                         weft_ok = False
                     continue
                 samples.setdefault((benchmark.name, program.name), []).append(value)
@@ -874,11 +1039,16 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
             return round(statistics.median(values), 3) if values else None
 
         peers = {}
-        for program in suite.programs:
-            if program.name != "weft" and median(program.name) is not None:
+        for program in programs:
+            if not program.is_weft and median(program.name) is not None:
                 peers[program.name] = median(program.name)
-        results.append({"name": benchmark.name, "unit": benchmark.unit,
-                        "weft": median("weft"), "peers": peers})
+        if has_weft_variants(programs):
+            weft = {program.name: median(program.name) for program in programs
+                    if program.is_weft}
+        else:
+            weft = median("weft")
+        results.append({"name": benchmark.name, "unit": benchmark.unit, "weft": weft,
+                        "peers": peers})
 
     output_dir = RESULTS_DIR / "smoke" if smoke else RESULTS_DIR
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -895,14 +1065,15 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
            "each benchmark@wW run with W workers, the program pinned to the lowest W cores"
            f"{'' if pinning != 'unpinned' else ' (not pinned)'}. "
            if suite.per_workers else
-           "servers pinned to one core and the load client to another, timers to the servers' "
-           "core, threadpool_roundtrip to both"
-           f"{'' if cpu_pair is not None else ' (not pinned: taskset missing)'}. ")
+           "servers pinned to one core and the load client to another, "
+           + (suite.pinning_note or
+              "timers to the servers' core, threadpool_roundtrip to both")
+           + f"{'' if cpu_pair is not None else ' (not pinned: taskset missing)'}. ")
         + "How each number is computed: the comment at the top of each program "
         f"(bench/{suite_name}/, bench/peers/{suite_name}/).",
         "",
     ]
-    table = render_table(suite_name, suite, results, header)
+    table = render_table(suite, programs, results, header)
     write_atomically(output_dir / f"{suite_name}.md", table)
     log("")
     log(table)
