@@ -6,6 +6,7 @@
 // waiter at once (free_slots), and a returned resource is handed to the oldest waiter before
 // the releasing coroutine continues (hand_back): the releaser cannot take either back.
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -206,8 +207,7 @@ void* pool_core::acquire(const timeout* limit, std::uint64_t& probe) {
   }
   probe = admit_or_throw();
   try {
-    timeout fallback;
-    void* resource = obtain(effective_limit(limit, fallback), probe);
+    void* resource = obtain(limit, probe);
     if (probe != 0 && !breaker_.probe_in_flight(probe)) {
       probe = 0;  // the verdict is in already (a fresh resource was made): nothing to report
     }
@@ -241,8 +241,7 @@ void* pool_core::try_acquire(std::uint64_t& probe) {
   try {
     idle_entry taken = idle_.pop_front();
     ++active_;
-    timeout fallback;
-    void* resource = vet(taken.resource, taken.since, effective_limit(nullptr, fallback), probe);
+    void* resource = vet(taken.resource, taken.since, nullptr, probe);
     if (probe != 0 && !breaker_.probe_in_flight(probe)) {
       probe = 0;
     }
@@ -256,7 +255,7 @@ void* pool_core::try_acquire(std::uint64_t& probe) {
   }
 }
 
-void* pool_core::obtain(const timeout& limit, std::uint64_t probe) {
+void* pool_core::obtain(const timeout* limit, std::uint64_t probe) {
   // Somebody already waits: queue behind them, even if capacity looks free (it is promised).
   if (waiters_.empty()) {
     if (!idle_.empty()) {
@@ -272,7 +271,9 @@ void* pool_core::obtain(const timeout& limit, std::uint64_t probe) {
   return wait_for_grant(limit, probe);
 }
 
-void* pool_core::wait_for_grant(const timeout& limit, std::uint64_t probe) {
+void* pool_core::wait_for_grant(const timeout* requested, std::uint64_t probe) {
+  timeout fallback;
+  const timeout& limit = effective_limit(requested, fallback);
   queued_waiter me(waiters_);
   try {
     waiters_.wait(me, limit, [this](queued_waiter& leaving) { pass_on(leaving); });
@@ -289,7 +290,7 @@ void* pool_core::wait_for_grant(const timeout& limit, std::uint64_t probe) {
         throw_closed("acquire");
       }
       // Handed over by a release (or a passed healthcheck), not idle: no validation.
-      return vet(resource, std::chrono::steady_clock::time_point::max(), limit, probe);
+      return vet(resource, std::chrono::steady_clock::time_point::max(), &limit, probe);
     }
     case grant_slot:
       if (closed_) {
@@ -309,8 +310,8 @@ void* pool_core::wait_for_grant(const timeout& limit, std::uint64_t probe) {
   }
 }
 
-bool pool_core::stale(std::chrono::steady_clock::time_point since) const noexcept {
-  if (!settings_.validate_after_idle || settings_.validate_after_idle->is_max() ||
+bool pool_core::stale_after_idle(std::chrono::steady_clock::time_point since) const noexcept {
+  if (settings_.validate_after_idle->is_max() ||
       since == std::chrono::steady_clock::time_point::max()) {
     return false;
   }
@@ -326,12 +327,19 @@ void pool_core::idle_push(void* resource) {
 }
 
 void* pool_core::vet(void* resource, std::chrono::steady_clock::time_point since,
-                     const timeout& limit, std::uint64_t probe) {
-  // resource counts in active_.
+                     const timeout* requested, std::uint64_t probe) {
+  // resource counts in active_. The deadline is made at the first validation and kept for the
+  // ones after it (a rejected resource is replaced by the next idle one).
+  std::optional<timeout> fallback;  // engaged only when a validation needs the default deadline
+  const timeout* bound = requested;
   for (;;) {
     bool accepted = true;
     bool validation_failed = false;
     if (stale(since)) {
+      if (bound == nullptr) {
+        bound = &effective_limit(nullptr, fallback.emplace());
+      }
+      const timeout& limit = *bound;
       std::exception_ptr failure;
       try {
         accepted = hooks_.validate(hooks_.context, resource, limit);
@@ -487,6 +495,29 @@ void pool_core::pass_on(queued_waiter& leaving) noexcept {
   }
 }
 
+void pool_core::refuse_release(void* resource, std::uint64_t probe, bool vetoed,
+                               std::exception_ptr failure) noexcept {
+  if (vetoed && !closed_) {
+    // A veto is the backend's resource failing its check (a lost session, a reset that
+    // failed): a failure for the breaker, reported before the slot goes to a waiter, so that a
+    // breaker it opens makes that waiter fail fast instead of creating.
+    ++counters_.rejected_releases;
+    if (!failure) {
+      try {
+        failure = std::make_exception_ptr(
+            error(label() + ": before_release rejected a returned resource; it was destroyed"));
+      } catch (...) {  // out of memory: the count above still says it happened
+      }
+    }
+    record_failure(failure);
+  } else if (probe != 0) {
+    breaker_.abandon_probe(probe);
+  }
+  --active_;
+  destroy_resource(resource);
+  free_slots();  // a waiter creates a fresh one: nobody is left hanging
+}
+
 void pool_core::release(void* resource, std::uint64_t probe) noexcept {
   if (closed_) {
     --active_;
@@ -498,33 +529,18 @@ void pool_core::release(void* resource, std::uint64_t probe) noexcept {
   }
   if (hooks_.before_release != nullptr) {
     bool accepted = false;
-    bool cancelled = false;
-    std::exception_ptr failure;
     try {
       accepted = hooks_.before_release(hooks_.context, resource);
     } catch (const cancelled_error& cancellation) {
-      cancelled = true;
       cancel_again(cancellation);
+      refuse_release(resource, probe, false, nullptr);  // no verdict on the resource
+      return;
     } catch (...) {
-      failure = std::current_exception();
+      refuse_release(resource, probe, true, std::current_exception());
+      return;
     }
     if (!accepted || closed_) {
-      if (!accepted && !cancelled && !closed_) {
-        // A veto is the backend's resource failing its check (a lost session, a reset that
-        // failed): a failure for the breaker, reported before the slot goes to a waiter, so
-        // that a breaker it opens makes that waiter fail fast instead of creating.
-        ++counters_.rejected_releases;
-        if (!failure) {
-          failure = std::make_exception_ptr(
-              error(label() + ": before_release rejected a returned resource; it was destroyed"));
-        }
-        record_failure(failure);
-      } else if (probe != 0) {
-        breaker_.abandon_probe(probe);
-      }
-      --active_;
-      destroy_resource(resource);
-      free_slots();  // a waiter creates a fresh one: nobody is left hanging
+      refuse_release(resource, probe, !accepted, nullptr);
       return;
     }
   }

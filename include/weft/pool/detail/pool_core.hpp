@@ -199,17 +199,30 @@ class pool_core {
   std::size_t live() const noexcept { return idle_.size() + active_; }
   std::uint64_t admit_or_throw();
   // The deadline of an acquire: limit, else the settings' acquire_timeout (made into fallback).
+  // Made only where a wait or a validation needs it: building a timeout reads the clock, and
+  // the common acquire (an idle resource, nothing to validate) needs no deadline at all.
   const timeout& effective_limit(const timeout* limit, timeout& fallback) const;
-  void* obtain(const timeout& limit, std::uint64_t probe);
-  void* wait_for_grant(const timeout& limit, std::uint64_t probe);
+  // limit: the caller's, or null for the settings' acquire_timeout.
+  void* obtain(const timeout* limit, std::uint64_t probe);
+  void* wait_for_grant(const timeout* limit, std::uint64_t probe);
   // Vets a resource about to be handed out (counted in active_): validation after idle when it
   // sat idle long enough (since: when it went idle; time_point::max() for one that did not),
   // then before_acquire. Rejected ones are replaced by the next idle one or a fresh one.
-  void* vet(void* resource, std::chrono::steady_clock::time_point since, const timeout& limit,
+  void* vet(void* resource, std::chrono::steady_clock::time_point since, const timeout* limit,
             std::uint64_t probe);
-  bool stale(std::chrono::steady_clock::time_point since) const noexcept;
+  // Whether a resource idle since then is due for validation (inline: the common pool has no
+  // validate_after_idle, and the check is on every acquire).
+  bool stale(std::chrono::steady_clock::time_point since) const noexcept {
+    return settings_.validate_after_idle.has_value() && stale_after_idle(since);
+  }
+  bool stale_after_idle(std::chrono::steady_clock::time_point since) const noexcept;
   void idle_push(void* resource);
   void* create_reserved();
+  // A returned resource that before_release vetoed (vetoed: a failure for the breaker, with
+  // failure as its error when the hook threw) or that cannot go back (a cancelled hook, a
+  // closed pool): destroyed, and its slot freed for a waiter. Out of line: the cold path.
+  void refuse_release(void* resource, std::uint64_t probe, bool vetoed,
+                      std::exception_ptr failure) noexcept;
   void hand_back(void* resource) noexcept;
   void free_slots() noexcept;
   void pass_on(queued_waiter& leaving) noexcept;
