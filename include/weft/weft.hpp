@@ -8,7 +8,7 @@
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"
 #include "weft/io/pipe.hpp"
-#include "weft/io/process.hpp"
+#include "weft/io/subprocess.hpp"
 #include "weft/io/stream.hpp"
 #include "weft/io/tcp.hpp"
 #include "weft/io/tty.hpp"

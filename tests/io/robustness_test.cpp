@@ -618,7 +618,7 @@ TEST(IoRobustness, HugeTimeLimitsMeanNeverAndNegativeOnesHaveExpired) {
 TEST(IoRobustness, AMissingWorkingDirectoryIsNamedNotTheProgram) {
   run_clean([] {
     try {
-      weft::process::exec({"true"}, {.cwd = "/nonexistent"});
+      weft::subprocess::exec({"true"}, {.cwd = "/nonexistent"});
       ADD_FAILURE() << "the working directory does not exist";
     } catch (const weft::io_error& error) {
       EXPECT_EQ(error.code(), UV_ENOENT);
@@ -626,7 +626,7 @@ TEST(IoRobustness, AMissingWorkingDirectoryIsNamedNotTheProgram) {
                    "spawn true: working directory /nonexistent: no such file or directory");
     }
     try {
-      weft::process::spawn({"true"}, {.cwd = "/etc/hostname"});
+      weft::subprocess::spawn({"true"}, {.cwd = "/etc/hostname"});
       ADD_FAILURE() << "the working directory is a file";
     } catch (const weft::io_error& error) {
       EXPECT_EQ(error.code(), UV_ENOTDIR);
@@ -634,7 +634,7 @@ TEST(IoRobustness, AMissingWorkingDirectoryIsNamedNotTheProgram) {
     }
     // The directory is fine: the program is at fault, and still named as before.
     try {
-      weft::process::exec({"nosuch-program"}, {.cwd = "/"});
+      weft::subprocess::exec({"nosuch-program"}, {.cwd = "/"});
       ADD_FAILURE() << "no such program";
     } catch (const weft::io_error& error) {
       EXPECT_STREQ(error.what(), "spawn nosuch-program: no such file or directory");
@@ -647,7 +647,7 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
   run_clean([&] {
     const std::string missing = directory / "missing-tool";
     try {
-      weft::process::exec({missing});
+      weft::subprocess::exec({missing});
       ADD_FAILURE() << "no such program";
     } catch (const weft::io_error& error) {
       EXPECT_EQ(error.code(), UV_ENOENT);
@@ -662,7 +662,7 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
       file.close();
     }
     try {
-      weft::process::exec({script});
+      weft::subprocess::exec({script});
       ADD_FAILURE() << "the interpreter does not exist";
     } catch (const weft::io_error& error) {
       EXPECT_EQ(error.code(), UV_ENOENT);
@@ -674,7 +674,7 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
     // Not executable; and a relative path is resolved in the working directory given.
     ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
     try {
-      weft::process::exec({"./script"}, {.cwd = directory.path()});
+      weft::subprocess::exec({"./script"}, {.cwd = directory.path()});
       ADD_FAILURE() << "not executable";
     } catch (const weft::io_error& error) {
       EXPECT_EQ(error.code(), UV_EACCES);
@@ -686,29 +686,29 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
 
 TEST(IoRobustness, ChildProcessCallsOutsideACoroutineNameTheCallMade) {
   try {
-    weft::process::exec({"true"});
+    weft::subprocess::exec({"true"});
     ADD_FAILURE() << "outside a coroutine";
   } catch (const std::logic_error& error) {
-    EXPECT_EQ(
-        std::string(error.what()).rfind("weft: weft::process::exec called outside a coroutine", 0),
-        0u)
+    EXPECT_EQ(std::string(error.what())
+                  .rfind("weft: weft::subprocess::exec called outside a coroutine", 0),
+              0u)
         << error.what();
   }
   try {
-    weft::process::spawn({"true"});
+    weft::subprocess::spawn({"true"});
     ADD_FAILURE() << "outside a coroutine";
   } catch (const std::logic_error& error) {
-    EXPECT_EQ(
-        std::string(error.what()).rfind("weft: weft::process::spawn called outside a coroutine", 0),
-        0u)
+    EXPECT_EQ(std::string(error.what())
+                  .rfind("weft: weft::subprocess::spawn called outside a coroutine", 0),
+              0u)
         << error.what();
   }
   run_clean([] {
     try {
-      weft::process::exec({});
+      weft::subprocess::exec({});
       ADD_FAILURE() << "argv is empty";
     } catch (const std::logic_error& error) {
-      EXPECT_EQ(std::string(error.what()).rfind("weft::process::exec: argv is empty", 0), 0u)
+      EXPECT_EQ(std::string(error.what()).rfind("weft::subprocess::exec: argv is empty", 0), 0u)
           << error.what();
     }
   });

@@ -16,7 +16,7 @@
 // libuv reaps the process (waitpid) only for open handles, so the handle is closed in the exit
 // callback, after the reaping. Meanwhile the state counts as an abandoned operation of the
 // reactor, so run() waits for it before closing the loop (no zombie, no leaked handle).
-#include "weft/io/process.hpp"
+#include "weft/io/subprocess.hpp"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -57,7 +57,7 @@ struct child_state {
   bool process_open = false;  // initialised (uv_spawn does it even when it fails), not closing
   bool running = false;       // spawned and not yet reaped
   bool exited = false;
-  process::status ended{};
+  subprocess::status ended{};
   int users = 1;  // the owning weft::child
   bool counted_as_abandoned = false;
 };
@@ -162,12 +162,12 @@ std::pair<int, std::string> explain_spawn_failure(int status, const std::string&
 }  // namespace
 
 struct child_access {
-  // operation: the public call, named in misuse errors ("weft::process::exec").
-  static child spawn(const std::vector<std::string>& argv, const process::options& options,
+  // operation: the public call, named in misuse errors ("weft::subprocess::exec").
+  static child spawn(const std::vector<std::string>& argv, const subprocess::options& options,
                      const char* operation);
 };
 
-child child_access::spawn(const std::vector<std::string>& argv, const process::options& options,
+child child_access::spawn(const std::vector<std::string>& argv, const subprocess::options& options,
                           const char* operation) {
   if (argv.empty() || argv[0].empty()) {
     throw std::logic_error(std::string(operation) +
@@ -182,10 +182,10 @@ child child_access::spawn(const std::vector<std::string>& argv, const process::o
   uv_stdio_container_t stdio[3] = {};
   child_ends ends;
   weft::pipe* ours[3] = {&owner.stdin_, &owner.stdout_, &owner.stderr_};
-  const process::stdio modes[3] = {options.stdin_mode, options.stdout_mode, options.stderr_mode};
+  const subprocess::stdio modes[3] = {options.stdin_mode, options.stdout_mode, options.stderr_mode};
   for (int fd = 0; fd < 3; ++fd) {
     switch (modes[fd]) {
-      case process::stdio::pipe: {
+      case subprocess::stdio::pipe: {
         int pair[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
           throw_uv_error(uv_translate_sys_error(errno), "spawn", argv[0]);
@@ -201,11 +201,11 @@ child child_access::spawn(const std::vector<std::string>& argv, const process::o
         stdio[fd].data.fd = pair[1];
         break;
       }
-      case process::stdio::inherit:
+      case subprocess::stdio::inherit:
         stdio[fd].flags = UV_INHERIT_FD;
         stdio[fd].data.fd = fd;
         break;
-      case process::stdio::ignore:
+      case subprocess::stdio::ignore:
         stdio[fd].flags = UV_IGNORE;
         break;
     }
@@ -304,7 +304,7 @@ child_state& state_of(child_state* state, const char* operation) {
   if (state == nullptr) {
     throw std::logic_error(std::string("weft::child::") + operation +
                            " on an empty child (moved from, or never spawned); start one with "
-                           "weft::process::spawn");
+                           "weft::subprocess::spawn");
   }
   return *state;
 }
@@ -312,7 +312,7 @@ child_state& state_of(child_state* state, const char* operation) {
 
 bool child::exited() const noexcept { return state_ != nullptr && state_->exited; }
 
-process::status child::wait(const timeout& limit) {
+subprocess::status child::wait(const timeout& limit) {
   child_state& state = state_of(state_, "wait");
   detail::child_user user(state);
   detail::wait_until(
@@ -360,7 +360,7 @@ std::size_t child::read_stderr(std::span<char> buffer, const timeout& limit) {
   return piped(stderr_, "read_stderr").read_some(buffer, limit);
 }
 
-namespace process {
+namespace subprocess {
 namespace {
 
 // Reads from until end of stream into out.
@@ -380,13 +380,13 @@ void drain(weft::pipe& from, std::string& out) {
 }  // namespace
 
 child spawn(const std::vector<std::string>& argv, const options& options) {
-  return child_access::spawn(argv, options, "weft::process::spawn");
+  return child_access::spawn(argv, options, "weft::subprocess::spawn");
 }
 
 result exec(const std::vector<std::string>& argv, const options& options) {
-  process::options piped = options;
+  subprocess::options piped = options;
   piped.stdin_mode = piped.stdout_mode = piped.stderr_mode = stdio::pipe;
-  child running = child_access::spawn(argv, piped, "weft::process::exec");
+  child running = child_access::spawn(argv, piped, "weft::subprocess::exec");
   result outcome;
 
   // Three helpers run beside this coroutine and never outlive the call: stdin is fed while
@@ -414,7 +414,7 @@ result exec(const std::vector<std::string>& argv, const options& options) {
 
   std::exception_ptr failure;
   try {
-    process::status ended = running.wait(options.limit);
+    subprocess::status ended = running.wait(options.limit);
     outcome.exit_status = ended.exit_status;
     outcome.term_signal = ended.term_signal;
     for (task<void>* each : helpers) {
@@ -445,5 +445,5 @@ result exec(const std::vector<std::string>& argv, const options& options) {
   return outcome;
 }
 
-}  // namespace process
+}  // namespace subprocess
 }  // namespace weft
