@@ -133,7 +133,7 @@ TEST(Subprocess, AMissingProgramIsAnIoErrorNamingIt) {
       weft::subprocess::exec({"nosuch-program"});
       ADD_FAILURE() << "spawning a missing program must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_STREQ(error.what(), "spawn nosuch-program: no such file or directory");
     }
     EXPECT_THROW(weft::subprocess::spawn({"nosuch-program"}), weft::io_error);
@@ -279,7 +279,7 @@ TEST(Subprocess, WritingToAChildThatIsGoneIsAnIoError) {
       }
       ADD_FAILURE() << "writing to a gone reader must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EPIPE);
+      EXPECT_EQ(error.uv_code(), UV_EPIPE);
       EXPECT_STREQ(error.what(), "write stdin of true: broken pipe");
     }
     char buffer[4];
