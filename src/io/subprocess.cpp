@@ -45,47 +45,32 @@
 namespace weft {
 namespace detail {
 
-struct child_state {
+struct child_state final : shared_handle_state {
   child_state(scheduler_core& core, std::string name)
-      : waiters(core), driver(core.driver()), program(std::move(name)) {}
+      : shared_handle_state(core), program(std::move(name)) {}
 
-  handle_waiters waiters;
-  detail::driver& driver;
   std::string program;      // argv[0]
   std::string description;  // "process sleep (pid 42)"
-  uv_process_t process{};
-  bool process_open = false;  // initialised (uv_spawn does it even when it fails), not closing
-  bool running = false;       // spawned and not yet reaped
+  uv_process_t process{};   // open from uv_spawn (which initialises it even when it fails)
+  bool running = false;     // spawned and not yet reaped
   bool exited = false;
   subprocess::status ended{};
-  int users = 1;  // the owning weft::child
-  bool counted_as_abandoned = false;
 };
 
 namespace {
 
-void maybe_free(child_state& state) noexcept { free_when_unused(state, state.process_open); }
-
-void on_process_closed(uv_handle_t* handle) {
-  auto& state = *static_cast<child_state*>(handle->data);
-  state.process_open = false;
-  maybe_free(state);  // last: may free the state
-}
-
 void close_process(child_state& state) noexcept {
-  uv_close(reinterpret_cast<uv_handle_t*>(&state.process), &on_process_closed);
+  state.close_handle(reinterpret_cast<uv_handle_t*>(&state.process));
 }
 
 void on_exit(uv_process_t* process, std::int64_t exit_status, int term_signal) {
-  auto& state = *static_cast<child_state*>(process->data);
+  auto& state = state_of_handle<child_state>(process->data);
   state.running = false;
   state.exited = true;
   state.ended = {exit_status, term_signal};
   close_process(state);  // reaped: nothing is left for the handle to do
   state.waiters.notify_all();
 }
-
-using child_user = state_user<child_state, &maybe_free>;
 
 // The child's ends of the socketpairs, closed here once the spawn has dup'ed them (or failed).
 class child_ends {
@@ -232,8 +217,8 @@ child child_access::spawn(const std::vector<std::string>& argv, const subprocess
   spawn_options.cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
   spawn_options.stdio_count = 3;
   spawn_options.stdio = stdio;
-  state.process.data = &state;
-  state.process_open = true;  // uv_spawn initialises the handle first, even when it then fails
+  // uv_spawn initialises the handle first, even when it then fails.
+  state.handle_initialized(reinterpret_cast<uv_handle_t*>(&state.process));
   int status = uv_spawn(&loop, &state.process, &spawn_options);
   if (status < 0) {
     auto [code, message] = explain_spawn_failure(status, argv[0], options.cwd);
@@ -291,12 +276,10 @@ void child::release() noexcept {
     // on_exit reaps it and closes the process handle; if the kill fails the process is already
     // dead and its exit callback is on its way.
     uv_process_kill(&state.process, SIGKILL);
-  } else if (state.process_open && !state.exited) {
+  } else if (state.handle_open && !state.exited) {
     detail::close_process(state);  // a failed spawn: initialised, never started
   }
-  state.waiters.notify_all();
-  --state.users;
-  detail::maybe_free(state);
+  state.release_owner();
 }
 
 namespace {
@@ -314,7 +297,7 @@ bool child::exited() const noexcept { return state_ != nullptr && state_->exited
 
 subprocess::status child::wait(const timeout& limit) {
   child_state& state = state_of(state_, "wait");
-  detail::child_user user(state);
+  detail::state_user user(state);
   detail::wait_until(
       state.waiters, [&] { return state.exited; }, limit, state.description, "weft::child::wait");
   return state.ended;
