@@ -397,7 +397,7 @@ SUITES: dict[str, Suite] = {
         per_workers=True,
         note=(
             "Multi-threaded: each benchmark runs with W workers (the @wW suffix) pinned to W "
-            "cores. weft: weft::procs processes on a weft::procs::scheduler of W workers, "
+            "cores. weft: weft::procs processes on a weft::procs::runtime of W workers, "
             "children reporting to their parent with send() (spawn_many: a procs::wait_group); go: "
             "goroutines, channels and "
             "sync.WaitGroup, GOMAXPROCS=W; tokio: the multi-thread runtime with W worker "

@@ -29,11 +29,8 @@ deadlock_error::deadlock_error(std::size_t waiting, std::string report)
       waiting_(waiting),
       report_(std::move(report)) {}
 
-io_error::io_error(int code, std::string operation, std::string subject, const std::string& message)
-    : error(operation + (subject.empty() ? "" : " " + subject) + ": " + message),
-      code_(code),
-      operation_(std::move(operation)),
-      subject_(std::move(subject)) {}
+// io_error's members are defined in src/reactor/io_error.cpp: they need libuv, which this
+// layer may not include.
 
 namespace detail {
 

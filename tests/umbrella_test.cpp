@@ -74,7 +74,8 @@ TEST(Umbrella, ErrorsAndPublicTypesAreReachable) {
   static_assert(std::is_class_v<weft::pg::connection>);
   static_assert(std::is_class_v<weft::pg::pool>);
   static_assert(std::is_class_v<weft::circuit_breaker>);
-  static_assert(std::is_class_v<weft::procs::scheduler>);
+  static_assert(std::is_class_v<weft::procs::runtime>);
+  static_assert(std::is_class_v<weft::subprocess::options>);
   static_assert(std::is_class_v<weft::stack_options>);
   EXPECT_FALSE(weft::timeout::never().limited());
   EXPECT_TRUE(weft::timeout(1s).limited());

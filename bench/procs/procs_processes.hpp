@@ -1,7 +1,7 @@
 // The processes of suite `procs`' weft program (bench/procs/weft_procs.cpp, which drives
 // them and documents the workloads): small weft::procs::process classes, one per role, and the
 // helpers they share. Children report to the process that started them with
-// scheduler::send (a message event carrying their pid); roots time themselves and finish with
+// runtime::send (a message event carrying their pid); roots time themselves and finish with
 // the elapsed ns as their result. Included by weft_procs.cpp only.
 #pragma once
 
@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 #include <weft/procs/process.hpp>
-#include <weft/procs/scheduler.hpp>
+#include <weft/procs/runtime.hpp>
 #include <weft/procs/wait_group.hpp>
 
 #include "bench_util.hpp"
@@ -72,7 +72,7 @@ class context_process : public procs::process {
   void init(context& self, std::string_view, std::string_view) override { self_ = &self; }
 
  protected:
-  procs::scheduler& owner() const { return self_->owner(); }
+  procs::runtime& owner() const { return self_->owner(); }
   pid self() const { return self_->self(); }
   void report_to(pid parent, std::string message = {}) const {
     owner().send(parent, std::move(message), self());
@@ -117,7 +117,7 @@ class timed_root : public context_process {
 };
 
 // Submits the processes of child number `index` of `root` (which must hear from one of them).
-using spawn_child = std::function<void(procs::scheduler& owner, pid root, std::uint64_t index)>;
+using spawn_child = std::function<void(procs::runtime& owner, pid root, std::uint64_t index)>;
 
 // The root of most workloads: spawns every child in its first step, then counts their
 // messages until each has reported, adding up the 8-byte values into *sum when given one.

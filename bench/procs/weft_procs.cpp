@@ -1,15 +1,15 @@
 // The weft side of suite `procs` (bench/run.py runs it beside the peers in bench/peers/procs/;
 // bench/procs/README.md describes the workloads): weft::procs processes on a work-stealing
-// scheduler of W workers (--workers W; run.py pins the program to W cores).
+// runtime of W workers (--workers W; run.py pins the program to W cores).
 //
-// Every workload runs on a fresh weft::procs::scheduler with default options but the worker
-// count: once untimed at its smoke size (warm-up), then timed; the scheduler is stopped at the
+// Every workload runs on a fresh weft::procs::runtime with default options but the worker
+// count: once untimed at its smoke size (warm-up), then timed; the runtime is stopped at the
 // end (stop must return true: every process finished by itself). The timed span runs inside
 // one root process (submitted from main, so it runs on a worker) from its first step, before
 // its first spawn, to the step in which the last child's report arrives. Children are
-// started with scheduler::spawn (they return a pid and no handle: nobody waits on them, as
+// started with runtime::spawn (they return a pid and no handle: nobody waits on them, as
 // nobody waits on a goroutine) and report to the root the way a process would in an
-// application: with scheduler::send (a message event from the child's pid) when they have
+// application: with runtime::send (a message event from the child's pid) when they have
 // something to say, or through a procs::wait_group when the root only counts them (spawn_many,
 // like Go's WaitGroup there).
 //
@@ -26,12 +26,12 @@
 //   to the root, which sums them (checked against a sum computed in main). ns per child.
 // skewed_cpu: the root spawns, in one step, 10k processes that each spin ~10 us (xorshift
 //   rounds calibrated once at start and printed to stderr); ms until all are done.
-// wake_latency_p50/p99: main (a thread outside the scheduler) ticks a relay process every
+// wake_latency_p50/p99: main (a thread outside the runtime) ticks a relay process every
 //   30 us (and not before the last sample was taken); the relay sends a steady_clock timestamp
 //   to an idle process, which records now - sent: the wake-up of an idle process by a send
-//   inside the scheduler, the same hop as Go's and Tokio's. 10k samples; ns.
+//   inside the runtime, the same hop as Go's and Tokio's. 10k samples; ns.
 // wake_latency_external_p50/p99: the same, but main sends the timestamp itself: a send from a
-//   thread outside the scheduler, so the worker that runs the recorder is woken from its futex
+//   thread outside the runtime, so the worker that runs the recorder is woken from its futex
 //   (on one core, the kernel must first switch from the sender to it).
 // idle_cpu: one process waiting for an event that never comes; CPU time (getrusage) of the
 //   whole program over 1 s (after 100 ms to settle). ms.
@@ -55,7 +55,7 @@
 #include <tuple>
 #include <vector>
 #include <weft/procs/process.hpp>
-#include <weft/procs/scheduler.hpp>
+#include <weft/procs/runtime.hpp>
 
 #include "bench_util.hpp"
 #include "procs_processes.hpp"
@@ -130,22 +130,22 @@ procs_arguments parse_procs_arguments(int argc, char** argv) {
 }
 
 // Runs `root` to completion on `engine`; the root's elapsed ns.
-double run_root(procs::scheduler& engine, std::unique_ptr<procs::process> root) {
+double run_root(procs::runtime& engine, std::unique_ptr<procs::process> root) {
   return std::stod(engine.submit(std::move(root)).wait());
 }
 
-double spawn_many(procs::scheduler& engine, std::size_t tasks) {
+double spawn_many(procs::runtime& engine, std::size_t tasks) {
   return run_root(engine, std::make_unique<spawn_many_root>(tasks));
 }
 
-double yield_many(procs::scheduler& engine, std::size_t tasks, std::size_t yields) {
+double yield_many(procs::runtime& engine, std::size_t tasks, std::size_t yields) {
   return run_root(engine,
                   std::make_unique<counting_root>(tasks, [yields](auto& owner, pid root, auto) {
                     owner.spawn(std::make_unique<yielder>(yields, root));
                   }));
 }
 
-double ping_pong(procs::scheduler& engine, std::size_t pairs, std::size_t round_trips) {
+double ping_pong(procs::runtime& engine, std::size_t pairs, std::size_t round_trips) {
   return run_root(
       engine, std::make_unique<counting_root>(pairs, [round_trips](auto& owner, pid root, auto) {
         pid partner = owner.spawn(std::make_unique<ponger>(round_trips));
@@ -154,7 +154,7 @@ double ping_pong(procs::scheduler& engine, std::size_t pairs, std::size_t round_
 }
 
 // The sum of the children's values, after the elapsed ns.
-std::pair<double, std::uint64_t> computing_children(procs::scheduler& engine, std::size_t children,
+std::pair<double, std::uint64_t> computing_children(procs::runtime& engine, std::size_t children,
                                                     std::uint64_t rounds) {
   std::uint64_t sum = 0;
   double elapsed =
@@ -167,7 +167,7 @@ std::pair<double, std::uint64_t> computing_children(procs::scheduler& engine, st
   return {elapsed, sum};
 }
 
-double fan_out_in(procs::scheduler& engine, std::size_t children) {
+double fan_out_in(procs::runtime& engine, std::size_t children) {
   auto [elapsed, sum] = computing_children(engine, children, 4);
   std::uint64_t expected = 0;
   for (std::size_t index = 0; index < children; ++index) {
@@ -179,17 +179,16 @@ double fan_out_in(procs::scheduler& engine, std::size_t children) {
   return elapsed;
 }
 
-double skewed_cpu(procs::scheduler& engine, std::size_t tasks, std::uint64_t rounds) {
+double skewed_cpu(procs::runtime& engine, std::size_t tasks, std::uint64_t rounds) {
   auto [elapsed, checksum] = computing_children(engine, tasks, rounds);
   std::fprintf(stderr, "# skewed_cpu: checksum %llu\n", static_cast<unsigned long long>(checksum));
   return elapsed;
 }
 
 // Latencies in ns, sorted. inside: main ticks a relay process, which sends the timestamp (a
-// send inside the scheduler, as Go's goroutine sender); otherwise main sends it (a send from a
-// thread outside the scheduler).
-std::vector<std::uint64_t> wake_latency(procs::scheduler& engine, std::size_t samples,
-                                        bool inside) {
+// send inside the runtime, as Go's goroutine sender); otherwise main sends it (a send from a
+// thread outside the runtime).
+std::vector<std::uint64_t> wake_latency(procs::runtime& engine, std::size_t samples, bool inside) {
   std::vector<std::uint64_t> latencies;
   latencies.reserve(samples);
   std::atomic<std::size_t> received{0};
@@ -236,7 +235,7 @@ double cpu_time_ms() {
   return ms(usage.ru_utime) + ms(usage.ru_stime);
 }
 
-double idle_cpu(procs::scheduler& engine, std::chrono::milliseconds settle,
+double idle_cpu(procs::runtime& engine, std::chrono::milliseconds settle,
                 std::chrono::milliseconds span) {
   engine.submit(std::make_unique<idle_process>());
   std::this_thread::sleep_for(settle);
@@ -245,16 +244,16 @@ double idle_cpu(procs::scheduler& engine, std::chrono::milliseconds settle,
   return cpu_time_ms() - before;
 }
 
-// Runs `measure` on a fresh scheduler of `workers`, which is stopped afterwards: stop() must
+// Runs `measure` on a fresh runtime of `workers`, which is stopped afterwards: stop() must
 // find every process finished or finishing by itself.
 template <typename Measure>
 void with_engine(std::size_t workers, const char* workload, Measure measure) {
-  procs::scheduler_options options;
+  procs::runtime_options options;
   options.workers = workers;
   options.name = "bench_procs_weft";
-  procs::scheduler engine(options);
+  procs::runtime engine(options);
   measure(engine);
-  procs::scheduler::counters totals = engine.stats();
+  procs::runtime::counters totals = engine.stats();
   if (!engine.stop(std::chrono::seconds(5))) {
     fail(std::string(workload) + ": stop() had to force processes (some did not finish)");
   }
@@ -272,7 +271,7 @@ void with_engine(std::size_t workers, const char* workload, Measure measure) {
 struct timed_workload {
   const char* name;
   const char* unit;
-  std::function<double(procs::scheduler&, const procs_sizes&)> per_unit;
+  std::function<double(procs::runtime&, const procs_sizes&)> per_unit;
 };
 
 // `once` (elapsed ns) run `reps` times: the mean ns per operation, `operations` per run.
@@ -296,44 +295,44 @@ int main(int argc, char** argv) {
   using sizes = const procs_sizes&;
   const timed_workload timed[] = {
       {"spawn_many_10k", "ns/task",
-       [](procs::scheduler& engine, sizes z) {
+       [](procs::runtime& engine, sizes z) {
          return mean_ns(z.spawn_many_10k_reps, z.spawn_many_10k,
                         [&] { return spawn_many(engine, z.spawn_many_10k); });
        }},
       {"spawn_many_100k", "ns/task",
-       [](procs::scheduler& engine, sizes z) {
+       [](procs::runtime& engine, sizes z) {
          return mean_ns(z.spawn_many_100k_reps, z.spawn_many_100k,
                         [&] { return spawn_many(engine, z.spawn_many_100k); });
        }},
       {"yield_many", "ns/yield",
-       [](procs::scheduler& engine, sizes z) {
+       [](procs::runtime& engine, sizes z) {
          return mean_ns(z.yield_reps, z.yield_tasks * z.yields_per_task,
                         [&] { return yield_many(engine, z.yield_tasks, z.yields_per_task); });
        }},
       {"ping_pong", "ns/roundtrip",
-       [](procs::scheduler& engine, sizes z) {
+       [](procs::runtime& engine, sizes z) {
          return mean_ns(1, z.ping_pairs * z.ping_round_trips,
                         [&] { return ping_pong(engine, z.ping_pairs, z.ping_round_trips); });
        }},
       {"chained_spawn", "ns/spawn",
-       [](procs::scheduler& engine, sizes z) {
+       [](procs::runtime& engine, sizes z) {
          return mean_ns(1, z.chain_depth * z.chains, [&] {
            return run_root(engine, std::make_unique<chained_spawn_root>(z.chain_depth, z.chains));
          });
        }},
       {"fan_out_in", "ns/child",
-       [](procs::scheduler& engine, sizes z) {
+       [](procs::runtime& engine, sizes z) {
          return mean_ns(z.fan_reps, z.fan_children,
                         [&] { return fan_out_in(engine, z.fan_children); });
        }},
       {"skewed_cpu", "ms",
-       [&](procs::scheduler& engine, sizes z) {
+       [&](procs::runtime& engine, sizes z) {
          return skewed_cpu(engine, z.skewed_tasks, spin_rounds) / 1e6;
        }},
   };
   for (const timed_workload& workload : timed) {
     if (common.wants(workload.name)) {
-      with_engine(arguments.workers, workload.name, [&](procs::scheduler& engine) {
+      with_engine(arguments.workers, workload.name, [&](procs::runtime& engine) {
         workload.per_unit(engine, w);
         bench::report(workload.name, workload.unit, workload.per_unit(engine, s));
       });
@@ -346,7 +345,7 @@ int main(int argc, char** argv) {
     if (!common.wants(p50) && !common.wants(p99)) {
       continue;
     }
-    with_engine(arguments.workers, prefix.c_str(), [&](procs::scheduler& engine) {
+    with_engine(arguments.workers, prefix.c_str(), [&](procs::runtime& engine) {
       wake_latency(engine, w.wake_samples / 2, inside);
       std::vector<std::uint64_t> latencies = wake_latency(engine, s.wake_samples, inside);
       for (auto [name, percent] : {std::pair{p50, 50}, {p99, 99}}) {
@@ -358,7 +357,7 @@ int main(int argc, char** argv) {
     });
   }
   if (common.wants("idle_cpu")) {
-    with_engine(arguments.workers, "idle_cpu", [&](procs::scheduler& engine) {
+    with_engine(arguments.workers, "idle_cpu", [&](procs::runtime& engine) {
       bench::report("idle_cpu", "ms",
                     idle_cpu(engine, std::chrono::milliseconds(s.idle_ms / 10),
                              std::chrono::milliseconds(s.idle_ms)));

@@ -9,6 +9,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace weft {
@@ -42,17 +43,36 @@ class timeout_error : public error {
   using error::error;
 };
 
-// A failed I/O operation: the errno-style code (a negative libuv code such as UV_ECONNREFUSED),
-// the operation and what it was applied to ("connect 127.0.0.1:1: connection refused").
+// The std::error_category of the error codes libuv has of its own, with no errno behind them
+// (UV_EOF, UV_EAI_* from getaddrinfo, UV_ECHARSET, UV_EFTYPE, UV_UNKNOWN): name() is "libuv",
+// message(code) is libuv's uv_strerror(code) ("end of file"); the values are libuv's own,
+// negative. One object for the whole program, so categories compare by address as usual.
+const std::error_category& libuv_category() noexcept;
+
+// A failed I/O operation: the error, the operation and what it was applied to
+// ("connect 127.0.0.1:1: connection refused", where what() is "OPERATION SUBJECT: MESSAGE").
+//
+// The error comes two ways:
+//   - error_code(), a std::error_code to compare with the standard conditions. A libuv code
+//     that stands for an errno value (on Linux libuv's UV_E* codes are the negated errno) is
+//     that errno in std::system_category(), so error_code() == std::errc::connection_refused
+//     holds for a refused connect, and .value() is ECONNREFUSED. A code libuv has of its own
+//     (UV_EOF at the end of a stream, UV_EAI_NONAME from DNS) is in libuv_category(), its
+//     value the libuv code.
+//   - uv_code(), the raw libuv code (negative: UV_ECONNREFUSED, UV_EOF), for code that already
+//     speaks libuv.
+// Cheap to copy and to ask: error_code() is computed from the libuv code on each call.
 class io_error : public error {
  public:
-  io_error(int code, std::string operation, std::string subject, const std::string& message);
-  int code() const noexcept { return code_; }
+  // uv_code: a libuv error code (negative); message: what libuv (or weft) says of it.
+  io_error(int uv_code, std::string operation, std::string subject, const std::string& message);
+  std::error_code error_code() const noexcept;
+  int uv_code() const noexcept { return uv_code_; }
   const std::string& operation() const noexcept { return operation_; }
   const std::string& subject() const noexcept { return subject_; }
 
  private:
-  int code_;
+  int uv_code_;
   std::string operation_;
   std::string subject_;
 };

@@ -128,7 +128,7 @@ std::size_t file::read(std::span<char> buffer, const timeout& limit) {
       position_ += count;
       return count;
     } catch (const io_error& failure) {
-      if (failure.code() != UV_ESPIPE) {
+      if (failure.uv_code() != UV_ESPIPE) {
         throw;
       }
     }
@@ -147,7 +147,7 @@ void file::write(std::string_view data, const timeout& limit) {
       position_ += data.size();
       return;
     } catch (const io_error& failure) {
-      if (failure.code() != UV_ESPIPE) {
+      if (failure.uv_code() != UV_ESPIPE) {
         throw;
       }
     }

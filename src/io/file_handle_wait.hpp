@@ -1,15 +1,17 @@
 // Waiting for the state of a long-lived libuv handle (an fs_event watcher, a child process and
-// its pipes) to change. Internal to the I/O layer.
+// its pipes) to change, and the heap state such a handle lives in. Internal to the I/O layer.
 //
 // Unlike a one-shot request (weft/reactor/operation.hpp), a handle outlives every single wait:
 // libuv callbacks update the handle's heap state and call notify_all(); each waiting coroutine
 // wakes, re-checks its own condition and waits again if it does not hold yet. A waiter's
 // handle_wait lives on its stack and is linked into the state's handle_waiters while armed, so
-// the state must outlive every waiter: the owners in fs_watch.cpp and process.cpp count waiters
-// as users of the state and free it only when no user and no open handle remain.
+// the state must outlive every waiter: shared_handle_state counts the waiters as users of the
+// state and frees it only when no user and no open handle remain (fs_watch.cpp, subprocess.cpp).
 //
 // Thread: the scheduler's thread only.
 #pragma once
+
+#include <uv.h>
 
 #include <chrono>
 #include <string>
@@ -95,44 +97,88 @@ void wait_until(handle_waiters& waiters, Condition&& ready, const timeout& limit
   }
 }
 
-// Frees state (on the heap, shared by weft objects and open libuv handles) once no user is left
-// and no handle is open. While libuv alone still holds it, it counts as an abandoned operation,
-// so run() waits for the close callbacks before closing the loop. Call it last: it may free
-// state.
-template <class State>
-void free_when_unused(State& state, bool handles_open) noexcept {
-  if (state.users > 0) {
-    return;
+// The heap state behind a weft object whose libuv handle outlives every single wait (a
+// fs::watcher's uv_fs_event_t, a weft::child's uv_process_t; the handle is a member of the
+// derived state). Three parties hold it: the owning object, each coroutine inside one of its
+// calls (state_user), and libuv from the handle's init to its close callback. `users` counts the
+// first two. The state is freed when no user is left and the handle is closed; while libuv alone
+// still holds it, it counts as an abandoned operation, so run() waits for the close callback
+// before closing the loop.
+struct shared_handle_state {
+  explicit shared_handle_state(scheduler_core& core) : waiters(core), driver(core.driver()) {}
+  shared_handle_state(const shared_handle_state&) = delete;
+  shared_handle_state& operator=(const shared_handle_state&) = delete;
+  virtual ~shared_handle_state() = default;  // freed through this base
+
+  // Call once libuv has initialised handle (uv_spawn does even when it then fails): callbacks
+  // find the state through handle->data, and from now on only close_handle may end it.
+  void handle_initialized(uv_handle_t* handle) noexcept {
+    handle->data = this;
+    handle_open = true;
   }
-  if (!handles_open) {
-    if (state.counted_as_abandoned) {
-      state.driver.abandoned_operation_completed();
+  // Hands the handle to uv_close; its callback marks it closed and frees the state if no user
+  // is left. Once per handle.
+  void close_handle(uv_handle_t* handle) noexcept { uv_close(handle, &on_handle_closed); }
+  // The owning object lets go: every waiter wakes (to see whatever the owner changed before
+  // this), and the owner's use ends. Call it last: it may free the state.
+  void release_owner() noexcept {
+    waiters.notify_all();
+    --users;
+    free_if_unused();
+  }
+  // Frees the state if no user is left and the handle is closed; counts it as abandoned while
+  // only libuv holds it. Call it last: it may free the state.
+  void free_if_unused() noexcept {
+    if (users > 0) {
+      return;
     }
-    delete &state;
-    return;
+    if (!handle_open) {
+      if (counted_as_abandoned) {
+        driver.abandoned_operation_completed();
+      }
+      delete this;
+      return;
+    }
+    if (!counted_as_abandoned) {
+      driver.operation_abandoned();
+      counted_as_abandoned = true;
+    }
   }
-  if (!state.counted_as_abandoned) {
-    state.driver.operation_abandoned();
-    state.counted_as_abandoned = true;
+
+  handle_waiters waiters;
+  detail::driver& driver;
+  int users = 1;             // the owning object, and each coroutine inside one of its calls
+  bool handle_open = false;  // initialised, close callback not yet run
+  bool counted_as_abandoned = false;
+
+ private:
+  static void on_handle_closed(uv_handle_t* handle) noexcept {
+    auto* state = static_cast<shared_handle_state*>(handle->data);
+    state->handle_open = false;
+    state->free_if_unused();  // last: may free the state
   }
+};
+
+// The derived state a handle belongs to (handle->data, set by handle_initialized).
+template <class State>
+State& state_of_handle(void* handle_data) noexcept {
+  return static_cast<State&>(*static_cast<shared_handle_state*>(handle_data));
 }
 
 // A coroutine inside a call on such a state keeps it alive (its handle_wait is linked into it):
-// one more user while it is in the call; on leaving, release (the state's free_when_unused rule)
-// may free it.
-template <class State, void (*Release)(State&) noexcept>
+// one more user while it is in the call; on leaving, the state may be freed.
 class state_user {
  public:
-  explicit state_user(State& state) noexcept : state_(state) { ++state_.users; }
+  explicit state_user(shared_handle_state& state) noexcept : state_(state) { ++state_.users; }
   state_user(const state_user&) = delete;
   state_user& operator=(const state_user&) = delete;
   ~state_user() {
     --state_.users;
-    Release(state_);
+    state_.free_if_unused();
   }
 
  private:
-  State& state_;
+  shared_handle_state& state_;
 };
 
 }  // namespace weft::detail

@@ -23,44 +23,30 @@
 namespace weft {
 namespace detail {
 
-struct watch_state {
+struct watch_state final : shared_handle_state {
   watch_state(scheduler_core& core, std::string watched, std::size_t queue_capacity)
-      : waiters(core),
-        driver(core.driver()),
+      : shared_handle_state(core),
         path(std::move(watched)),
         capacity(queue_capacity),
         description("fs watch " + path) {}
 
-  handle_waiters waiters;
-  detail::driver& driver;
   std::string path;
   std::size_t capacity;
   std::string description;
   uv_fs_event_t handle{};
-  bool handle_open = false;  // initialised, close callback not yet run
-  bool closed = false;       // the owner closed the watch
+  bool closed = false;  // the owner closed the watch
   std::deque<fs::watch_event> queue;
   // Events lost to a full queue and not yet reported. While non-zero, newer events are lost
   // too: they happened after the gap, and delivering them before the overflow report would
   // hide where the gap was.
   std::size_t dropped = 0;
   int error = 0;  // an error libuv reported on the watch, not yet reported to a caller
-  int users = 1;  // the owning watcher
-  bool counted_as_abandoned = false;
 };
 
 namespace {
 
-void maybe_free(watch_state& state) noexcept { free_when_unused(state, state.handle_open); }
-
-void on_closed(uv_handle_t* handle) {
-  auto& state = *static_cast<watch_state*>(handle->data);
-  state.handle_open = false;
-  maybe_free(state);  // last: may free the state
-}
-
 void on_event(uv_fs_event_t* handle, const char* filename, int events, int status) {
-  auto& state = *static_cast<watch_state*>(handle->data);
+  auto& state = state_of_handle<watch_state>(handle->data);
   if (state.closed) {
     return;
   }
@@ -74,8 +60,6 @@ void on_event(uv_fs_event_t* handle, const char* filename, int events, int statu
   }
   state.waiters.notify_all();
 }
-
-using watch_user = state_user<watch_state, &maybe_free>;
 
 }  // namespace
 }  // namespace detail
@@ -109,12 +93,11 @@ void watcher::close() noexcept {
   detail::watch_state& state = *std::exchange(state_, nullptr);
   state.closed = true;
   if (state.handle_open) {
-    // Asynchronous: libuv still owns the handle until on_closed, which may free the state.
-    uv_close(reinterpret_cast<uv_handle_t*>(&state.handle), &detail::on_closed);
+    // Asynchronous: libuv still owns the handle until its close callback, which may free the
+    // state.
+    state.close_handle(reinterpret_cast<uv_handle_t*>(&state.handle));
   }
-  state.waiters.notify_all();  // waiters in next() wake and report the close
-  --state.users;
-  detail::maybe_free(state);
+  state.release_owner();  // waiters in next() wake and report the close
 }
 
 std::size_t watcher::queued() const noexcept {
@@ -133,7 +116,7 @@ watch_event watcher::next(const timeout& limit) {
         "start one with weft::fs::watch");
   }
   detail::watch_state& state = *state_;
-  detail::watch_user user(state);
+  detail::state_user user(state);
   detail::wait_until(
       state.waiters,
       [&] { return !state.queue.empty() || state.dropped > 0 || state.error != 0 || state.closed; },
@@ -170,8 +153,7 @@ watcher watch(const std::string& path, const watch_options& options) {
   if (status < 0) {
     detail::throw_uv_error(status, "watch", path);
   }
-  state.handle.data = &state;
-  state.handle_open = true;
+  state.handle_initialized(reinterpret_cast<uv_handle_t*>(&state.handle));
   status = uv_fs_event_start(&state.handle, &detail::on_event, path.c_str(), 0);
   if (status < 0) {
     detail::throw_uv_error(status, "watch", path);

@@ -120,6 +120,8 @@ void back_off(listener_state& server, std::chrono::milliseconds delay, const tim
 
 }  // namespace
 
+void close_and_release_owner(listener_state* state) noexcept { state->close_and_release_owner(); }
+
 listener_state::~listener_state() {
   if (fd >= 0) {
     ::close(fd);  // never initialized: close_handle did not run
@@ -142,9 +144,9 @@ void listener_state::close_handle(uv_close_cb on_closed) noexcept {
   }
 }
 
-owned_state<listener_state> start_listening(int fd, int backlog, std::string subject,
-                                            fd_exhaustion out_of_fds) {
-  owned_state<listener_state> state;
+handle_owner<listener_state> start_listening(int fd, int backlog, std::string subject,
+                                             fd_exhaustion out_of_fds) {
+  handle_owner<listener_state> state;
   try {
     state.reset(new listener_state(std::move(subject), fd, out_of_fds));
   } catch (...) {

@@ -46,8 +46,8 @@ struct listener_state final : handle_state {
 
 // Listens on fd (a bound, non-blocking, close-on-exec stream socket, which the returned state
 // owns from now on, and which is closed here if this throws). io_error "listen SUBJECT: ...".
-owned_state<listener_state> start_listening(int fd, int backlog, std::string subject,
-                                            fd_exhaustion out_of_fds);
+handle_owner<listener_state> start_listening(int fd, int backlog, std::string subject,
+                                             fd_exhaustion out_of_fds);
 
 // Takes the next connection (a non-blocking, close-on-exec descriptor the caller owns), waiting
 // for one if none is queued. One acceptor at a time (std::logic_error). Throws timeout_error,

@@ -21,9 +21,9 @@ namespace {
 
 using connect_operation = detail::request_operation<uv_connect_t>;
 
-detail::owned_state<detail::stream_state> new_pipe_state(uv_loop_t& loop, std::string subject,
-                                                         const char* operation) {
-  detail::owned_state<detail::stream_state> state(
+detail::handle_owner<detail::stream_state> new_pipe_state(uv_loop_t& loop, std::string subject,
+                                                          const char* operation) {
+  detail::handle_owner<detail::stream_state> state(
       new detail::stream_state(detail::stream_kind::pipe, std::move(subject)));
   int status = uv_pipe_init(&loop, &state->uv.pipe, 0);
   if (status < 0) {
@@ -104,38 +104,16 @@ pipe::listener pipe::listener::listen(const std::string& path, const listen_opti
   auto state = detail::start_listening(fd, options.backlog, path, options.out_of_fds);
   state->unlink_path = path;  // ours now: removed when the listener closes
   listener made;
-  made.state_ = state.release();
+  made.state_ = std::move(state);
   made.path_ = path;
   return made;
 }
 
-pipe::listener::listener(listener&& other) noexcept
-    : state_(std::exchange(other.state_, nullptr)), path_(std::move(other.path_)) {}
-
-pipe::listener& pipe::listener::operator=(listener&& other) noexcept {
-  if (this != &other) {
-    if (state_ != nullptr) {
-      state_->close_and_release_owner();
-    }
-    state_ = std::exchange(other.state_, nullptr);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-pipe::listener::~listener() {
-  if (state_ != nullptr) {
-    state_->close_and_release_owner();
-  }
-}
-
 pipe pipe::listener::accept(const timeout& limit) {
-  if (state_ == nullptr) {
-    throw std::logic_error("weft: accept on an empty pipe::listener (default-made or moved from)");
-  }
+  detail::listener_state& server = state_.get_or_throw("accept", "pipe::listener");
   uv_loop_t& loop = detail::current_uv_loop("weft::pipe::listener::accept");
-  int fd = detail::accept_connection(*state_, limit);
-  detail::owned_state<detail::stream_state> client;
+  int fd = detail::accept_connection(server, limit);
+  detail::handle_owner<detail::stream_state> client;
   try {
     client = new_pipe_state(loop, "connection on " + path_, "accept");
   } catch (...) {
@@ -150,13 +128,9 @@ pipe pipe::listener::accept(const timeout& limit) {
   return pipe(client.release());
 }
 
-bool pipe::listener::is_open() const noexcept { return state_ != nullptr && !state_->closing(); }
+bool pipe::listener::is_open() const noexcept { return state_.is_open(); }
 
-void pipe::listener::close() noexcept {
-  // Closing the state removes the socket file (listener_state::unlink_path).
-  if (state_ != nullptr) {
-    state_->close();
-  }
-}
+// Closing the state removes the socket file (listener_state::unlink_path).
+void pipe::listener::close() noexcept { state_.close(); }
 
 }  // namespace weft

@@ -235,34 +235,14 @@ void stream_state::close_handle(uv_close_cb on_closed) noexcept {
   uv_close(handle(), on_closed);  // also when a reset is refused (after a shutdown, say)
 }
 
+void close_and_release_owner(stream_state* state) noexcept { state->close_and_release_owner(); }
+
 }  // namespace detail
 
-stream::stream(stream&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-
-stream& stream::operator=(stream&& other) noexcept {
-  if (this != &other) {
-    if (state_ != nullptr) {
-      state_->close_and_release_owner();
-    }
-    state_ = std::exchange(other.state_, nullptr);
-  }
-  return *this;
-}
-
-stream::~stream() {
-  if (state_ != nullptr) {
-    state_->close_and_release_owner();
-  }
-}
-
-bool stream::is_open() const noexcept { return state_ != nullptr && !state_->closing(); }
+bool stream::is_open() const noexcept { return state_.is_open(); }
 
 detail::stream_state& stream::state(const char* operation) const {
-  if (state_ == nullptr) {
-    throw std::logic_error(std::string("weft: ") + operation +
-                           " on an empty weft::stream (default-constructed or moved from)");
-  }
-  return *state_;
+  return state_.get_or_throw(operation, "weft::stream");
 }
 
 const std::string& stream::subject() const noexcept {
@@ -448,11 +428,7 @@ void stream::shutdown(const timeout& limit) {
   }
 }
 
-void stream::close() noexcept {
-  if (state_ != nullptr) {
-    state_->close();
-  }
-}
+void stream::close() noexcept { state_.close(); }
 
 namespace {
 

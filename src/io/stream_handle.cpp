@@ -133,9 +133,4 @@ void ignore_sigpipe_once() noexcept {
   });
 }
 
-void state_deleter::operator()(handle_state* state) const noexcept {
-  state->close();
-  state->release_owner();
-}
-
 }  // namespace weft::detail

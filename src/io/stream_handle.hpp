@@ -5,7 +5,9 @@
 // coroutine woken by close() may still look at the block after the handle is gone. So the block
 // has two owners, and whichever lets go last frees it:
 //   - libuv, from uv_close until the close callback (handle_closed);
-//   - the weft object (weft::stream, a listener, a socket), until it is destroyed (owner_gone).
+//   - the weft object (weft::stream, a listener, a socket), until it is destroyed (owner_gone);
+//     it holds the block in a handle_owner (weft/io/detail/handle_owner.hpp), as does the setup
+//     code before the object exists.
 // A handle being closed counts as an operation the reactor waits for before closing the loop
 // (reactor::operation_abandoned), so the loop never closes with a close callback still due.
 //
@@ -20,13 +22,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
+#include "weft/io/detail/handle_owner.hpp"
 #include "weft/reactor/detail/operation.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -93,13 +95,6 @@ class handle_state {
   bool handle_closed_ = false;
   bool owner_gone_ = false;
 };
-
-// Frees a state that no weft object owns yet (setup failed): closes it if initialized.
-struct state_deleter {
-  void operator()(handle_state* state) const noexcept;
-};
-template <class State>
-using owned_state = std::unique_ptr<State, state_deleter>;
 
 // The one coroutine waiting on a handle (a reader, an acceptor, a receiver): while armed it is
 // the handle's waiter (woken by handle_state::wake_waiter) and keeps the loop alive. ready()

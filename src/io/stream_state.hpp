@@ -124,7 +124,7 @@ struct stream_access {
   }
   template <class Stream>
   static stream_state* state_of(const Stream& stream) noexcept {
-    return stream.state_;
+    return stream.state_.get();
   }
 };
 

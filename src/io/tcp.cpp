@@ -189,40 +189,20 @@ listener listener::listen(const std::string& host, std::uint16_t port,
   }
   auto state = detail::start_listening(fd, options.backlog, subject, options.out_of_fds);
   listener made;
-  made.state_ = state.release();
+  made.state_ = std::move(state);
   // With port 0 the kernel picked the port: errors should name the real one.
   made.state_->set_subject(made.local_address());
   return made;
 }
 
-listener::listener(listener&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-
-listener& listener::operator=(listener&& other) noexcept {
-  if (this != &other) {
-    if (state_ != nullptr) {
-      state_->close_and_release_owner();
-    }
-    state_ = std::exchange(other.state_, nullptr);
-  }
-  return *this;
-}
-
-listener::~listener() {
-  if (state_ != nullptr) {
-    state_->close_and_release_owner();
-  }
-}
-
 tcp::stream listener::accept(const timeout& limit) {
-  if (state_ == nullptr) {
-    throw std::logic_error("weft: accept on an empty tcp::listener (default-made or moved from)");
-  }
+  detail::listener_state& server = state_.get_or_throw("accept", "tcp::listener");
   uv_loop_t& loop = detail::current_uv_loop("weft::tcp::listener::accept");
-  int fd = detail::accept_connection(*state_, limit);
-  detail::owned_state<detail::stream_state> client;
+  int fd = detail::accept_connection(server, limit);
+  detail::handle_owner<detail::stream_state> client;
   try {
     client.reset(
-        new detail::stream_state(detail::stream_kind::tcp, "connection on " + state_->subject()));
+        new detail::stream_state(detail::stream_kind::tcp, "connection on " + server.subject()));
   } catch (...) {
     ::close(fd);
     throw;
@@ -230,13 +210,13 @@ tcp::stream listener::accept(const timeout& limit) {
   int status = uv_tcp_init(&loop, &client->uv.tcp);
   if (status < 0) {
     ::close(fd);
-    detail::throw_uv_error(status, "accept", state_->subject());
+    detail::throw_uv_error(status, "accept", server.subject());
   }
   client->mark_initialized();
   status = uv_tcp_open(&client->uv.tcp, fd);
   if (status < 0) {
     ::close(fd);
-    detail::throw_uv_error(status, "accept", state_->subject());
+    detail::throw_uv_error(status, "accept", server.subject());
   }
   tcp::stream accepted = detail::stream_access::make<tcp::stream>(client.release());
   try {
@@ -254,27 +234,21 @@ std::uint16_t listener::port() const {
 }
 
 std::string listener::local_address() const {
-  if (state_ == nullptr) {
-    throw std::logic_error("weft: local_address of an empty tcp::listener");
-  }
-  if (state_->closing()) {
-    throw io_error(UV_EBADF, "getsockname", state_->subject(), "the listener is closed");
+  detail::listener_state& server = state_.get_or_throw("local_address", "tcp::listener");
+  if (server.closing()) {
+    throw io_error(UV_EBADF, "getsockname", server.subject(), "the listener is closed");
   }
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
-  if (::getsockname(state_->fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    detail::throw_uv_error(uv_translate_sys_error(errno), "getsockname", state_->subject());
+  if (::getsockname(server.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    detail::throw_uv_error(uv_translate_sys_error(errno), "getsockname", server.subject());
   }
   return detail::format_address(reinterpret_cast<sockaddr*>(&address));
 }
 
-bool listener::is_open() const noexcept { return state_ != nullptr && !state_->closing(); }
+bool listener::is_open() const noexcept { return state_.is_open(); }
 
-void listener::close() noexcept {
-  if (state_ != nullptr) {
-    state_->close();
-  }
-}
+void listener::close() noexcept { state_.close(); }
 
 tcp::stream connect(const std::string& host, std::uint16_t port, const timeout& limit,
                     const connect_options& options) {
@@ -293,7 +267,7 @@ tcp::stream connect(const std::string& host, std::uint16_t port, const timeout& 
     // The handle lives in a state block of its own from the start: if the wait below ends
     // early, the block's deleter closes the handle, which makes libuv end the connect request
     // with UV_ECANCELED, and the abandoned request then frees itself.
-    detail::owned_state<detail::stream_state> state(
+    detail::handle_owner<detail::stream_state> state(
         new detail::stream_state(detail::stream_kind::tcp, subject));
     int status = uv_tcp_init(&loop, &state->uv.tcp);
     if (status < 0) {

@@ -19,7 +19,7 @@ tty tty::open(int fd) {
     int code = uv_translate_sys_error(errno);
     throw io_error(code, "open", subject, uv_strerror(code));
   }
-  detail::owned_state<detail::stream_state> state(
+  detail::handle_owner<detail::stream_state> state(
       new detail::stream_state(detail::stream_kind::tty, subject));
   int status = uv_tty_init(&loop, &state->uv.tty, fd, 0);
   if (status < 0) {

@@ -113,6 +113,8 @@ void udp_state::start_receiving() {
   receiving = true;
 }
 
+void close_and_release_owner(udp_state* state) noexcept { state->close_and_release_owner(); }
+
 }  // namespace detail
 
 namespace udp {
@@ -121,7 +123,7 @@ socket socket::bind(const std::string& host, std::uint16_t port, const bind_opti
   uv_loop_t& loop = detail::current_uv_loop("weft::udp::socket::bind");
   sockaddr_storage address = detail::address_of(host, port, "bind");
   std::string subject = detail::format_address(reinterpret_cast<sockaddr*>(&address));
-  detail::owned_state<detail::udp_state> state(new detail::udp_state(subject));
+  detail::handle_owner<detail::udp_state> state(new detail::udp_state(subject));
   int status = uv_udp_init(&loop, &state->udp);
   if (status < 0) {
     detail::throw_uv_error(status, "bind", subject);
@@ -134,38 +136,17 @@ socket socket::bind(const std::string& host, std::uint16_t port, const bind_opti
     detail::throw_uv_error(status, "bind", subject);
   }
   socket made;
-  made.state_ = state.release();
+  made.state_ = std::move(state);
   made.state_->set_subject(made.local_address());
   return made;
 }
 
-socket::socket(socket&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-
-socket& socket::operator=(socket&& other) noexcept {
-  if (this != &other) {
-    if (state_ != nullptr) {
-      state_->close_and_release_owner();
-    }
-    state_ = std::exchange(other.state_, nullptr);
-  }
-  return *this;
-}
-
-socket::~socket() {
-  if (state_ != nullptr) {
-    state_->close_and_release_owner();
-  }
-}
-
 detail::udp_state& socket::state(const char* operation) const {
-  if (state_ == nullptr) {
-    throw std::logic_error(std::string("weft: ") + operation +
-                           " on an empty udp::socket (default-made or moved from)");
+  detail::udp_state& state = state_.get_or_throw(operation, "udp::socket");
+  if (state.closing()) {
+    throw io_error(UV_ECANCELED, operation, state.subject(), "the socket is closed");
   }
-  if (state_->closing()) {
-    throw io_error(UV_ECANCELED, operation, state_->subject(), "the socket is closed");
-  }
-  return *state_;
+  return state;
 }
 
 void socket::connect(const std::string& host, std::uint16_t port) {
@@ -299,14 +280,12 @@ void socket::set_broadcast(bool enabled) {
 }
 
 std::string socket::local_address() const {
-  if (state_ == nullptr) {
-    throw std::logic_error("weft: local_address of an empty udp::socket");
-  }
+  detail::udp_state& state = state_.get_or_throw("local_address", "udp::socket");
   sockaddr_storage address{};
   int length = sizeof(address);
-  int status = uv_udp_getsockname(&state_->udp, reinterpret_cast<sockaddr*>(&address), &length);
+  int status = uv_udp_getsockname(&state.udp, reinterpret_cast<sockaddr*>(&address), &length);
   if (status < 0) {
-    detail::throw_uv_error(status, "getsockname", state_->subject());
+    detail::throw_uv_error(status, "getsockname", state.subject());
   }
   return detail::format_address(reinterpret_cast<sockaddr*>(&address));
 }
@@ -316,13 +295,9 @@ std::uint16_t socket::port() const {
   return static_cast<std::uint16_t>(std::stoul(address.substr(address.rfind(':') + 1)));
 }
 
-bool socket::is_open() const noexcept { return state_ != nullptr && !state_->closing(); }
+bool socket::is_open() const noexcept { return state_.is_open(); }
 
-void socket::close() noexcept {
-  if (state_ != nullptr) {
-    state_->close();
-  }
-}
+void socket::close() noexcept { state_.close(); }
 
 }  // namespace udp
 }  // namespace weft

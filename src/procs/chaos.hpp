@@ -1,4 +1,4 @@
-// Random yields between the atomic steps of the procs scheduler's lock-free code, so that
+// Random yields between the atomic steps of the procs runtime's lock-free code, so that
 // tests explore interleavings that a quiet machine would almost never produce.
 //
 // Contract: chaos_point() may be called from any thread and never blocks (it may give up the

@@ -1,5 +1,5 @@
 // weft::procs engine: the process table, submission, stop and the count of live processes.
-// Routing by pid is routing.cpp, the workers' side worker.cpp, the facade scheduler.cpp.
+// Routing by pid is routing.cpp, the workers' side worker.cpp, the facade runtime.cpp.
 #include "procs/engine.hpp"
 
 #include <sched.h>
@@ -18,7 +18,7 @@ std::string describe_pid(pid id) {
   return "pid " + std::to_string(index_of(id)) + "." + std::to_string(id >> 32);
 }
 
-engine::engine(scheduler& facade, scheduler_options options)
+engine::engine(runtime& facade, runtime_options options)
     : facade_(facade),
       options_(std::move(options)),
       directory_(new std::atomic<process_record*>[max_chunks]) {
@@ -177,9 +177,9 @@ pid engine::launch(std::unique_ptr<process> body, std::string_view method, std::
   count_started(here);
   if (stopping_.load(std::memory_order_seq_cst)) {
     uncount_started(here);
-    throw scheduler_stopped_error(options_.name +
-                                  ": submit after stop(): the scheduler takes no "
-                                  "new processes");
+    throw runtime_stopped_error(options_.name +
+                                ": submit after stop(): the runtime takes no "
+                                "new processes");
   }
   process_record* allocated = nullptr;
   try {
@@ -419,8 +419,8 @@ void engine::notify_if_stopping() noexcept {
   }
 }
 
-scheduler::counters engine::stats() const noexcept {
-  scheduler::counters total;
+runtime::counters engine::stats() const noexcept {
+  runtime::counters total;
   for (const auto& each : workers_) {
     total.steps += each->steps.load(std::memory_order_relaxed);
     total.steals += each->steals.load(std::memory_order_relaxed);

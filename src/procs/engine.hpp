@@ -1,7 +1,7 @@
-// The engine behind weft::procs::scheduler: the process table, the workers and their queues,
+// The engine behind weft::procs::runtime: the process table, the workers and their queues,
 // idling and parking, and stop. worker.cpp runs processes; engine.cpp owns the table and
 // lifecycle, routing.cpp the routing by pid (deliver, terminate); outcome.cpp the handles,
-// completions and step_output; scheduler.cpp the public facade.
+// completions and step_output; runtime.cpp the public facade.
 #pragma once
 
 #include <atomic>
@@ -18,7 +18,7 @@
 #include "procs/global_queue.hpp"
 #include "procs/local_queue.hpp"
 #include "procs/record.hpp"
-#include "weft/procs/scheduler.hpp"
+#include "weft/procs/runtime.hpp"
 #include "weft/reactor/trigger.hpp"
 
 namespace weft::procs::detail {
@@ -96,11 +96,11 @@ struct worker {
 
 class engine : public std::enable_shared_from_this<engine> {
  public:
-  engine(scheduler& facade, scheduler_options options);
+  engine(runtime& facade, runtime_options options);
   ~engine();
   void start();
 
-  // scheduler's members.
+  // runtime's members.
   void on_command(std::string type, command_handler handler);
   process_handle submit(std::unique_ptr<process> body, std::string_view method,
                         std::string_view input);
@@ -109,7 +109,7 @@ class engine : public std::enable_shared_from_this<engine> {
   // when throw_if_unknown, if `to` is not a live process.
   bool deliver(pid to, event_type type, std::uint64_t tag, std::string&& data,
                std::exception_ptr&& error, pid from, const char* operation, bool throw_if_unknown);
-  // scheduler::send and try_send: a message, or scheduler_stopped_error after stop().
+  // runtime::send and try_send: a message, or runtime_stopped_error after stop().
   bool send(pid to, std::string&& message, pid from) {
     if (stopped()) [[unlikely]] {
       refuse_send_after_stop();
@@ -127,7 +127,7 @@ class engine : public std::enable_shared_from_this<engine> {
   bool stop(std::chrono::steady_clock::duration grace);
   std::size_t live() const noexcept { return count_live(); }
   std::size_t worker_count() const noexcept { return workers_.size(); }
-  scheduler::counters stats() const noexcept;
+  runtime::counters stats() const noexcept;
   const std::string& name() const noexcept { return options_.name; }
   bool stopped() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
 
@@ -211,8 +211,8 @@ class engine : public std::enable_shared_from_this<engine> {
   void notify_if_stopping() noexcept;
   static constexpr std::chrono::milliseconds finish_poll{1};
 
-  scheduler& facade_;
-  scheduler_options options_;
+  runtime& facade_;
+  runtime_options options_;
   std::vector<std::unique_ptr<worker>> workers_;
   global_queue<process_record> global_;
 

@@ -1,4 +1,4 @@
-// The global run queue of the procs scheduler: where work goes when a worker's local queue
+// The global run queue of the procs runtime: where work goes when a worker's local queue
 // overflows, and where work submitted from outside the workers waits for one to take it.
 //
 // Contract: any thread may call any member; push, push_batch, pop and pop_batch take a lock

@@ -1,4 +1,4 @@
-// A worker's local run queue in the procs work-stealing scheduler: a bounded lock-free ring
+// A worker's local run queue in the procs work-stealing runtime: a bounded lock-free ring
 // of pointers that its owner fills and empties FIFO and that other workers steal from, half
 // of it at a time.
 //

@@ -21,7 +21,7 @@ namespace weft::procs {
 // The context inside a process object (process::context_): bound when the process is launched,
 // handed to init by the worker.
 struct process_record_access {
-  static void bind(process& body, pid id, scheduler& owner) noexcept {
+  static void bind(process& body, pid id, runtime& owner) noexcept {
     body.context_.self_ = id;
     body.context_.owner_ = &owner;
   }

@@ -104,8 +104,8 @@ void engine::refuse_unknown(pid to, const char* operation) const {
 }
 
 void engine::refuse_send_after_stop() const {
-  throw scheduler_stopped_error(options_.name +
-                                ": send after stop(): no process is left to receive it");
+  throw runtime_stopped_error(options_.name +
+                              ": send after stop(): no process is left to receive it");
 }
 
 void engine::complete_yield(pid target, std::uint64_t tag, std::string data,

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "procs/engine.hpp"
-#include "weft/procs/scheduler.hpp"
+#include "weft/procs/runtime.hpp"
 
 namespace weft::procs {
 
@@ -88,7 +88,7 @@ wait_group::wait_group(const context& waiter, std::uint64_t tag) {
   block_ = make_block(waiter.owner(), waiter.self(), tag);
 }
 
-wait_group::wait_group(scheduler& owner, pid waiter, std::uint64_t tag) {
+wait_group::wait_group(runtime& owner, pid waiter, std::uint64_t tag) {
   if (waiter == no_pid) {
     throw std::invalid_argument(
         "weft::procs::wait_group: the waiter is no_pid (name the process to wake)");
@@ -96,7 +96,7 @@ wait_group::wait_group(scheduler& owner, pid waiter, std::uint64_t tag) {
   block_ = make_block(owner, waiter, tag);
 }
 
-detail::wait_group_block* wait_group::make_block(scheduler& owner, pid waiter, std::uint64_t tag) {
+detail::wait_group_block* wait_group::make_block(runtime& owner, pid waiter, std::uint64_t tag) {
   auto* block = new detail::wait_group_block;
   block->owner = owner.engine_;
   block->waiter = waiter;

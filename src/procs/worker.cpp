@@ -491,7 +491,7 @@ void engine::dispatch(worker& self, process_record& record) {
           id, yielded.tag, {},
           std::make_exception_ptr(unknown_command_error(
               options_.name + ": no handler for command \"" + yielded.type + "\" (tag " +
-              std::to_string(yielded.tag) + "); register one with scheduler::on_command")));
+              std::to_string(yielded.tag) + "); register one with runtime::on_command")));
       continue;
     }
     dispatch_frame frame{this, id, yielded.tag};

@@ -53,7 +53,7 @@ TEST(Dns, ReverseOfSomethingThatIsNoAddressIsAnIoErrorNamingIt) {
       weft::dns::reverse("not-an-ip");
       ADD_FAILURE() << "reverse of a name must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EINVAL);
+      EXPECT_EQ(error.uv_code(), UV_EINVAL);
       EXPECT_EQ(std::string(error.what()), "reverse not-an-ip: invalid argument");
     }
   });

@@ -77,7 +77,7 @@ TEST(File, ReadFileOfAMissingPathNamesIt) {
       weft::fs::read_file(missing);
       ADD_FAILURE() << "reading a missing file must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_EQ(error.operation(), "open");
       EXPECT_EQ(error.subject(), missing);
       EXPECT_EQ(std::string(error.what()), "open " + missing + ": no such file or directory");
@@ -118,7 +118,7 @@ TEST(File, DirectoriesAreMadeListedAndRemoved) {
       weft::fs::mkdir(directory / "sub");
       ADD_FAILURE() << "mkdir of an existing directory must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EEXIST);
+      EXPECT_EQ(error.uv_code(), UV_EEXIST);
       EXPECT_EQ(std::string(error.what()),
                 "mkdir " + (directory / "sub") + ": file already exists");
     }

@@ -121,7 +121,7 @@ TEST(FsWatch, WatchingAMissingPathIsAnIoErrorNamingIt) {
       weft::fs::watch(missing);
       ADD_FAILURE() << "watching a missing path must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_EQ(std::string(error.what()), "watch " + missing + ": no such file or directory");
     }
   });

@@ -75,7 +75,7 @@ TEST(Pipe, ConnectToAMissingSocketNamesThePath) {
       weft::pipe::connect(path);
       ADD_FAILURE() << "there is nothing at " << path;
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_EQ(std::string(error.what()), "connect " + path + ": no such file or directory");
     }
   });

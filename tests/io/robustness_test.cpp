@@ -105,7 +105,7 @@ void serve_through_exhaustion(Listener& listener, weft::fd_exhaustion mode, std:
       try {
         held.push_back(listener.accept(weft::timeout(10s)));
       } catch (const weft::io_error& error) {
-        report += "error " + std::to_string(error.code()) + " " + error.what() + "\n";
+        report += "error " + std::to_string(error.uv_code()) + " " + error.what() + "\n";
         break;
       }
     }
@@ -316,7 +316,7 @@ void warm_up_type_checks(Listener& listener, const std::function<int()>& connect
   try {
     throw weft::io_error(UV_EMFILE, "accept", "warm-up", "warm-up");
   } catch (const weft::io_error& error) {
-    if (error.code() != UV_EMFILE || std::string_view(error.what()).empty()) {
+    if (error.uv_code() != UV_EMFILE || std::string_view(error.what()).empty()) {
       report += "warm-up: io_error lost its code or message\n";
     }
   }
@@ -459,7 +459,7 @@ TEST(IoRobustness, ARetryingAcceptStillEndsWhenTheListenerCloses) {
         listener.accept();
         ADD_FAILURE() << "nothing connected";
       } catch (const weft::io_error& error) {
-        EXPECT_EQ(error.code(), UV_ECANCELED);
+        EXPECT_EQ(error.uv_code(), UV_ECANCELED);
         EXPECT_EQ(std::string(error.what()), "accept " + address + ": the listener is closed");
       }
     });
@@ -618,23 +618,23 @@ TEST(IoRobustness, HugeTimeLimitsMeanNeverAndNegativeOnesHaveExpired) {
 TEST(IoRobustness, AMissingWorkingDirectoryIsNamedNotTheProgram) {
   run_clean([] {
     try {
-      weft::process::exec({"true"}, {.cwd = "/nonexistent"});
+      weft::subprocess::exec({"true"}, {.cwd = "/nonexistent"});
       ADD_FAILURE() << "the working directory does not exist";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_STREQ(error.what(),
                    "spawn true: working directory /nonexistent: no such file or directory");
     }
     try {
-      weft::process::spawn({"true"}, {.cwd = "/etc/hostname"});
+      weft::subprocess::spawn({"true"}, {.cwd = "/etc/hostname"});
       ADD_FAILURE() << "the working directory is a file";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOTDIR);
+      EXPECT_EQ(error.uv_code(), UV_ENOTDIR);
       EXPECT_STREQ(error.what(), "spawn true: working directory /etc/hostname: not a directory");
     }
     // The directory is fine: the program is at fault, and still named as before.
     try {
-      weft::process::exec({"nosuch-program"}, {.cwd = "/"});
+      weft::subprocess::exec({"nosuch-program"}, {.cwd = "/"});
       ADD_FAILURE() << "no such program";
     } catch (const weft::io_error& error) {
       EXPECT_STREQ(error.what(), "spawn nosuch-program: no such file or directory");
@@ -647,10 +647,10 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
   run_clean([&] {
     const std::string missing = directory / "missing-tool";
     try {
-      weft::process::exec({missing});
+      weft::subprocess::exec({missing});
       ADD_FAILURE() << "no such program";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_EQ(std::string(error.what()),
                 "spawn " + missing + ": program " + missing + ": no such file or directory");
     }
@@ -662,10 +662,10 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
       file.close();
     }
     try {
-      weft::process::exec({script});
+      weft::subprocess::exec({script});
       ADD_FAILURE() << "the interpreter does not exist";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_EQ(std::string(error.what()),
                 "spawn " + script + ": program " + script +
                     ": its interpreter (the #! line) or its dynamic loader was not found: no such "
@@ -674,10 +674,10 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
     // Not executable; and a relative path is resolved in the working directory given.
     ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
     try {
-      weft::process::exec({"./script"}, {.cwd = directory.path()});
+      weft::subprocess::exec({"./script"}, {.cwd = directory.path()});
       ADD_FAILURE() << "not executable";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EACCES);
+      EXPECT_EQ(error.uv_code(), UV_EACCES);
       EXPECT_EQ(std::string(error.what()), "spawn ./script: program " + directory.path() +
                                                "/./script is not executable: permission denied");
     }
@@ -686,29 +686,29 @@ TEST(IoRobustness, AProgramPathNamesWhatIsWrongWithIt) {
 
 TEST(IoRobustness, ChildProcessCallsOutsideACoroutineNameTheCallMade) {
   try {
-    weft::process::exec({"true"});
+    weft::subprocess::exec({"true"});
     ADD_FAILURE() << "outside a coroutine";
   } catch (const std::logic_error& error) {
-    EXPECT_EQ(
-        std::string(error.what()).rfind("weft: weft::process::exec called outside a coroutine", 0),
-        0u)
+    EXPECT_EQ(std::string(error.what())
+                  .rfind("weft: weft::subprocess::exec called outside a coroutine", 0),
+              0u)
         << error.what();
   }
   try {
-    weft::process::spawn({"true"});
+    weft::subprocess::spawn({"true"});
     ADD_FAILURE() << "outside a coroutine";
   } catch (const std::logic_error& error) {
-    EXPECT_EQ(
-        std::string(error.what()).rfind("weft: weft::process::spawn called outside a coroutine", 0),
-        0u)
+    EXPECT_EQ(std::string(error.what())
+                  .rfind("weft: weft::subprocess::spawn called outside a coroutine", 0),
+              0u)
         << error.what();
   }
   run_clean([] {
     try {
-      weft::process::exec({});
+      weft::subprocess::exec({});
       ADD_FAILURE() << "argv is empty";
     } catch (const std::logic_error& error) {
-      EXPECT_EQ(std::string(error.what()).rfind("weft::process::exec: argv is empty", 0), 0u)
+      EXPECT_EQ(std::string(error.what()).rfind("weft::subprocess::exec: argv is empty", 0), 0u)
           << error.what();
     }
   });

@@ -23,7 +23,7 @@ std::optional<weft::tcp::listener> listen_or_skip(const std::string& host) {
   try {
     return weft::tcp::listener::listen(host, 0);
   } catch (const weft::io_error& error) {
-    if (error.code() == UV_EADDRNOTAVAIL || error.code() == UV_EAFNOSUPPORT) {
+    if (error.uv_code() == UV_EADDRNOTAVAIL || error.uv_code() == UV_EAFNOSUPPORT) {
       return std::nullopt;
     }
     throw;
@@ -207,7 +207,7 @@ TEST(Tcp, ConnectToARefusedPortNamesTheAddress) {
       weft::tcp::connect("127.0.0.1", port);
       ADD_FAILURE() << "connect should have been refused";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ECONNREFUSED);
+      EXPECT_EQ(error.uv_code(), UV_ECONNREFUSED);
       EXPECT_EQ(std::string(error.what()),
                 "connect 127.0.0.1:" + std::to_string(port) + ": connection refused");
       EXPECT_EQ(error.operation(), "connect");
@@ -252,14 +252,14 @@ TEST(Tcp, WriteToAResetConnectionRaises) {
       client.read_some(buffer);
       ADD_FAILURE() << "the read should see the reset";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ECONNRESET) << error.what();
+      EXPECT_EQ(error.uv_code(), UV_ECONNRESET) << error.what();
     }
     // ... and a write after it fails instead of killing the process with SIGPIPE.
     try {
       client.write_all("into the void");
       ADD_FAILURE() << "the write should fail";
     } catch (const weft::io_error& error) {
-      EXPECT_TRUE(error.code() == UV_EPIPE || error.code() == UV_ECONNRESET) << error.what();
+      EXPECT_TRUE(error.uv_code() == UV_EPIPE || error.uv_code() == UV_ECONNRESET) << error.what();
       EXPECT_EQ(error.operation(), "write");
       EXPECT_NE(std::string(error.what()).find(client.subject()), std::string::npos);
     }
@@ -282,7 +282,7 @@ TEST(Tcp, ReadUntilAndReadExactlySemantics) {
       client.read_until(tail, "\r\n", 2);
       ADD_FAILURE() << "no delimiter within 2 bytes";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOBUFS) << error.what();
+      EXPECT_EQ(error.uv_code(), UV_ENOBUFS) << error.what();
     }
     // The stream ends before 5 bytes: nothing is consumed either.
     std::array<char, 5> five;
@@ -290,7 +290,7 @@ TEST(Tcp, ReadUntilAndReadExactlySemantics) {
       client.read_exactly(five);
       ADD_FAILURE() << "only 3 bytes are left";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EOF);
+      EXPECT_EQ(error.uv_code(), UV_EOF);
       EXPECT_NE(std::string(error.what()).find("end of stream after 3 of 5 bytes"),
                 std::string::npos)
           << error.what();
@@ -418,7 +418,7 @@ TEST(Tcp, ClosingAStreamWithAQueuedWriteFailsThatWrite) {
       writer.await();
       ADD_FAILURE() << "the write cannot have completed: nobody read";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ECANCELED) << error.what();
+      EXPECT_EQ(error.uv_code(), UV_ECANCELED) << error.what();
     }
   });
 }
@@ -449,7 +449,7 @@ TEST(Tcp, ClosingAStreamWakesItsReader) {
       reader.await();
       ADD_FAILURE() << "the reader should fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ECANCELED);
+      EXPECT_EQ(error.uv_code(), UV_ECANCELED);
     }
     EXPECT_FALSE(client.is_open());
     EXPECT_THROW(client.write_all("x"), weft::io_error);
@@ -509,7 +509,7 @@ TEST(Tcp, ReusePortLetsTwoListenersShareAPort) {
       weft::tcp::listener::listen("127.0.0.1", first.port());
       ADD_FAILURE() << "without SO_REUSEPORT the port is taken";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EADDRINUSE);
+      EXPECT_EQ(error.uv_code(), UV_EADDRINUSE);
       EXPECT_NE(std::string(error.what()).find("listen 127.0.0.1:"), std::string::npos);
     }
   });

@@ -17,7 +17,7 @@ std::optional<weft::udp::socket> bind_or_skip(const std::string& host) {
   try {
     return weft::udp::socket::bind(host, 0);
   } catch (const weft::io_error& error) {
-    if (error.code() == UV_EADDRNOTAVAIL || error.code() == UV_EAFNOSUPPORT) {
+    if (error.uv_code() == UV_EADDRNOTAVAIL || error.uv_code() == UV_EAFNOSUPPORT) {
       return std::nullopt;
     }
     throw;

@@ -55,7 +55,7 @@ std::unique_ptr<process> yielder(std::vector<command> commands,
 TEST_F(ProcsCommands, AHandlerCompletingInlineDeliversTheResult) {
   std::vector<std::string> handled;
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("lookup", [&](const command& asked, completion done) {
     handled.push_back(asked.type + "/" + std::to_string(asked.tag) + "/" + asked.payload);
     EXPECT_TRUE(done.pending());
@@ -76,7 +76,7 @@ TEST_F(ProcsCommands, AHandlerCompletingInlineDeliversTheResult) {
 TEST_F(ProcsCommands, AHandlerCompletingLaterFromAnotherThreadDeliversTheResult) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("slow", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle handle = engine.submit(yielder({{"slow", 3, ""}}, outcomes));
   std::optional<completion> held = box.take();
@@ -98,7 +98,7 @@ TEST_F(ProcsCommands, TagsCorrelateCompletionsWithTheirYields) {
   completion_box box;
   std::vector<std::string> payloads_by_tag(4);
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("fetch", [&](const command& asked, completion done) {
     payloads_by_tag[asked.tag] = asked.payload;
     box.put(std::move(done));
@@ -125,7 +125,7 @@ TEST_F(ProcsCommands, TagsCorrelateCompletionsWithTheirYields) {
 
 TEST_F(ProcsCommands, AnUnknownCommandCompletesWithUnknownCommandError) {
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(yielder({{"teleport", 9, "to mars"}}, outcomes));
   handle.wait_for(generous);  // not hung
   stop_and_check_clean(engine);
@@ -139,7 +139,7 @@ TEST_F(ProcsCommands, AnUnknownCommandCompletesWithUnknownCommandError) {
 
 TEST_F(ProcsCommands, ADroppedCompletionFailsTheYield) {
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("forgetful", [](const command&, completion) {});
   process_handle handle = engine.submit(yielder({{"forgetful", 4, ""}}, outcomes));
   handle.wait_for(generous);
@@ -156,7 +156,7 @@ TEST_F(ProcsCommands, ADroppedCompletionFailsTheYield) {
 TEST_F(ProcsCommands, ACompletionDroppedLaterOnAnotherThreadFailsTheYield) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("lost", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle handle = engine.submit(yielder({{"lost", 5, ""}}, outcomes));
   std::optional<completion> held = box.take();
@@ -171,7 +171,7 @@ TEST_F(ProcsCommands, ACompletionDroppedLaterOnAnotherThreadFailsTheYield) {
 
 TEST_F(ProcsCommands, FailWithAReasonCarriesTheMessage) {
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("charge", [](const command&, completion done) {
     done.fail(std::string_view("card declined"));
   });
@@ -191,7 +191,7 @@ struct gateway_error : std::runtime_error {
 
 TEST_F(ProcsCommands, FailWithAnExceptionKeepsItsType) {
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("charge", [](const command&, completion done) {
     done.fail(std::make_exception_ptr(gateway_error("gateway down")));
   });
@@ -205,7 +205,7 @@ TEST_F(ProcsCommands, FailWithAnExceptionKeepsItsType) {
 
 TEST_F(ProcsCommands, ARegisteredHandlerCanBeReplaced) {
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("greet", [](const command&, completion done) { done.complete("old"); });
   engine.on_command("greet", [](const command&, completion done) { done.complete("new"); });
   process_handle handle = engine.submit(yielder({{"greet", 1, ""}}, outcomes));
@@ -221,7 +221,7 @@ TEST_F(ProcsCommands, ARegisteredHandlerCanBeReplaced) {
 TEST_F(ProcsCommands, ACompletionRacingTheEndOfTheStepIsNeverLost) {
   const std::size_t rounds = scaled(10000, 2000);
   completer_threads completers(1);
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("race", [&](const command& asked, completion done) {
     completers.hand_over(std::move(done), asked.payload);
   });
@@ -261,7 +261,7 @@ TEST_F(ProcsCommands, ACompletionOutlivingItsProcessIsDroppedNotMisrouted) {
   completion_box box;
   std::atomic<int> misrouted{0};
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   engine.on_command("hold", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle yielding = engine.submit(yielder({{"hold", 1, ""}}, outcomes));
   std::optional<completion> held = box.take();
@@ -297,7 +297,7 @@ TEST_F(ProcsCommands, ACompletionOutlivingItsProcessIsDroppedNotMisrouted) {
 TEST_F(ProcsCommands, CompletingTwiceIsMisuse) {
   std::vector<yield_outcome> outcomes;
   std::atomic<int> second_refused{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("once", [&](const command&, completion done) {
     done.complete("first");
     try {
@@ -319,11 +319,11 @@ TEST_F(ProcsCommands, CompletingTwiceIsMisuse) {
   EXPECT_EQ(outcomes[0].data, "first");
 }
 
-// Handlers may call back into the scheduler: a message sent to the yielding process from its
+// Handlers may call back into the runtime: a message sent to the yielding process from its
 // handler arrives before the completion the handler delivers after it.
 TEST_F(ProcsCommands, AHandlerMaySendToTheYieldingProcessBeforeCompleting) {
   std::vector<std::string> seen;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("notify_then_complete", [&engine](const command&, completion done) {
     engine.send(done.target(), "from the handler");
     done.complete("completed");
@@ -352,7 +352,7 @@ TEST_F(ProcsCommands, AHandlerMaySendToTheYieldingProcessBeforeCompleting) {
 TEST_F(ProcsCommands, HandlersCanBeRegisteredWhileProcessesRun) {
   const int processes = static_cast<int>(scaled(64, 16));
   std::atomic<int> wrong{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("steady",
                     [](const command& asked, completion done) { done.complete(asked.payload); });
   std::vector<process_handle> handles;
@@ -385,11 +385,11 @@ TEST_F(ProcsCommands, HandlersCanBeRegisteredWhileProcessesRun) {
 }
 
 // A completion still held when stop() forced its process: completing it (or dropping it) later,
-// while the stopped scheduler still exists, reaches nobody and throws nothing.
+// while the stopped runtime still exists, reaches nobody and throws nothing.
 TEST_F(ProcsCommands, CompletionsHeldPastStopAreHarmless) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("hold", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle first = engine.submit(yielder({{"hold", 1, ""}}, outcomes));
   process_handle second = engine.submit(yielder({{"hold", 2, ""}}, outcomes));
@@ -404,15 +404,15 @@ TEST_F(ProcsCommands, CompletionsHeldPastStopAreHarmless) {
   EXPECT_TRUE(outcomes.empty());
 }
 
-// Completions may outlive the scheduler: completed or dropped after it is destroyed, they are
+// Completions may outlive the runtime: completed or dropped after it is destroyed, they are
 // dropped (ASan checks nothing freed is touched).
-TEST_F(ProcsCommands, CompletionsMayOutliveTheScheduler) {
+TEST_F(ProcsCommands, CompletionsMayOutliveTheRuntime) {
   completion_box box;
   std::vector<yield_outcome> outcomes;
   process_handle handle;
   std::vector<completion> held;
   {
-    scheduler engine({.workers = 2});
+    runtime engine({.workers = 2});
     engine.on_command("hold", [&](const command&, completion done) { box.put(std::move(done)); });
     handle = engine.submit(yielder({{"hold", 1, ""}, {"hold", 2, ""}}, outcomes));
     ASSERT_TRUE(box.wait_for_count(2));

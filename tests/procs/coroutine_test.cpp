@@ -1,5 +1,5 @@
 // weft coroutines and procs processes together: a coroutine awaits a process's outcome
-// suspending only itself (its scheduler keeps running the other coroutines), with the usual
+// suspending only itself (its weft::scheduler keeps running the other coroutines), with the usual
 // weft timeout; and a command handler can hand its completion to a weft thread whose
 // coroutine completes the yield.
 #include <atomic>
@@ -23,7 +23,7 @@ using ProcsCoroutine = contract_checked;
 TEST_F(ProcsCoroutine, AwaitSuspendsOnlyTheAwaitingCoroutine) {
   int ticks = 0;
   std::string result;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   run_clean([&] {
     process_handle handle = engine.submit(first_message_wins());
     auto ticker = weft::spawn([&] {
@@ -42,7 +42,7 @@ TEST_F(ProcsCoroutine, AwaitSuspendsOnlyTheAwaitingCoroutine) {
 }
 
 TEST_F(ProcsCoroutine, AwaitOfAFinishedProcessReturnsItsResult) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(std::function<std::string()>([] { return "ready"; }));
   EXPECT_EQ(handle.wait_for(generous), "ready");
   run_clean([&] { EXPECT_EQ(handle.await(), "ready"); });
@@ -50,7 +50,7 @@ TEST_F(ProcsCoroutine, AwaitOfAFinishedProcessReturnsItsResult) {
 }
 
 TEST_F(ProcsCoroutine, AwaitRethrowsTheProcessError) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(std::function<std::string()>(
       []() -> std::string { throw std::out_of_range("index 7 of 3"); }));
   run_clean([&] { EXPECT_THROW(handle.await(weft::timeout(generous)), std::out_of_range); });
@@ -58,7 +58,7 @@ TEST_F(ProcsCoroutine, AwaitRethrowsTheProcessError) {
 }
 
 TEST_F(ProcsCoroutine, AwaitWithATimeoutGivesTimeoutErrorAndTheProcessKeepsRunning) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   run_clean([&] {
     process_handle handle = engine.submit(first_message_wins());
     const auto start = std::chrono::steady_clock::now();
@@ -73,7 +73,7 @@ TEST_F(ProcsCoroutine, AwaitWithATimeoutGivesTimeoutErrorAndTheProcessKeepsRunni
 
 TEST_F(ProcsCoroutine, ACancelledAwaitLeavesTheProcessRunning) {
   process_handle handle;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   run_clean([&] {
     handle = engine.submit(first_message_wins());
     auto awaiting = weft::spawn([&] { return handle.await(); });
@@ -91,7 +91,7 @@ TEST_F(ProcsCoroutine, ACancelledAwaitLeavesTheProcessRunning) {
 // coroutine completes it (after a yield, so from a coroutine that ran on).
 TEST_F(ProcsCoroutine, AWeftThreadCompletesYieldsHandedOverThroughAThreadChannel) {
   auto handed = weft::thread_channel<completion>::unbounded();
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("remote", [handed](const command&, completion done) mutable {
     handed.try_send(std::move(done));  // a refused one is dropped, failing the yield
   });

@@ -71,7 +71,7 @@ std::unique_ptr<process> player(std::atomic<long>& returns, long submit_at = 0,
 
 TEST_F(ProcsFairness, AHogOnOneWorkerCannotStarveAnotherProcess) {
   std::atomic<long> hog_steps{0};
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle greedy = engine.submit(hog(hog_steps));
   ASSERT_TRUE(spin_until([&] { return hog_steps.load() >= 100; }));
   process_handle modest = engine.submit(short_job(10));
@@ -86,7 +86,7 @@ TEST_F(ProcsFairness, APingPongingPairCannotStarveAProcessTheySubmitLocally) {
   std::atomic<long> returns{0};
   std::promise<process_handle> newcomer;
   std::future<process_handle> newcomer_handle = newcomer.get_future();
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle left = engine.submit(player(returns, 1000, &newcomer));
   process_handle right = engine.submit(player(returns));
   engine.send(left.id(), "partner " + std::to_string(right.id()));
@@ -107,7 +107,7 @@ TEST_F(ProcsFairness, APingPongingPairCannotStarveAProcessTheySubmitLocally) {
 
 TEST_F(ProcsFairness, APingPongingPairCannotStarveAProcessSubmittedFromOutside) {
   std::atomic<long> returns{0};
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle left = engine.submit(player(returns));
   process_handle right = engine.submit(player(returns));
   engine.send(left.id(), "partner " + std::to_string(right.id()));
@@ -125,7 +125,7 @@ TEST_F(ProcsFairness, APingPongingPairCannotStarveAProcessSubmittedFromOutside) 
 // Each step submits a child from inside (local work) and keeps running.
 TEST_F(ProcsFairness, AProcessSubmittedFromOutsideRunsWhileLocalWorkKeepsComing) {
   std::atomic<long> children{0};
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle generator = engine.submit(
       scripted({.step = [&](context& self, std::span<event> events, step_output& out) {
         for (const event& arrived : events) {

@@ -20,13 +20,13 @@
 namespace {
 
 using namespace procs_test;
-using weft::procs::scheduler_stopped_error;
+using weft::procs::runtime_stopped_error;
 using weft::procs::unknown_process_error;
 using ProcsMessaging = contract_checked;
 
 TEST_F(ProcsMessaging, SendWakesAnIdleProcess) {
   std::atomic<int> steps{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(first_message_wins(&steps));
   // Its first step found nothing and it went idle; only the message can wake it now.
   ASSERT_TRUE(spin_until([&] { return steps.load() >= 1; }));
@@ -37,7 +37,7 @@ TEST_F(ProcsMessaging, SendWakesAnIdleProcess) {
 }
 
 TEST_F(ProcsMessaging, SendBeforeTheFirstStepIsDeliveredToIt) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(first_message_wins());
   engine.send(handle.id(), "early bird");
   EXPECT_EQ(handle.wait_for(generous), "early bird");
@@ -46,7 +46,7 @@ TEST_F(ProcsMessaging, SendBeforeTheFirstStepIsDeliveredToIt) {
 
 TEST_F(ProcsMessaging, SendToAnUnknownPidThrowsAndTrySendReturnsFalse) {
   const pid never_issued = (pid{12345} << 32) | 777;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   EXPECT_THROW(engine.send(never_issued, "anyone?"), unknown_process_error);
   EXPECT_THROW(engine.send(weft::procs::no_pid, "nobody"), unknown_process_error);
   EXPECT_FALSE(engine.try_send(never_issued, "anyone?"));
@@ -55,14 +55,14 @@ TEST_F(ProcsMessaging, SendToAnUnknownPidThrowsAndTrySendReturnsFalse) {
 }
 
 TEST_F(ProcsMessaging, SendToAFinishedProcessThrowsAndTrySendReturnsFalse) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(std::function<std::string()>([] { return "over"; }));
   EXPECT_EQ(handle.wait_for(generous), "over");
   try {
     engine.send(handle.id(), "too late");
     ADD_FAILURE() << "a send to a finished process should throw";
   } catch (const unknown_process_error& error) {
-    // The scheduler, the operation and the pid (index.generation), and why.
+    // The runtime, the operation and the pid (index.generation), and why.
     const std::string expected = "weft::procs: send to pid " +
                                  std::to_string(handle.id() & 0xffffffffu) + "." +
                                  std::to_string(handle.id() >> 32) + ": no such live process";
@@ -79,7 +79,7 @@ TEST_F(ProcsMessaging, MessagesFromSeveralThreadsArriveExactlyOnceInEachSendersO
   const int per_sender = static_cast<int>(scaled(5000, 1000));
   std::vector<int> next_expected(senders, 0);
   std::atomic<int> out_of_order{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(scripted(
       {.step = [&, received = 0](context&, std::span<event> events, step_output& out) mutable {
         for (const event& arrived : events) {
@@ -126,7 +126,7 @@ TEST_F(ProcsMessaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
   std::vector<pid> old_pids;
   std::atomic<int> misrouted{0};
   std::vector<process_handle> new_processes;
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   for (int index = 0; index < count; ++index) {
     process_handle handle = engine.submit(std::function<std::string()>([] { return ""; }));
     old_pids.push_back(handle.id());
@@ -166,7 +166,7 @@ TEST_F(ProcsMessaging, AReusedSlotNeverReceivesMessagesForItsOldPid) {
 }
 
 TEST_F(ProcsMessaging, TheSenderIsCarried) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle receiver = engine.submit(scripted(
       {.step = [seen = std::string()](context&, std::span<event> events, step_output& out) mutable {
         for (const event& arrived : events) {
@@ -216,7 +216,7 @@ TEST_F(ProcsMessaging, TwoProcessesPingPongThroughTheirContext) {
       }
     }});
   };
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle server = engine.submit(player());
   process_handle receiver = engine.submit(player());
   engine.send(server.id(), "partner " + std::to_string(receiver.id()));
@@ -229,17 +229,17 @@ TEST_F(ProcsMessaging, TwoProcessesPingPongThroughTheirContext) {
 
 TEST_F(ProcsMessaging, SendAfterStopThrowsSchedulerStopped) {
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(wait_for_cancel(closes));
   stop_and_check_clean(engine);
-  EXPECT_THROW(engine.send(handle.id(), "late"), scheduler_stopped_error);
+  EXPECT_THROW(engine.send(handle.id(), "late"), runtime_stopped_error);
   EXPECT_EQ(closes.load(), 1);
 }
 
 // The context is valid from init(): a process may message itself (or start others) there, and
 // its first step sees the message.
 TEST_F(ProcsMessaging, AProcessCanMessageItselfFromInit) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(
       scripted({.init =
                     [](context& self, std::string_view, std::string_view input) {
@@ -297,7 +297,7 @@ std::unique_ptr<process> logging_job(std::vector<std::string>& log, std::string 
 }
 
 // A starter (one step) that spawns Q1 and Q2 (queued) and then `sender` (which takes "next").
-process_handle start_with_two_queued(scheduler& engine, std::vector<std::string>& log,
+process_handle start_with_two_queued(runtime& engine, std::vector<std::string>& log,
                                      std::function<std::unique_ptr<process>()> sender) {
   return engine.submit(
       scripted({.step = [&log, sender](context& self, std::span<event>, step_output& out) {
@@ -310,7 +310,7 @@ process_handle start_with_two_queued(scheduler& engine, std::vector<std::string>
 
 TEST_F(ProcsMessaging, AProcessWokenByASenderThatWaitsRunsBeforeTheQueuedOnes) {
   std::vector<std::string> log;  // written by the one worker, read after the handles
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle receiver = engine.submit(logging_receiver(log));
   const pid to = receiver.id();
   process_handle starter = start_with_two_queued(engine, log, [&log, to] {
@@ -335,7 +335,7 @@ TEST_F(ProcsMessaging, AProcessWokenByASenderThatWaitsRunsBeforeTheQueuedOnes) {
 
 TEST_F(ProcsMessaging, AProcessWokenByASenderThatFinishedRunsAfterTheQueuedOnes) {
   std::vector<std::string> log;
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle receiver = engine.submit(logging_receiver(log));
   const pid to = receiver.id();
   process_handle starter = start_with_two_queued(engine, log, [&log, to] {
@@ -354,7 +354,7 @@ TEST_F(ProcsMessaging, AProcessWokenByASenderThatFinishedRunsAfterTheQueuedOnes)
 TEST_F(ProcsMessaging, AParentHearingFromManyFinishingChildrenRunsOncePerPassNotPerChild) {
   constexpr int children = 2000;
   std::atomic<int> parent_steps{0};
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle parent = engine.submit(
       scripted({.step = [&parent_steps, heard = 0, spawned = false](
                             context& self, std::span<event> events, step_output& out) mutable {
@@ -400,7 +400,7 @@ TEST_F(ProcsMessaging, ABurstOfMessagesLeavesNoMemoryBehindOnceDrained) {
   // them in one run and finishes. The vectors they went through must not keep that capacity
   // (in the worker, or in the record the next process gets).
   constexpr int burst = 200'000;
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   std::atomic<bool> release{false};
   std::atomic<bool> holding{false};
   process_handle receiver = engine.submit(
@@ -432,6 +432,6 @@ TEST_F(ProcsMessaging, ABurstOfMessagesLeavesNoMemoryBehindOnceDrained) {
   const std::size_t after = bytes_in_use();
   stop_and_check_clean(engine);
   EXPECT_GT(during, before + 8 * 1024 * 1024) << "the burst should have taken its memory";
-  EXPECT_LT(after, before + 1024 * 1024) << "the burst's memory stayed with the scheduler";
+  EXPECT_LT(after, before + 1024 * 1024) << "the burst's memory stayed with the runtime";
 }
 #endif

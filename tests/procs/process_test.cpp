@@ -26,7 +26,7 @@ using ProcsProcess = contract_checked;
 TEST_F(ProcsProcess, InitRefusingTheMethodFailsTheHandleWithItsExceptionWithoutAStep) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.init = accept_only("main"),
                               .step =
@@ -49,7 +49,7 @@ TEST_F(ProcsProcess, InitRefusingTheMethodFailsTheHandleWithItsExceptionWithoutA
 
 TEST_F(ProcsProcess, InitSeesTheMethodAndInputItWasSubmittedWith) {
   std::string seen;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(
       scripted({.init =
                     [&](context& self, std::string_view method, std::string_view input) {
@@ -65,7 +65,7 @@ TEST_F(ProcsProcess, InitSeesTheMethodAndInputItWasSubmittedWith) {
 }
 
 TEST_F(ProcsProcess, DoneResultReachesWait) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event>, step_output& out) {
         out.done("the answer is 42");
@@ -77,7 +77,7 @@ TEST_F(ProcsProcess, DoneResultReachesWait) {
 }
 
 TEST_F(ProcsProcess, FailWithAReasonBecomesTheHandlesError) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event>, step_output& out) {
         out.fail("the ledger does not balance");
@@ -95,7 +95,7 @@ struct ledger_error : std::runtime_error {
 };
 
 TEST_F(ProcsProcess, FailWithAnExceptionKeepsItsType) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event>, step_output& out) {
         out.fail(std::make_exception_ptr(ledger_error("overdrawn")));
@@ -116,7 +116,7 @@ TEST_F(ProcsProcess, FailWithAnExceptionKeepsItsType) {
 TEST_F(ProcsProcess, AThrowingStepFailsTheProcessWithThatException) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step =
                                   [&](context&, std::span<event>, step_output& out) {
@@ -137,7 +137,7 @@ TEST_F(ProcsProcess, AThrowingStepFailsTheProcessWithThatException) {
 
 TEST_F(ProcsProcess, KeepRunningStepsAgainWithoutAnyEvent) {
   int steps = 0;  // plain: the steps of one process happen-after each other
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [&](context&, std::span<event> events, step_output& out) {
         EXPECT_TRUE(events.empty()) << "nobody sent anything";
@@ -154,7 +154,7 @@ TEST_F(ProcsProcess, KeepRunningStepsAgainWithoutAnyEvent) {
 // Messages sent to itself during a step, then a command completed inline right after the
 // step: the next steps see them in exactly that order.
 TEST_F(ProcsProcess, EventsComeInArrivalOrder) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("echo", [](const command& asked, completion done) {
     done.complete("echo of " + asked.payload);
   });
@@ -194,7 +194,7 @@ TEST_F(ProcsProcess, CloseRunsExactlyOncePerProcessWhateverTheEnding) {
   constexpr int count = 1000;
   std::vector<std::atomic<int>> closes(count);
   std::vector<process_handle> handles;
-  scheduler engine({.workers = 4});
+  runtime engine({.workers = 4});
   for (int index = 0; index < count; ++index) {
     const int ending = index % 5;
     script actions{.init = accept_only("main"),
@@ -240,7 +240,7 @@ TEST_F(ProcsProcess, CloseRunsExactlyOncePerProcessWhateverTheEnding) {
 }
 
 TEST_F(ProcsProcess, APlainFunctionIsAOneStepProcess) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle fine = engine.submit(std::function<std::string()>([] { return "computed"; }));
   process_handle broken = engine.submit(
       std::function<std::string()>([]() -> std::string { throw ledger_error("no input"); }));
@@ -256,7 +256,7 @@ TEST_F(ProcsProcess, IdsAreDistinctAndNonZeroAlsoAcrossReusedSlots) {
   std::set<pid> ids;
   constexpr int rounds = 10;
   constexpr int per_round = 100;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   for (int round = 0; round < rounds; ++round) {
     std::vector<process_handle> handles;
     for (int index = 0; index < per_round; ++index) {
@@ -302,7 +302,7 @@ class context_keeper : public weft::procs::process {
 };
 
 TEST_F(ProcsProcess, TheContextIsTheProcessObjectsOwnAndNamesItsPidForItsWholeLife) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   for (int round = 0; round < 3; ++round) {
     std::vector<process_handle> handles;
     for (int index = 0; index < 50; ++index) {
@@ -316,7 +316,7 @@ TEST_F(ProcsProcess, TheContextIsTheProcessObjectsOwnAndNamesItsPidForItsWholeLi
 }
 
 TEST_F(ProcsProcess, WaitForTimesOutAndTheProcessKeepsRunning) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event> events, step_output& out) {
         for (event& arrived : events) {
@@ -337,7 +337,7 @@ TEST_F(ProcsProcess, WaitForTimesOutAndTheProcessKeepsRunning) {
 }
 
 TEST_F(ProcsProcess, ManyThreadsWaitingOnCopiesOfOneHandleAllGetTheResult) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event> events, step_output& out) {
         for (event& arrived : events) {
@@ -370,7 +370,7 @@ TEST_F(ProcsProcess, ManyThreadsWaitingOnCopiesOfOneHandleAllGetTheResult) {
 // past (a timeout_error at once).
 TEST_F(ProcsProcess, WaitForWithTheLargestLimitWaitsForTheEnd) {
   std::atomic<bool> about_to_wait{false};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context&, std::span<event> events, step_output& out) {
         for (event& arrived : events) {
@@ -431,7 +431,7 @@ TEST_F(ProcsProcess, AnEmptyHandleIsNotValidAndWaitingOnItIsMisuse) {
 }
 
 TEST_F(ProcsProcess, SubmittingNothingOrRegisteringAnEmptyHandlerIsMisuse) {
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   EXPECT_THROW(engine.submit(std::unique_ptr<process>()), std::logic_error);
   EXPECT_THROW(engine.submit(std::function<std::string()>()), std::logic_error);
   EXPECT_THROW(engine.on_command("empty", weft::procs::command_handler()), std::logic_error);
@@ -439,34 +439,34 @@ TEST_F(ProcsProcess, SubmittingNothingOrRegisteringAnEmptyHandlerIsMisuse) {
 }
 
 TEST_F(ProcsProcess, ALocalQueueCapacityThatIsNotAPowerOfTwoIsMisuse) {
-  EXPECT_THROW(scheduler({.workers = 2, .local_queue_capacity = 100}), std::logic_error);
+  EXPECT_THROW(runtime({.workers = 2, .local_queue_capacity = 100}), std::logic_error);
 }
 
 TEST_F(ProcsProcess, ZeroWorkersMeansOnePerHardwareThread) {
-  scheduler engine;
+  runtime engine;
   EXPECT_EQ(engine.workers(), std::max(1u, std::thread::hardware_concurrency()));
   stop_and_check_clean(engine);
 }
 
 // Options at their edges (zeros, a one-slot queue) are either refused as misuse when the
-// scheduler is made, or they work: a process submitted from outside, one submitted from a step
+// runtime is made, or they work: a process submitted from outside, one submitted from a step
 // and a ping-pong between the two all finish.
 TEST_F(ProcsProcess, EdgeOptionsAreRefusedOrWork) {
-  const std::vector<std::pair<std::string, scheduler_options>> cases = {
-      {"global_batch = 0", scheduler_options{.workers = 1, .global_batch = 0}},
-      {"global_queue_interval = 0", scheduler_options{.workers = 1, .global_queue_interval = 0}},
-      {"next_slot_limit = 0", scheduler_options{.workers = 1, .next_slot_limit = 0}},
-      {"local_queue_capacity = 1", scheduler_options{.workers = 2, .local_queue_capacity = 1}},
-      {"local_queue_capacity = 0", scheduler_options{.workers = 2, .local_queue_capacity = 0}},
+  const std::vector<std::pair<std::string, runtime_options>> cases = {
+      {"global_batch = 0", runtime_options{.workers = 1, .global_batch = 0}},
+      {"global_queue_interval = 0", runtime_options{.workers = 1, .global_queue_interval = 0}},
+      {"next_slot_limit = 0", runtime_options{.workers = 1, .next_slot_limit = 0}},
+      {"local_queue_capacity = 1", runtime_options{.workers = 2, .local_queue_capacity = 1}},
+      {"local_queue_capacity = 0", runtime_options{.workers = 2, .local_queue_capacity = 0}},
       {"spin_time = 0, yield_rounds = 0",
-       scheduler_options{.workers = 2, .spin_time = 0us, .yield_rounds = 0}},
+       runtime_options{.workers = 2, .spin_time = 0us, .yield_rounds = 0}},
   };
 
   for (const auto& [name, options] : cases) {
     SCOPED_TRACE(name);
-    std::unique_ptr<scheduler> engine;
+    std::unique_ptr<runtime> engine;
     try {
-      engine = std::make_unique<scheduler>(options);
+      engine = std::make_unique<runtime>(options);
     } catch (const std::logic_error&) {
       continue;  // refused as misuse: fine
     }

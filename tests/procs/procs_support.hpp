@@ -1,11 +1,11 @@
 // Helpers shared by the weft::procs test files: a process scripted from lambdas that checks the
-// scheduler's calling contract on itself, a countdown to wait on with a limit, a thread that
+// runtime's calling contract on itself, a countdown to wait on with a limit, a thread that
 // completes yielded commands from outside the workers, and the sizes scaled for sanitizers.
 //
-// These tests drive the procs scheduler from plain threads (process_handle::wait must not run
+// These tests drive the procs runtime from plain threads (process_handle::wait must not run
 // on a weft coroutine), so only coroutine_test.cpp goes through weft_test::run_clean. Every
 // test waits on handles, atomics or latches with generous limits, never on sleeps, and ends
-// with stop_and_check_clean(): the scheduler stopped and no process left alive.
+// with stop_and_check_clean(): the runtime stopped and no process left alive.
 //
 // Contract checks: every scripted_process records a violation (init twice, a step before init
 // or after close, two steps at once, close twice, destroyed after init without close) in a
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "weft/procs/process.hpp"
-#include "weft/procs/scheduler.hpp"
+#include "weft/procs/runtime.hpp"
 
 namespace procs_test {
 
@@ -46,8 +46,8 @@ using weft::procs::event_type;
 using weft::procs::pid;
 using weft::procs::process;
 using weft::procs::process_handle;
-using weft::procs::scheduler;
-using weft::procs::scheduler_options;
+using weft::procs::runtime;
+using weft::procs::runtime_options;
 using weft::procs::step_output;
 
 #if defined(WEFT_SANITIZE_ADDRESS) || defined(WEFT_SANITIZE_THREAD)
@@ -62,7 +62,7 @@ constexpr std::size_t scaled(std::size_t release, std::size_t sanitized) {
   return sanitized_build ? sanitized : release;
 }
 
-// The limit for anything that must happen: far beyond what a working scheduler needs, so that
+// The limit for anything that must happen: far beyond what a working runtime needs, so that
 // only a hang reaches it.
 inline constexpr std::chrono::seconds generous = 10s;
 
@@ -241,7 +241,7 @@ inline std::unique_ptr<process> first_message_wins(std::atomic<int>* steps = nul
   }});
 }
 
-// From inside a step on a single-worker scheduler: submits `count` processes that finish on
+// From inside a step on a single-worker runtime: submits `count` processes that finish on
 // cancel and count, in `misrouted`, every event of type `foreign` they receive. The worker's
 // free-slot cache is LIFO, so they take the slots of the processes that ended last (the
 // pid-reuse tests send or complete for those old pids and expect `misrouted` to stay 0).
@@ -365,7 +365,7 @@ class completer_threads {
   }
 
   // Completes what is still queued, then joins the threads. Call before stopping the
-  // scheduler when the processes need the completions to finish.
+  // runtime when the processes need the completions to finish.
   void shut_down() {
     for (lane& each : lanes_) {
       std::lock_guard lock(each.mutex);
@@ -409,9 +409,9 @@ class completer_threads {
 
 // --- ending a test -------------------------------------------------------------------------
 
-// Stops the scheduler (every process must finish by itself within the grace) and checks that
+// Stops the runtime (every process must finish by itself within the grace) and checks that
 // nothing is left alive.
-inline void stop_and_check_clean(scheduler& engine) {
+inline void stop_and_check_clean(runtime& engine) {
   EXPECT_TRUE(engine.stop(generous)) << "a process had to be forced at stop";
   EXPECT_EQ(engine.live(), 0u) << "processes left alive after stop";
 }

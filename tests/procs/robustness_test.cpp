@@ -1,4 +1,4 @@
-// Edges of the procs scheduler: a command handler that throws, live() right after a wait, and
+// Edges of the procs runtime: a command handler that throws, live() right after a wait, and
 // time limits at the ends of the clock.
 #include <atomic>
 #include <chrono>
@@ -55,7 +55,7 @@ struct disk_error : std::runtime_error {
 
 TEST_F(ProcsRobustness, AThrowingHandlerFailsTheYieldWithItsException) {
   std::optional<yield_outcome> outcome;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("save",
                     [](const command&, completion) { throw std::runtime_error("disk full"); });
   process_handle handle = engine.submit(yield_one({"save", 8, "report.pdf"}, outcome));
@@ -72,7 +72,7 @@ TEST_F(ProcsRobustness, AThrowingHandlerKeepsTheExceptionsTypeWhereverItHeldItsC
   // The completion moved into the handler's own locals (and a lambda) before the throw: it
   // is destroyed by the unwinding all the same, and the yield still gets the exception.
   std::optional<yield_outcome> outcome;
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   engine.on_command("save", [](const command& asked, completion done) {
     completion mine = std::move(done);
     auto later = [held = std::move(mine)]() mutable { held.complete("never"); };
@@ -92,7 +92,7 @@ TEST_F(ProcsRobustness, AThrowingHandlerKeepsTheExceptionsTypeWhereverItHeldItsC
 TEST_F(ProcsRobustness, AHandlerThatHandedItsCompletionOnBeforeThrowingLeavesItToTheHolder) {
   completion_box box;
   std::optional<yield_outcome> outcome;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("queue", [&](const command&, completion done) {
     box.put(std::move(done));
     throw std::runtime_error("metrics backend unreachable");
@@ -116,7 +116,7 @@ TEST_F(ProcsRobustness, AHandlerThatHandedItsCompletionOnBeforeThrowingLeavesItT
 
 TEST_F(ProcsRobustness, AHandlerReturningWithoutItsCompletionStillFailsTheYieldAsDropped) {
   std::optional<yield_outcome> outcome;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("forgetful", [](const command&, completion done) {
     completion moved = std::move(done);  // and dropped at the end of the handler
   });
@@ -132,7 +132,7 @@ TEST_F(ProcsRobustness, AHandlerReturningWithoutItsCompletionStillFailsTheYieldA
 // --- live() agrees with a waiter ------------------------------------------------------------
 
 void check_live_after_wait(std::size_t workers) {
-  scheduler engine({.workers = workers});
+  runtime engine({.workers = workers});
   const std::size_t rounds = scaled(20000, 2000);
   std::size_t counted = 0;
   std::size_t first_bad_round = 0;
@@ -155,7 +155,7 @@ TEST_F(ProcsRobustness, LiveIsZeroOnceWaitReturnedOnOneWorker) { check_live_afte
 TEST_F(ProcsRobustness, LiveIsZeroOnceWaitReturnedOnTwoWorkers) { check_live_after_wait(2); }
 
 TEST_F(ProcsRobustness, LiveIsZeroOnceDoneIsSeen) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   for (std::size_t round = 0; round < scaled(5000, 500); ++round) {
     process_handle handle = engine.submit([] { return std::string(); });
     // A tight spin, no pause: the moment done() turns true is the moment that counts.
@@ -173,7 +173,7 @@ TEST_F(ProcsRobustness, LiveIsZeroOnceDoneIsSeen) {
 TEST_F(ProcsRobustness, AHugeWaitLimitMeansNoLimit) {
   completion_box box;
   std::optional<yield_outcome> outcome;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("later", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle handle = engine.submit(yield_one({"later", 1, ""}, outcome));
   std::optional<completion> held = box.take();
@@ -190,7 +190,7 @@ TEST_F(ProcsRobustness, AHugeWaitLimitMeansNoLimit) {
 TEST_F(ProcsRobustness, AWaitLimitAtTheClocksStartHasAlreadyPassed) {
   completion_box box;
   std::optional<yield_outcome> outcome;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("later", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle handle = engine.submit(yield_one({"later", 1, ""}, outcome));
   std::optional<completion> held = box.take();
@@ -232,14 +232,14 @@ TEST_F(ProcsRobustness, AWaitLimitAtTheClocksStartHasAlreadyPassed) {
 TEST_F(ProcsRobustness, StopAtTheEndsOfTheClock) {
   std::atomic<int> closes{0};
   {
-    scheduler engine({.workers = 2});
+    runtime engine({.workers = 2});
     engine.submit(wait_for_cancel(closes));
     // Waits as long as it takes: the process ends on its cancel.
     EXPECT_TRUE(engine.stop(std::chrono::steady_clock::duration::max()));
     EXPECT_EQ(engine.live(), 0u);
   }
   {
-    scheduler engine({.workers = 2});
+    runtime engine({.workers = 2});
     completion_box box;
     engine.on_command("never", [&](const command&, completion done) { box.put(std::move(done)); });
     std::optional<yield_outcome> outcome;

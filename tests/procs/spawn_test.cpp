@@ -1,4 +1,4 @@
-// scheduler::spawn, the handle-less start: the pid works at once, the process runs and closes
+// runtime::spawn, the handle-less start: the pid works at once, the process runs and closes
 // like a submitted one, and a failure nobody can wait for still reaches someone
 // (on_detached_failure, or stderr). Also what a spawn relies on underneath: process objects
 // from the small-block cache (alignment, placement new), and a woken worker that finds work at
@@ -25,7 +25,7 @@ TEST_F(ProcsSpawn, TheProcessRunsClosesOnceAndItsPidTakesMessagesAtOnce) {
   std::atomic<int> closes{0};
   countdown finished(1);
   std::string received;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   pid id = engine.spawn(scripted({.step =
                                       [&](context&, std::span<event> events, step_output& out) {
                                         for (event& arrived : events) {
@@ -65,7 +65,7 @@ TEST_F(ProcsSpawn, SpawnSeesTheMethodAndInputItWasGiven) {
                            done.arrive();
                          }});
   };
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   engine.spawn(recorder());
   engine.spawn(recorder(), "other");
   engine.spawn(recorder(), "main", "with input");
@@ -79,12 +79,12 @@ TEST_F(ProcsSpawn, AFailureGoesToOnDetachedFailureOnceWithItsPidButACancelDoesNo
   std::mutex guard;
   std::vector<std::pair<pid, std::string>> reported;
   std::atomic<int> closes{0};
-  scheduler_options options{.workers = 2};
+  runtime_options options{.workers = 2};
   options.on_detached_failure = [&](pid id, std::exception_ptr error) {
     std::lock_guard lock(guard);
     reported.emplace_back(id, message_of(error));
   };
-  scheduler engine(std::move(options));
+  runtime engine(std::move(options));
   pid thrower = engine.spawn(scripted({.step = [](context&, std::span<event>, step_output&) {
     throw std::runtime_error("step threw");
   }}));
@@ -119,7 +119,7 @@ TEST_F(ProcsSpawn, WithoutAHandlerAFailureIsWrittenToStderrWithThePid) {
   testing::internal::CaptureStderr();
   pid failer = weft::procs::no_pid;
   {
-    scheduler engine({.workers = 1, .name = "spawn-test"});
+    runtime engine({.workers = 1, .name = "spawn-test"});
     failer = engine.spawn([]() -> std::string { throw std::runtime_error("no one to tell"); });
     ASSERT_TRUE(spin_until([&] { return engine.live() == 0; }));
     stop_and_check_clean(engine);
@@ -133,7 +133,7 @@ TEST_F(ProcsSpawn, WithoutAHandlerAFailureIsWrittenToStderrWithThePid) {
 }
 
 TEST_F(ProcsSpawn, MisuseIsRefusedWithAClearError) {
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   try {
     engine.spawn(std::unique_ptr<process>{});
     ADD_FAILURE() << "spawn(nullptr) must throw";
@@ -147,7 +147,7 @@ TEST_F(ProcsSpawn, MisuseIsRefusedWithAClearError) {
     EXPECT_NE(std::string(error.what()).find("spawn needs a function"), std::string::npos);
   }
   stop_and_check_clean(engine);
-  EXPECT_THROW(engine.spawn(scripted({})), weft::procs::scheduler_stopped_error);
+  EXPECT_THROW(engine.spawn(scripted({})), weft::procs::runtime_stopped_error);
   EXPECT_EQ(engine.live(), 0u);
 }
 
@@ -170,7 +170,7 @@ TEST_F(ProcsSpawn, AChainOfSpawnsFromStepsCompletesAndStopCountsEveryLink) {
                          },
                      .close = [&] { closes.fetch_add(1); }});
   };
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.spawn(link(links - 1));
   ASSERT_TRUE(last.wait_for(generous));
   stop_and_check_clean(engine);
@@ -210,7 +210,7 @@ TEST_F(ProcsSpawn, ProcessObjectsMadeOnOneThreadAndDroppedByTheWorkersStayIntact
   // The spawner allocates, the workers free (producer/consumer through the depot): every
   // result must be the value its own object was built with.
   constexpr std::uint64_t count = scaled(20000, 3000);
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   std::vector<process_handle> handles;
   handles.reserve(count);
   for (std::uint64_t index = 0; index < count; ++index) {
@@ -229,7 +229,7 @@ TEST_F(ProcsSpawn, AWorkerWokenForWorkDoesNotKeepTheOthersAsleep) {
   // and runs it: a step that holds its worker until a second process has run. The second
   // submission must wake the other worker. Before the fix the first one still counted as
   // searching, so nobody was woken and the first step waited out its limit.
-  scheduler engine({.workers = 2, .spin_time = std::chrono::microseconds(0), .yield_rounds = 0});
+  runtime engine({.workers = 2, .spin_time = std::chrono::microseconds(0), .yield_rounds = 0});
   ASSERT_TRUE(spin_until([&] { return engine.stats().parks >= 2; }));
   std::atomic<bool> second_ran{false};
   std::atomic<bool> first_started{false};

@@ -1,4 +1,4 @@
-// Ending processes and the scheduler: cancel asks once, terminate ends at once, stop cancels
+// Ending processes and the runtime: cancel asks once, terminate ends at once, stop cancels
 // everything, waits its grace, forces the stubborn and joins its workers; after stop nothing
 // is accepted, and work racing stop either takes effect or is refused, never lost or hung.
 #include <atomic>
@@ -19,7 +19,7 @@
 namespace {
 
 using namespace procs_test;
-using weft::procs::scheduler_stopped_error;
+using weft::procs::runtime_stopped_error;
 using weft::procs::unknown_process_error;
 using ProcsStop = contract_checked;
 
@@ -53,7 +53,7 @@ TEST_F(ProcsStop, StopCancelsEveryProcessOnceAndCooperativeOnesFinish) {
   constexpr int count = 200;
   std::atomic<int> cancels{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 4});
+  runtime engine({.workers = 4});
   engine.on_command("wind_down", [](const command&, completion done) { done.complete(); });
   std::vector<process_handle> handles;
   for (int index = 0; index < count; ++index) {
@@ -74,7 +74,7 @@ TEST_F(ProcsStop, ASecondCancelIsANoOp) {
   completion_box box;
   std::atomic<int> cancels{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("wind_down",
                     [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle handle = engine.submit(cooperative(cancels, closes));
@@ -109,7 +109,7 @@ void expect_forced_at_the_deadline(bool keeps_running) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
   std::atomic<int> cooperative_closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle obstinate = engine.submit(stubborn(keeps_running, steps, closes));
   process_handle polite = engine.submit(wait_for_cancel(cooperative_closes, "bye"));
   ASSERT_TRUE(spin_until([&] { return steps.load() >= 1; }));
@@ -137,29 +137,29 @@ TEST_F(ProcsStop, AStubbornRunningProcessIsForcedAtTheDeadline) {
   expect_forced_at_the_deadline(true);
 }
 
-TEST_F(ProcsStop, SubmitAndSendAfterStopThrowSchedulerStopped) {
+TEST_F(ProcsStop, SubmitAndSendAfterStopThrowRuntimeStopped) {
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(wait_for_cancel(closes));
   stop_and_check_clean(engine);
-  EXPECT_THROW(engine.submit(wait_for_cancel(closes)), scheduler_stopped_error);
+  EXPECT_THROW(engine.submit(wait_for_cancel(closes)), runtime_stopped_error);
   EXPECT_THROW(engine.submit(std::function<std::string()>([] { return ""; })),
-               scheduler_stopped_error);
-  EXPECT_THROW(engine.send(handle.id(), "late"), scheduler_stopped_error);
-  EXPECT_THROW(engine.try_send(handle.id(), "late"), scheduler_stopped_error)
+               runtime_stopped_error);
+  EXPECT_THROW(engine.send(handle.id(), "late"), runtime_stopped_error);
+  EXPECT_THROW(engine.try_send(handle.id(), "late"), runtime_stopped_error)
       << "try_send only turns unknown_process_error into false";
   EXPECT_EQ(closes.load(), 1) << "the refused process was never started, so never closed";
 }
 
-// Threads keep submitting and sending while the main thread stops the scheduler: every
-// submit either succeeds (and its process ends, closed once) or throws scheduler_stopped_error.
+// Threads keep submitting and sending while the main thread stops the runtime: every
+// submit either succeeds (and its process ends, closed once) or throws runtime_stopped_error.
 TEST_F(ProcsStop, SubmitAndSendRacingStopTakeEffectOrAreRefused) {
   constexpr int threads = 4;
   std::atomic<int> closes{0};
   std::atomic<int> submitted{0};
   std::atomic<int> unexpected{0};
   std::vector<std::vector<process_handle>> accepted(threads);
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   std::vector<std::thread> racers;
   for (int index = 0; index < threads; ++index) {
     racers.emplace_back([&, index] {
@@ -169,7 +169,7 @@ TEST_F(ProcsStop, SubmitAndSendRacingStopTakeEffectOrAreRefused) {
           accepted[index].push_back(handle);
           submitted.fetch_add(1);
           engine.send(handle.id(), "hello");
-        } catch (const scheduler_stopped_error&) {
+        } catch (const runtime_stopped_error&) {
           return;
         } catch (const unknown_process_error&) {
           // The send lost to stop's cancel: the process already finished. Keep racing.
@@ -198,11 +198,11 @@ TEST_F(ProcsStop, SubmitAndSendRacingStopTakeEffectOrAreRefused) {
   EXPECT_EQ(closes.load(), submitted.load()) << "each accepted process closed exactly once";
 }
 
-TEST_F(ProcsStop, TheDestructorStopsAndHandlesOutliveTheScheduler) {
+TEST_F(ProcsStop, TheDestructorStopsAndHandlesOutliveTheRuntime) {
   std::atomic<int> closes{0};
   process_handle handle;
   {
-    scheduler engine({.workers = 2});
+    runtime engine({.workers = 2});
     handle = engine.submit(wait_for_cancel(closes, "ended by the destructor"));
   }
   EXPECT_EQ(closes.load(), 1);
@@ -213,7 +213,7 @@ TEST_F(ProcsStop, TheDestructorStopsAndHandlesOutliveTheScheduler) {
 TEST_F(ProcsStop, TerminateEndsAWaitingProcessWithCancelledError) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(stubborn(false, steps, closes));
   ASSERT_TRUE(spin_until([&] { return steps.load() >= 1; }));
   engine.terminate(handle.id());
@@ -228,7 +228,7 @@ TEST_F(ProcsStop, TerminateEndsAWaitingProcessWithCancelledError) {
 TEST_F(ProcsStop, TerminateEndsARunningProcessAfterItsCurrentStep) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(stubborn(true, steps, closes));
   ASSERT_TRUE(spin_until([&] { return steps.load() >= 10; }));
   engine.terminate(handle.id());
@@ -240,7 +240,7 @@ TEST_F(ProcsStop, TerminateEndsARunningProcessAfterItsCurrentStep) {
 
 TEST_F(ProcsStop, TerminateOrCancelOfAnUnknownPidThrows) {
   const pid never_issued = (pid{4242} << 32) | 99;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   EXPECT_THROW(engine.terminate(never_issued), unknown_process_error);
   EXPECT_THROW(engine.cancel(never_issued), unknown_process_error);
   for (const auto& [operation, call] :
@@ -264,7 +264,7 @@ TEST_F(ProcsStop, TerminateOrCancelOfAnUnknownPidThrows) {
 
 TEST_F(ProcsStop, StopIsIdempotent) {
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.submit(wait_for_cancel(closes));
   EXPECT_TRUE(engine.stop(generous));
   EXPECT_TRUE(engine.stop(generous));
@@ -275,29 +275,29 @@ TEST_F(ProcsStop, StopIsIdempotent) {
 
 TEST_F(ProcsStop, NoWorkerThreadOutlivesStop) {
   // A first thread makes the runtime start what it starts lazily with the first thread (TSan's
-  // background thread), so that only the scheduler's own threads make a difference below.
+  // background thread), so that only the runtime's own threads make a difference below.
   std::thread([] {}).join();
   const std::size_t before = threads_of_this_process();
-  scheduler engine({.workers = 4});
+  runtime engine({.workers = 4});
   EXPECT_EQ(engine.workers(), 4u);
   std::atomic<int> closes{0};
   for (int index = 0; index < 16; ++index) {
     engine.submit(wait_for_cancel(closes));
   }
   stop_and_check_clean(engine);
-  EXPECT_EQ(threads_of_this_process(), before) << "a thread of the scheduler is still alive";
+  EXPECT_EQ(threads_of_this_process(), before) << "a thread of the runtime is still alive";
   EXPECT_EQ(closes.load(), 16);
 }
 
 TEST_F(ProcsStop, StopWithNothingToDoReturnsTrueAtOnce) {
-  scheduler engine({.workers = 3});
+  runtime engine({.workers = 3});
   EXPECT_EQ(engine.live(), 0u);
   stop_and_check_clean(engine);
 }
 
 // stop() joins the workers, so from a step it would wait for itself: misuse, not a deadlock.
 TEST_F(ProcsStop, StopFromAStepIsMisuse) {
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step = [](context& self, std::span<event>, step_output& out) {
         try {
@@ -316,7 +316,7 @@ TEST_F(ProcsStop, StopFromAStepIsMisuse) {
 TEST_F(ProcsStop, TerminatingItselfInAStepEndsItAfterThatStep) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.step =
                                   [&](context& self, std::span<event>, step_output& out) {
@@ -339,7 +339,7 @@ TEST_F(ProcsStop, CommandsYieldedByATerminatedStepNeverReachTheirHandlers) {
   std::atomic<bool> in_step{false};
   std::atomic<bool> terminated{false};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("effect", [&](const command&, completion done) {
     handled.fetch_add(1);
     done.complete();
@@ -370,7 +370,7 @@ TEST_F(ProcsStop, TerminateRacingTheProcessesOwnEndClosesOnce) {
   std::atomic<int> closes{0};
   std::atomic<int> unexpected{0};
   std::vector<process_handle> handles;
-  scheduler engine({.workers = 4});
+  runtime engine({.workers = 4});
   for (int index = 0; index < count; ++index) {
     handles.push_back(
         engine.submit(scripted({.step =
@@ -423,14 +423,14 @@ TEST_F(ProcsStop, TerminateRacingTheProcessesOwnEndClosesOnce) {
 }
 
 // A process that submits a child at every step, racing stop: the submits stop being accepted
-// (the step sees scheduler_stopped_error), and every process that was accepted ends, closed
+// (the step sees runtime_stopped_error), and every process that was accepted ends, closed
 // once.
 TEST_F(ProcsStop, StopEndsProcessesThatKeepSubmittingChildren) {
   std::atomic<int> accepted{0};
   std::atomic<int> refused{0};
   std::atomic<int> closes{0};
   std::function<std::unique_ptr<process>()> make_forker;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   make_forker = [&]() -> std::unique_ptr<process> {
     return scripted({.step =
                          [&](context& self, std::span<event> events, step_output& out) {
@@ -444,7 +444,7 @@ TEST_F(ProcsStop, StopEndsProcessesThatKeepSubmittingChildren) {
                              try {
                                self.owner().submit(make_forker());
                                accepted.fetch_add(1);
-                             } catch (const weft::procs::scheduler_stopped_error&) {
+                             } catch (const weft::procs::runtime_stopped_error&) {
                                refused.fetch_add(1);
                              }
                            }
@@ -463,7 +463,7 @@ TEST_F(ProcsStop, StopEndsProcessesThatKeepSubmittingChildren) {
 TEST_F(ProcsStop, AStopAfterAForcedStopReturnsTrueAtOnce) {
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.submit(stubborn(false, steps, closes));
   ASSERT_TRUE(spin_until([&] { return steps.load() >= 1; }));
   EXPECT_FALSE(engine.stop(10ms));
@@ -476,7 +476,7 @@ TEST_F(ProcsStop, AStopAfterAForcedStopReturnsTrueAtOnce) {
 TEST_F(ProcsStop, ConcurrentStopsBothReturnAfterTheEnd) {
   std::atomic<int> closes{0};
   std::vector<process_handle> handles;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   for (int index = 0; index < 50; ++index) {
     handles.push_back(engine.submit(wait_for_cancel(closes)));
   }
@@ -506,7 +506,7 @@ TEST_F(ProcsStop, StopWithTheLargestGraceWaitsForCooperativeProcesses) {
   std::atomic<int> closes{0};
   completer_threads completers(1);
   std::vector<process_handle> handles;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("wind_down", [&](const command&, completion done) {
     completers.hand_over(std::move(done), "");
   });
@@ -529,7 +529,7 @@ TEST_F(ProcsStop, TerminateDuringInitPreventsEveryStep) {
   std::atomic<bool> release_init{false};
   std::atomic<int> steps{0};
   std::atomic<int> closes{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle =
       engine.submit(scripted({.init =
                                   [&](context&, std::string_view, std::string_view) {

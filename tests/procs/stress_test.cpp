@@ -1,9 +1,9 @@
-// The scheduler under load: exactly-once completion and close for a million processes on 1, 2
+// The runtime under load: exactly-once completion and close for a million processes on 1, 2
 // and 8 workers; never two workers in one process's step while it yields, receives messages and
 // gets completions from other threads; no wakeup lost when a message or a completion races a
 // process going idle; tags that always find their yields.
 //
-// Chaos variants: WEFT_PROCS_CHAOS=1 makes the scheduler yield the thread at random between
+// Chaos variants: WEFT_PROCS_CHAOS=1 makes the runtime yield the thread at random between
 // its atomic steps (src/procs/chaos.hpp reads it once, at start-up). Each StressChaos test
 // re-runs this executable on the matching Stress test with that variable set, so that the
 // variable is in place before anything reads it; under chaos the sizes shrink to the sanitizer
@@ -90,7 +90,7 @@ void expect_exactly_once(std::size_t workers) {
   // Every 64th handle is kept to check that results reach their own handles.
   std::vector<std::vector<std::pair<std::size_t, process_handle>>> sampled(submitters);
   std::atomic<std::size_t> refused{0};
-  scheduler engine({.workers = workers});
+  runtime engine({.workers = workers});
   std::vector<std::thread> threads;
   for (std::size_t thread = 0; thread < submitters; ++thread) {
     threads.emplace_back([&, thread] {
@@ -148,7 +148,7 @@ TEST_F(ProcsStress, NoProcessIsEverSteppedByTwoWorkersAtOnce) {
   std::vector<std::atomic<pid>> pids(processes);
   std::atomic<std::size_t> wrong_data{0};
   std::atomic<std::size_t> pokes{0};
-  scheduler engine({.workers = 8});
+  runtime engine({.workers = 8});
   engine.on_command("work", [&](const command& asked, completion done) {
     completers.hand_over(std::move(done), asked.payload);
   });
@@ -215,7 +215,7 @@ void expect_no_message_lost_racing_the_end_of_a_step(weft::procs::step_status en
   const std::size_t rounds = stress_size(10000, 2000, 1000);
   std::atomic<std::size_t> waiting_in_round{0};
   std::atomic<std::size_t> sending_in_round{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle handle = engine.submit(
       scripted({.step = [&, received = std::size_t{0}](context&, std::span<event> events,
                                                        step_output& out) mutable {
@@ -262,7 +262,7 @@ TEST_F(ProcsStress, NoMessageIsLostWhenItRacesAKeepRunningStep) {
 TEST_F(ProcsStress, NoWakeupIsLostWhenACompletionRacesTheIdleTransition) {
   const std::size_t rounds = stress_size(10000, 2000, 1000);
   completion_box box;
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   engine.on_command("hold", [&](const command&, completion done) { box.put(std::move(done)); });
   process_handle handle = engine.submit(
       scripted({.step = [&, completed = std::size_t{0}](context&, std::span<event> events,
@@ -299,7 +299,7 @@ TEST_F(ProcsStress, CompletionsFromManyThreadsFindTheirYields) {
   constexpr std::size_t batch = 8;
   completer_threads completers(4);
   std::atomic<std::size_t> wrong{0};
-  scheduler engine({.workers = 4});
+  runtime engine({.workers = 4});
   engine.on_command("tagged", [&](const command& asked, completion done) {
     completers.hand_over(std::move(done), asked.payload);
   });
@@ -350,7 +350,7 @@ void expect_children_beyond_the_local_queue_all_run(std::size_t workers) {
   const std::size_t children = stress_size(20000, 5000, 2000);
   countdown ran(children);
   std::atomic<std::size_t> runs{0};
-  scheduler engine({.workers = workers, .local_queue_capacity = 64});
+  runtime engine({.workers = workers, .local_queue_capacity = 64});
   process_handle parent =
       engine.submit(scripted({.step = [&](context& self, std::span<event>, step_output& out) {
         for (std::size_t index = 0; index < children; ++index) {

@@ -138,7 +138,7 @@ class round_parent final : public process {
 TEST_F(ProcsWaitGroup, TheParentHearsOnceWhenEveryChildIsDoneAndSeesWhatEachWrote) {
   const std::size_t children = scaled(20'000, 2'000);
   std::atomic<int> steps{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle parent = engine.submit(std::make_unique<round_parent>(children, 1, &steps));
   EXPECT_EQ(parent.wait_for(generous), "1 0 0") << "zero events, bad slots, odd events";
   stop_and_check_clean(engine);
@@ -147,7 +147,7 @@ TEST_F(ProcsWaitGroup, TheParentHearsOnceWhenEveryChildIsDoneAndSeesWhatEachWrot
 
 TEST_F(ProcsWaitGroup, RoundsRepeatOnTheSameGroup) {
   std::atomic<int> steps{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle parent = engine.submit(std::make_unique<round_parent>(500, 5, &steps));
   EXPECT_EQ(parent.wait_for(generous), "5 0 0") << "zero events, bad slots, odd events";
   stop_and_check_clean(engine);
@@ -156,7 +156,7 @@ TEST_F(ProcsWaitGroup, RoundsRepeatOnTheSameGroup) {
 
 TEST_F(ProcsWaitGroup, AUnitCountsDownOnceAtDoneOrAtItsDestructionWhicheverComesFirst) {
   std::atomic<int> odd{0};
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle waiter = engine.submit(std::make_unique<zero_counter>(1, &odd));
   {
     wait_group group(engine, waiter.id(), group_tag);
@@ -186,7 +186,7 @@ TEST_F(ProcsWaitGroup, AUnitCountsDownOnceAtDoneOrAtItsDestructionWhicheverComes
 
 TEST_F(ProcsWaitGroup, ABatchHandsOutExactlyItsUnitsAndCountsDownTheOnesNotTaken) {
   std::atomic<int> odd{0};
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   process_handle waiter = engine.submit(std::make_unique<zero_counter>(1, &odd));
   wait_group group(engine, waiter.id(), group_tag);
   wait_group::unit taken;
@@ -226,7 +226,7 @@ TEST_F(ProcsWaitGroup, ABatchHandsOutExactlyItsUnitsAndCountsDownTheOnesNotTaken
 
 TEST_F(ProcsWaitGroup, AGroupDestroyedBeforeItsUnitsWakesNobodyAndItsLastUnitFreesIt) {
   std::atomic<int> odd{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle waiter = engine.submit(std::make_unique<zero_counter>(1, &odd));
   std::vector<wait_group::unit> units;
   {
@@ -251,9 +251,9 @@ TEST_F(ProcsWaitGroup, AGroupDestroyedBeforeItsUnitsWakesNobodyAndItsLastUnitFre
   EXPECT_EQ(odd.load(), 0);
 }
 
-TEST_F(ProcsWaitGroup, AUnitMayOutliveTheSchedulerAndItsZeroEventIsThenDropped) {
+TEST_F(ProcsWaitGroup, AUnitMayOutliveTheRuntimeAndItsZeroEventIsThenDropped) {
   std::atomic<int> odd{0};
-  auto engine = std::make_unique<scheduler>(scheduler_options{.workers = 2});
+  auto engine = std::make_unique<runtime>(runtime_options{.workers = 2});
   process_handle waiter = engine->submit(std::make_unique<zero_counter>(1, &odd));
   std::optional<wait_group> group;
   group.emplace(*engine, waiter.id(), group_tag);
@@ -275,7 +275,7 @@ TEST_F(ProcsWaitGroup, UnitsDoneFromManyThreadsWakeTheWaiterExactlyOnce) {
   const int threads = 4;
   const int per_thread = scaled(20'000, 2'000);
   std::atomic<int> odd{0};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   // Expects 2 zero events: the one this round produces, and one more the test makes below, so
   // that a spurious second event in the first round would show as a finish too early.
   process_handle waiter = engine.submit(std::make_unique<zero_counter>(2, &odd));
@@ -325,9 +325,9 @@ class stubborn_child final : public process {
 TEST_F(ProcsWaitGroup, ChildrenThatEndWithoutDoneStillCountDown) {
   constexpr int children = 50;
   std::atomic<int> detached_failures{0};
-  scheduler engine({.workers = 2, .on_detached_failure = [&](pid, std::exception_ptr) {
-                      detached_failures.fetch_add(1);
-                    }});
+  runtime engine({.workers = 2, .on_detached_failure = [&](pid, std::exception_ptr) {
+                    detached_failures.fetch_add(1);
+                  }});
   process_handle parent = engine.submit(
       scripted({.step = [group = std::shared_ptr<wait_group>(), kids = std::vector<pid>()](
                             context& self, std::span<event> events, step_output& out) mutable {
@@ -388,7 +388,7 @@ TEST_F(ProcsWaitGroup, AChildHoldingAUnitMayAddUnitsForItsOwnChildren) {
   // 1024 leaves; one zero event, after the last leaf.
   std::atomic<int> leaves{0};
   std::atomic<int> leaves_at_zero{-1};
-  scheduler engine({.workers = 2});
+  runtime engine({.workers = 2});
   process_handle parent = engine.submit(
       scripted({.step = [&, group = std::shared_ptr<wait_group>(), zeros = 0](
                             context& self, std::span<event> events, step_output& out) mutable {
@@ -412,7 +412,7 @@ TEST_F(ProcsWaitGroup, AChildHoldingAUnitMayAddUnitsForItsOwnChildren) {
 }
 
 TEST_F(ProcsWaitGroup, MisuseIsRefusedWithAClearError) {
-  scheduler engine({.workers = 1});
+  runtime engine({.workers = 1});
   try {
     wait_group refused(engine, weft::procs::no_pid, group_tag);
     ADD_FAILURE() << "a group for no_pid";

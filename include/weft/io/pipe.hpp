@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "weft/io/detail/handle_owner.hpp"
 #include "weft/io/stream.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -49,11 +50,12 @@ class pipe::listener {
   static listener listen(const std::string& path, int backlog = 511);
   static listener listen(const std::string& path, const listen_options& options);
 
-  listener(listener&& other) noexcept;
-  listener& operator=(listener&& other) noexcept;
+  // Assigning over a listener, or destroying it, closes it (as close()).
+  listener(listener&& other) noexcept = default;
+  listener& operator=(listener&& other) noexcept = default;
   listener(const listener&) = delete;
   listener& operator=(const listener&) = delete;
-  ~listener();
+  ~listener() = default;
 
   // As tcp::listener::accept: one acceptor at a time; connections arriving meanwhile are kept,
   // also while the process is out of file descriptors (listen_options::out_of_fds).
@@ -65,7 +67,7 @@ class pipe::listener {
   void close() noexcept;
 
  private:
-  detail::listener_state* state_ = nullptr;
+  detail::handle_owner<detail::listener_state> state_;
   std::string path_;
 };
 

@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 
+#include "weft/io/detail/handle_owner.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft {
@@ -60,11 +61,12 @@ enum class fd_exhaustion { report, retry };
 class stream {
  public:
   stream() noexcept = default;
-  stream(stream&& other) noexcept;
-  stream& operator=(stream&& other) noexcept;
+  // Assigning over a stream, or destroying it, closes it (as close()).
+  stream(stream&& other) noexcept = default;
+  stream& operator=(stream&& other) noexcept = default;
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
-  ~stream();
+  ~stream() = default;
 
   // False for a default-constructed or moved-from stream.
   bool is_open() const noexcept;
@@ -123,7 +125,7 @@ class stream {
   explicit stream(detail::stream_state* state) noexcept : state_(state) {}
   detail::stream_state& state(const char* operation) const;
 
-  detail::stream_state* state_ = nullptr;
+  detail::handle_owner<detail::stream_state> state_;
 };
 
 }  // namespace weft

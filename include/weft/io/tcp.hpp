@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "weft/io/detail/handle_owner.hpp"
 #include "weft/io/stream.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -58,11 +59,12 @@ class listener {
   static listener listen(const std::string& host, std::uint16_t port,
                          const listen_options& options = {});
 
-  listener(listener&& other) noexcept;
-  listener& operator=(listener&& other) noexcept;
+  // Assigning over a listener, or destroying it, closes it (as close()).
+  listener(listener&& other) noexcept = default;
+  listener& operator=(listener&& other) noexcept = default;
   listener(const listener&) = delete;
   listener& operator=(const listener&) = delete;
-  ~listener();
+  ~listener() = default;
 
   // Waits for the next connection. Connections that arrive while nobody accepts are held in the
   // kernel backlog for the next accept. One acceptor at a time (a second concurrent accept is a
@@ -79,7 +81,7 @@ class listener {
   void close() noexcept;
 
  private:
-  detail::listener_state* state_ = nullptr;
+  detail::handle_owner<detail::listener_state> state_;
 };
 
 struct connect_options {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "weft/io/detail/handle_owner.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft {
@@ -43,11 +44,12 @@ class socket {
   // A socket bound to host:port (port 0: an ephemeral port).
   static socket bind(const std::string& host, std::uint16_t port, const bind_options& options = {});
 
-  socket(socket&& other) noexcept;
-  socket& operator=(socket&& other) noexcept;
+  // Assigning over a socket, or destroying it, closes it (as close()).
+  socket(socket&& other) noexcept = default;
+  socket& operator=(socket&& other) noexcept = default;
   socket(const socket&) = delete;
   socket& operator=(const socket&) = delete;
-  ~socket();
+  ~socket() = default;
 
   // Sets the default peer: send() goes there, and only its datagrams are received.
   void connect(const std::string& host, std::uint16_t port);
@@ -78,7 +80,7 @@ class socket {
   detail::udp_state& state(const char* operation) const;
   void send_to_address(std::string_view data, const void* address, const std::string& subject,
                        const char* operation, const timeout& limit);
-  detail::udp_state* state_ = nullptr;
+  detail::handle_owner<detail::udp_state> state_;
 };
 
 }  // namespace udp

@@ -1,6 +1,6 @@
-// weft::procs: step-driven processes (actors, workflows) run by a work-stealing scheduler.
+// weft::procs: step-driven processes (actors, workflows) run by a work-stealing runtime.
 //
-// A process is a state machine the scheduler advances one step at a time, on whichever worker
+// A process is a state machine the runtime advances one step at a time, on whichever worker
 // thread is free; it never blocks a thread. Between steps it waits for events: the completion
 // of a command it yielded (a timer, a database call, anything a command handler does), a
 // message from another process or thread, or a cancel.
@@ -16,7 +16,7 @@
 //     a step is not preempted. It may throw: the process fails with that exception.
 //   - close() is called exactly once, after the process completed (done, failed, terminated or
 //     forced at stop), on a worker thread (or the thread calling stop()). It must not throw.
-//   - The process object is owned by the scheduler from submit() to close().
+//   - The process object is owned by the runtime from submit() to close().
 #pragma once
 
 #include <cstddef>
@@ -32,7 +32,7 @@
 
 namespace weft::procs {
 
-class scheduler;
+class runtime;
 namespace detail {
 class engine;
 }
@@ -46,9 +46,15 @@ inline constexpr pid no_pid = 0;
 enum class event_type : std::uint8_t {
   yield_complete,  // a command this process yielded finished: tag is the yield's tag
   message,         // send(pid, data) from another process or a thread
-  cancel,          // the process is asked to finish (scheduler::cancel or stop); sent once
+  cancel,          // the process is asked to finish (runtime::cancel or stop); sent once
 };
 
+// Something that happened to a process, handed to its step() to read. Not weft::event
+// (weft/sync/event.hpp), the flag coroutines set() and wait() on: they share the word because
+// each is its field's usual name (what an event-driven state machine is fed; what asyncio and
+// threading call that flag), and they cannot be mistaken for one another in code: a
+// procs::event is a value a step reads out of std::span<event>, never waited on; a weft::event
+// is a non-copyable object that coroutines wait on, never read as data.
 struct event {
   event_type type = event_type::message;
   std::uint64_t tag = 0;     // yield_complete: the tag the command was yielded with
@@ -71,7 +77,7 @@ struct command {
   std::string payload;
 };
 
-// What a step produced. The scheduler reuses one per worker and clears it before each step:
+// What a step produced. The runtime reuses one per worker and clears it before each step:
 // the strings and vectors keep their capacity, so a process in steady state allocates nothing
 // here. The default status is `wait`.
 class step_output {
@@ -101,7 +107,7 @@ class step_output {
   std::exception_ptr error_;
 };
 
-// What a process knows of its place: its pid and the scheduler running it. Valid from init()
+// What a process knows of its place: its pid and the runtime running it. Valid from init()
 // to close(); usable only from the process's own init/step (send and submit are thread-safe
 // anyway). It lives in the process object itself (see process), so reading it touches only
 // memory the worker running the process already has: not the engine's record of the process,
@@ -109,12 +115,12 @@ class step_output {
 class context {
  public:
   pid self() const noexcept { return self_; }
-  scheduler& owner() const noexcept { return *owner_; }
+  runtime& owner() const noexcept { return *owner_; }
 
  private:
   friend struct process_record_access;
   pid self_ = no_pid;
-  scheduler* owner_ = nullptr;
+  runtime* owner_ = nullptr;
 };
 
 class process {
@@ -123,7 +129,7 @@ class process {
 
   // Process objects are made and dropped once per spawn, often by the thousand: `new` of any
   // class derived from process (std::make_unique included) takes its memory from weft's
-  // small-block cache (weft/detail/blocks.hpp) instead of malloc. The scheduler deletes the
+  // small-block cache (weft/detail/blocks.hpp) instead of malloc. The runtime deletes the
   // object through this virtual destructor, so the size matches. Over-aligned classes and
   // placement new use the standard forms.
   static void* operator new(std::size_t size) { return weft::detail::allocate_block(size); }
@@ -146,7 +152,7 @@ class process {
   virtual void close() noexcept {}
 
  private:
-  friend struct process_record_access;  // the scheduler binds it when the process starts
+  friend struct process_record_access;  // the runtime binds it when the process starts
   context context_;
 };
 

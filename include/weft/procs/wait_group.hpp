@@ -10,6 +10,14 @@
 //   // the child keeps its unit as a member: done() when its work is finished, or nothing at
 //   // all (the unit is done when the child's object is destroyed, however the child ended).
 //
+// The same name as weft::wait_group (weft/sync/wait_group.hpp) because it is the same idea,
+// Go's WaitGroup: count outstanding work, act when the count falls to zero. Who waits differs,
+// and so does the shape: weft::wait_group is for the coroutines of one thread, which add() and
+// done() a counter and block in wait(); this one is for processes on the runtime's workers,
+// so nothing blocks: add() hands out move-only units, and zero wakes the waiting process with
+// an event. A coroutine cannot use this one (there is no wait()), nor a process the other (its
+// wait() would block a worker thread).
+//
 // Why not a message per child: N children reporting to one parent with send() put N events into
 // one inbox, each one a lock taken by whichever core the child ran on and a wake-up check; with
 // the children spread over several cores, every report moves the parent's inbox between their
@@ -24,9 +32,9 @@
 //
 // Lifetime: the count lives in a small shared block, not in the wait_group object. Destroying
 // the wait_group (say the parent finished first) leaves the units valid: their done() then
-// wakes nobody, and the last one frees the block. The block keeps the scheduler's engine
-// alive, so a unit may also outlive the scheduler (its zero event is dropped, as a completion
-// for a stopped scheduler is).
+// wakes nobody, and the last one frees the block. The block keeps the runtime's engine
+// alive, so a unit may also outlive the runtime (its zero event is dropped, as a completion
+// for a stopped runtime is).
 //
 // Rounds: once the waiter has had the zero event, add() may start another round. Adding while
 // the count may be reaching zero (from a process that does not hold a unit) races like Go's
@@ -48,7 +56,7 @@
 
 namespace weft::procs {
 
-class scheduler;
+class runtime;
 namespace detail {
 class engine;
 
@@ -58,7 +66,7 @@ struct wait_group_block {
   // The only field written after construction, alone on its line: the others are read by every
   // done() and so stay shared in every core's cache instead of moving with the counter.
   alignas(64) std::atomic<std::uint64_t> word{1};
-  // The scheduler's engine, kept alive by the block: a unit may be done after the scheduler
+  // The runtime's engine, kept alive by the block: a unit may be done after the runtime
   // was destroyed (the event is then dropped), and whoever frees the block lets it go.
   alignas(64) std::shared_ptr<engine> owner;
   pid waiter = no_pid;
@@ -135,11 +143,11 @@ class wait_group {
     std::uint64_t left_ = 0;
   };
 
-  // The waiter is the process whose context this is (its pid, on its scheduler).
+  // The waiter is the process whose context this is (its pid, on its runtime).
   wait_group(const context& waiter, std::uint64_t tag);
-  // Any process of `owner` as the waiter (the group may be made outside the scheduler).
+  // Any process of `owner` as the waiter (the group may be made outside the runtime).
   // std::invalid_argument for no_pid.
-  wait_group(scheduler& owner, pid waiter, std::uint64_t tag);
+  wait_group(runtime& owner, pid waiter, std::uint64_t tag);
   wait_group(wait_group&& other) noexcept : block_(other.block_) { other.block_ = nullptr; }
   wait_group& operator=(wait_group&& other) noexcept;
   wait_group(const wait_group&) = delete;
@@ -158,7 +166,7 @@ class wait_group {
   std::uint64_t tag() const noexcept;
 
  private:
-  static detail::wait_group_block* make_block(scheduler& owner, pid waiter, std::uint64_t tag);
+  static detail::wait_group_block* make_block(runtime& owner, pid waiter, std::uint64_t tag);
   detail::wait_group_block* checked_block(const char* operation) const;
   detail::wait_group_block* block_ = nullptr;
 };

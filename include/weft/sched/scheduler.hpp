@@ -2,7 +2,8 @@
 //
 // A scheduler runs coroutines on the thread that called run(), and only there: coroutines never
 // migrate, so thread-locals and errno stay valid inside them. Other threads reach a scheduler
-// only through the reactor's cross-thread triggers.
+// only through the reactor's cross-thread triggers. (Step-driven processes on a pool of worker
+// threads are weft::procs::runtime's, weft/procs/runtime.hpp.)
 //
 // One switch per suspend/resume: a suspending coroutine runs the scheduler tick inline (its
 // microtasks, a rate-limited non-blocking reactor poll, and, when nothing is runnable, the

@@ -1,4 +1,5 @@
 // weft::event: a flag coroutines wait for (manual reset, like Python's asyncio.Event).
+// Not weft::procs::event, which is an occurrence a process's step reads (procs/process.hpp).
 //
 // Contract:
 //   - Only coroutines of one scheduler use a given event, on that scheduler's thread;

@@ -1,4 +1,5 @@
 // weft::wait_group: wait for a counted set of jobs to finish (Go's sync.WaitGroup).
+// For coroutines; weft::procs::wait_group is the same idea for procs processes, which never block.
 //
 // Contract:
 //   - Only coroutines of one scheduler use a given wait group, on that scheduler's thread;

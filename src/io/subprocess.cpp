@@ -16,7 +16,7 @@
 // libuv reaps the process (waitpid) only for open handles, so the handle is closed in the exit
 // callback, after the reaping. Meanwhile the state counts as an abandoned operation of the
 // reactor, so run() waits for it before closing the loop (no zombie, no leaked handle).
-#include "weft/io/process.hpp"
+#include "weft/io/subprocess.hpp"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -45,47 +45,32 @@
 namespace weft {
 namespace detail {
 
-struct child_state {
+struct child_state final : shared_handle_state {
   child_state(scheduler_core& core, std::string name)
-      : waiters(core), driver(core.driver()), program(std::move(name)) {}
+      : shared_handle_state(core), program(std::move(name)) {}
 
-  handle_waiters waiters;
-  detail::driver& driver;
   std::string program;      // argv[0]
   std::string description;  // "process sleep (pid 42)"
-  uv_process_t process{};
-  bool process_open = false;  // initialised (uv_spawn does it even when it fails), not closing
-  bool running = false;       // spawned and not yet reaped
+  uv_process_t process{};   // open from uv_spawn (which initialises it even when it fails)
+  bool running = false;     // spawned and not yet reaped
   bool exited = false;
-  process::status ended{};
-  int users = 1;  // the owning weft::child
-  bool counted_as_abandoned = false;
+  subprocess::status ended{};
 };
 
 namespace {
 
-void maybe_free(child_state& state) noexcept { free_when_unused(state, state.process_open); }
-
-void on_process_closed(uv_handle_t* handle) {
-  auto& state = *static_cast<child_state*>(handle->data);
-  state.process_open = false;
-  maybe_free(state);  // last: may free the state
-}
-
 void close_process(child_state& state) noexcept {
-  uv_close(reinterpret_cast<uv_handle_t*>(&state.process), &on_process_closed);
+  state.close_handle(reinterpret_cast<uv_handle_t*>(&state.process));
 }
 
 void on_exit(uv_process_t* process, std::int64_t exit_status, int term_signal) {
-  auto& state = *static_cast<child_state*>(process->data);
+  auto& state = state_of_handle<child_state>(process->data);
   state.running = false;
   state.exited = true;
   state.ended = {exit_status, term_signal};
   close_process(state);  // reaped: nothing is left for the handle to do
   state.waiters.notify_all();
 }
-
-using child_user = state_user<child_state, &maybe_free>;
 
 // The child's ends of the socketpairs, closed here once the spawn has dup'ed them (or failed).
 class child_ends {
@@ -162,12 +147,12 @@ std::pair<int, std::string> explain_spawn_failure(int status, const std::string&
 }  // namespace
 
 struct child_access {
-  // operation: the public call, named in misuse errors ("weft::process::exec").
-  static child spawn(const std::vector<std::string>& argv, const process::options& options,
+  // operation: the public call, named in misuse errors ("weft::subprocess::exec").
+  static child spawn(const std::vector<std::string>& argv, const subprocess::options& options,
                      const char* operation);
 };
 
-child child_access::spawn(const std::vector<std::string>& argv, const process::options& options,
+child child_access::spawn(const std::vector<std::string>& argv, const subprocess::options& options,
                           const char* operation) {
   if (argv.empty() || argv[0].empty()) {
     throw std::logic_error(std::string(operation) +
@@ -182,10 +167,10 @@ child child_access::spawn(const std::vector<std::string>& argv, const process::o
   uv_stdio_container_t stdio[3] = {};
   child_ends ends;
   weft::pipe* ours[3] = {&owner.stdin_, &owner.stdout_, &owner.stderr_};
-  const process::stdio modes[3] = {options.stdin_mode, options.stdout_mode, options.stderr_mode};
+  const subprocess::stdio modes[3] = {options.stdin_mode, options.stdout_mode, options.stderr_mode};
   for (int fd = 0; fd < 3; ++fd) {
     switch (modes[fd]) {
-      case process::stdio::pipe: {
+      case subprocess::stdio::pipe: {
         int pair[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
           throw_uv_error(uv_translate_sys_error(errno), "spawn", argv[0]);
@@ -201,11 +186,11 @@ child child_access::spawn(const std::vector<std::string>& argv, const process::o
         stdio[fd].data.fd = pair[1];
         break;
       }
-      case process::stdio::inherit:
+      case subprocess::stdio::inherit:
         stdio[fd].flags = UV_INHERIT_FD;
         stdio[fd].data.fd = fd;
         break;
-      case process::stdio::ignore:
+      case subprocess::stdio::ignore:
         stdio[fd].flags = UV_IGNORE;
         break;
     }
@@ -232,8 +217,8 @@ child child_access::spawn(const std::vector<std::string>& argv, const process::o
   spawn_options.cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
   spawn_options.stdio_count = 3;
   spawn_options.stdio = stdio;
-  state.process.data = &state;
-  state.process_open = true;  // uv_spawn initialises the handle first, even when it then fails
+  // uv_spawn initialises the handle first, even when it then fails.
+  state.handle_initialized(reinterpret_cast<uv_handle_t*>(&state.process));
   int status = uv_spawn(&loop, &state.process, &spawn_options);
   if (status < 0) {
     auto [code, message] = explain_spawn_failure(status, argv[0], options.cwd);
@@ -291,12 +276,10 @@ void child::release() noexcept {
     // on_exit reaps it and closes the process handle; if the kill fails the process is already
     // dead and its exit callback is on its way.
     uv_process_kill(&state.process, SIGKILL);
-  } else if (state.process_open && !state.exited) {
+  } else if (state.handle_open && !state.exited) {
     detail::close_process(state);  // a failed spawn: initialised, never started
   }
-  state.waiters.notify_all();
-  --state.users;
-  detail::maybe_free(state);
+  state.release_owner();
 }
 
 namespace {
@@ -304,7 +287,7 @@ child_state& state_of(child_state* state, const char* operation) {
   if (state == nullptr) {
     throw std::logic_error(std::string("weft::child::") + operation +
                            " on an empty child (moved from, or never spawned); start one with "
-                           "weft::process::spawn");
+                           "weft::subprocess::spawn");
   }
   return *state;
 }
@@ -312,9 +295,9 @@ child_state& state_of(child_state* state, const char* operation) {
 
 bool child::exited() const noexcept { return state_ != nullptr && state_->exited; }
 
-process::status child::wait(const timeout& limit) {
+subprocess::status child::wait(const timeout& limit) {
   child_state& state = state_of(state_, "wait");
-  detail::child_user user(state);
+  detail::state_user user(state);
   detail::wait_until(
       state.waiters, [&] { return state.exited; }, limit, state.description, "weft::child::wait");
   return state.ended;
@@ -360,7 +343,7 @@ std::size_t child::read_stderr(std::span<char> buffer, const timeout& limit) {
   return piped(stderr_, "read_stderr").read_some(buffer, limit);
 }
 
-namespace process {
+namespace subprocess {
 namespace {
 
 // Reads from until end of stream into out.
@@ -380,13 +363,13 @@ void drain(weft::pipe& from, std::string& out) {
 }  // namespace
 
 child spawn(const std::vector<std::string>& argv, const options& options) {
-  return child_access::spawn(argv, options, "weft::process::spawn");
+  return child_access::spawn(argv, options, "weft::subprocess::spawn");
 }
 
 result exec(const std::vector<std::string>& argv, const options& options) {
-  process::options piped = options;
+  subprocess::options piped = options;
   piped.stdin_mode = piped.stdout_mode = piped.stderr_mode = stdio::pipe;
-  child running = child_access::spawn(argv, piped, "weft::process::exec");
+  child running = child_access::spawn(argv, piped, "weft::subprocess::exec");
   result outcome;
 
   // Three helpers run beside this coroutine and never outlive the call: stdin is fed while
@@ -414,7 +397,7 @@ result exec(const std::vector<std::string>& argv, const options& options) {
 
   std::exception_ptr failure;
   try {
-    process::status ended = running.wait(options.limit);
+    subprocess::status ended = running.wait(options.limit);
     outcome.exit_status = ended.exit_status;
     outcome.term_signal = ended.term_signal;
     for (task<void>* each : helpers) {
@@ -445,5 +428,5 @@ result exec(const std::vector<std::string>& argv, const options& options) {
   return outcome;
 }
 
-}  // namespace process
+}  // namespace subprocess
 }  // namespace weft

@@ -1,4 +1,4 @@
-// weft::process: child processes for coroutines (uv_spawn).
+// weft::subprocess: child processes for coroutines (uv_spawn).
 //
 // exec() runs a program to its end and returns its exit status with everything it wrote:
 // stdout and stderr are read concurrently while it runs (a chatty child never blocks on a full
@@ -25,7 +25,7 @@
 // because otherwise that write would kill this process.
 //
 // Thread: call from a coroutine on the scheduler's thread (std::logic_error elsewhere, naming
-// the call made: "weft::process::exec called outside a coroutine; ...").
+// the call made: "weft::subprocess::exec called outside a coroutine; ...").
 #pragma once
 
 #include <csignal>
@@ -47,7 +47,7 @@ struct child_state;
 struct child_access;
 }  // namespace detail
 
-namespace process {
+namespace subprocess {
 
 // What a child's standard stream is connected to.
 enum class stdio {
@@ -91,9 +91,9 @@ struct result {
 // timeout_error past options.limit and cancelled_error, both after killing and reaping it.
 result exec(const std::vector<std::string>& argv, const options& options = {});
 
-}  // namespace process
+}  // namespace subprocess
 
-// A running (or finished) child process started by process::spawn. Movable, not copyable. Its
+// A running (or finished) child process started by subprocess::spawn. Movable, not copyable. Its
 // piped standard streams are weft::pipe objects with the usual stream rules (one reader and
 // any number of writers per stream at a time), so one coroutine may read stdout, another stderr
 // and a third wait for the exit at the same time (the way to drain both pipes of a chatty
@@ -111,7 +111,7 @@ class child {
 
   int pid() const noexcept { return pid_; }
   // Waits for the child to end (returns at once if it has).
-  process::status wait(const timeout& limit = timeout::never());
+  subprocess::status wait(const timeout& limit = timeout::never());
   // True once the child has ended and been reaped.
   bool exited() const noexcept;
   // Sends signal to the child. Does nothing once it has been reaped (its pid may be reused by
@@ -151,11 +151,11 @@ class child {
   weft::pipe stderr_;
 };
 
-namespace process {
+namespace subprocess {
 
 // Starts argv (argv[0] is looked up in PATH). io_error when it cannot be started
 // ("spawn nosuch-program: no such file or directory").
 child spawn(const std::vector<std::string>& argv, const options& options = {});
 
-}  // namespace process
+}  // namespace subprocess
 }  // namespace weft

@@ -1,4 +1,4 @@
-// weft::process: running child processes from coroutines.
+// weft::subprocess: running child processes from coroutines.
 #include <sys/types.h>
 #include <unistd.h>
 #include <uv.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "test_support.hpp"
-#include "weft/io/process.hpp"
+#include "weft/io/subprocess.hpp"
 
 namespace {
 
@@ -43,9 +43,9 @@ std::vector<int> children_of_this_process() {
   return children;
 }
 
-TEST(Process, ExecCapturesStdoutStderrAndTheExitCode) {
+TEST(Subprocess, ExecCapturesStdoutStderrAndTheExitCode) {
   run_clean([] {
-    auto result = weft::process::exec({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+    auto result = weft::subprocess::exec({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
     EXPECT_EQ(result.exit_status, 3);
     EXPECT_EQ(result.term_signal, 0);
     EXPECT_EQ(result.standard_output, "out\n");
@@ -54,31 +54,32 @@ TEST(Process, ExecCapturesStdoutStderrAndTheExitCode) {
   EXPECT_TRUE(children_of_this_process().empty());
 }
 
-TEST(Process, ExecFeedsStdinData) {
+TEST(Subprocess, ExecFeedsStdinData) {
   run_clean([] {
-    weft::process::options options;
+    weft::subprocess::options options;
     options.stdin_data = "line one\nline two\n";
-    auto result = weft::process::exec({"cat"}, options);
+    auto result = weft::subprocess::exec({"cat"}, options);
     EXPECT_EQ(result.exit_status, 0);
     EXPECT_EQ(result.standard_output, "line one\nline two\n");
     EXPECT_EQ(result.standard_error, "");
   });
 }
 
-TEST(Process, ExecPassesEnvironmentAndWorkingDirectory) {
+TEST(Subprocess, ExecPassesEnvironmentAndWorkingDirectory) {
   run_clean([] {
-    weft::process::options options;
+    weft::subprocess::options options;
     options.env = std::vector<std::string>{"WEFT_TEST_VALUE=forty two"};
     options.cwd = "/tmp";
-    auto result = weft::process::exec({"/bin/sh", "-c", "echo \"$WEFT_TEST_VALUE\"; pwd"}, options);
+    auto result =
+        weft::subprocess::exec({"/bin/sh", "-c", "echo \"$WEFT_TEST_VALUE\"; pwd"}, options);
     EXPECT_EQ(result.standard_output, "forty two\n/tmp\n");
   });
 }
 
-TEST(Process, ExecCapturesABigOutputFullyFromBothPipes) {
+TEST(Subprocess, ExecCapturesABigOutputFullyFromBothPipes) {
   // Far more than a pipe holds, on both streams at once: only concurrent reading finishes.
   run_clean([] {
-    auto result = weft::process::exec(
+    auto result = weft::subprocess::exec(
         {"/bin/sh", "-c", "head -c 1000000 /dev/zero; head -c 700000 /dev/zero >&2"});
     EXPECT_EQ(result.exit_status, 0);
     EXPECT_EQ(result.standard_output, std::string(1000000, '\0'));
@@ -86,26 +87,26 @@ TEST(Process, ExecCapturesABigOutputFullyFromBothPipes) {
   });
 }
 
-TEST(Process, ExecOfABigStdinThroughCat) {
+TEST(Subprocess, ExecOfABigStdinThroughCat) {
   run_clean([] {
     std::string input;
     for (int index = 0; input.size() < 2'000'000; ++index) {
       input += std::to_string(index) + '\n';
     }
-    weft::process::options options;
+    weft::subprocess::options options;
     options.stdin_data = input;
-    auto result = weft::process::exec({"cat"}, options);
+    auto result = weft::subprocess::exec({"cat"}, options);
     EXPECT_EQ(result.standard_output, input);
   });
 }
 
-TEST(Process, ExecPastItsTimeoutKillsAndReapsTheChild) {
+TEST(Subprocess, ExecPastItsTimeoutKillsAndReapsTheChild) {
   auto started = std::chrono::steady_clock::now();
   run_clean([] {
-    weft::process::options options;
+    weft::subprocess::options options;
     options.limit = weft::timeout(100ms);
     try {
-      weft::process::exec({"sleep", "5"}, options);
+      weft::subprocess::exec({"sleep", "5"}, options);
       ADD_FAILURE() << "exec must time out";
     } catch (const weft::timeout_error& error) {
       EXPECT_NE(std::string(error.what()).find("process sleep (pid "), std::string::npos)
@@ -116,9 +117,9 @@ TEST(Process, ExecPastItsTimeoutKillsAndReapsTheChild) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);
 }
 
-TEST(Process, ACancelledExecKillsAndReapsTheChild) {
+TEST(Subprocess, ACancelledExecKillsAndReapsTheChild) {
   run_clean([] {
-    auto runner = weft::spawn([] { weft::process::exec({"sleep", "5"}); });
+    auto runner = weft::spawn([] { weft::subprocess::exec({"sleep", "5"}); });
     ASSERT_TRUE(weft_test::yield_until([] { return !children_of_this_process().empty(); }));
     runner.cancel("test over");
     EXPECT_THROW(runner.await(), weft::cancelled_error);
@@ -126,27 +127,27 @@ TEST(Process, ACancelledExecKillsAndReapsTheChild) {
   });
 }
 
-TEST(Process, AMissingProgramIsAnIoErrorNamingIt) {
+TEST(Subprocess, AMissingProgramIsAnIoErrorNamingIt) {
   run_clean([] {
     try {
-      weft::process::exec({"nosuch-program"});
+      weft::subprocess::exec({"nosuch-program"});
       ADD_FAILURE() << "spawning a missing program must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_ENOENT);
+      EXPECT_EQ(error.uv_code(), UV_ENOENT);
       EXPECT_STREQ(error.what(), "spawn nosuch-program: no such file or directory");
     }
-    EXPECT_THROW(weft::process::spawn({"nosuch-program"}), weft::io_error);
+    EXPECT_THROW(weft::subprocess::spawn({"nosuch-program"}), weft::io_error);
   });
 }
 
-TEST(Process, SpawnAndKillReportsTheTermSignal) {
+TEST(Subprocess, SpawnAndKillReportsTheTermSignal) {
   run_clean([] {
-    weft::child sleeper = weft::process::spawn({"sleep", "5"});
+    weft::child sleeper = weft::subprocess::spawn({"sleep", "5"});
     EXPECT_GT(sleeper.pid(), 0);
     EXPECT_FALSE(sleeper.exited());
     EXPECT_THROW(sleeper.wait(weft::timeout(10ms)), weft::timeout_error);
     sleeper.kill(SIGTERM);
-    weft::process::status ended = sleeper.wait(weft::timeout(10s));
+    weft::subprocess::status ended = sleeper.wait(weft::timeout(10s));
     EXPECT_EQ(ended.term_signal, SIGTERM);
     EXPECT_TRUE(sleeper.exited());
     EXPECT_NO_THROW(sleeper.kill(SIGTERM)) << "a reaped child is left alone";
@@ -154,9 +155,9 @@ TEST(Process, SpawnAndKillReportsTheTermSignal) {
   });
 }
 
-TEST(Process, SpawnTalksToTheChildThroughItsPipes) {
+TEST(Subprocess, SpawnTalksToTheChildThroughItsPipes) {
   run_clean([] {
-    weft::child cat = weft::process::spawn({"cat"});
+    weft::child cat = weft::subprocess::spawn({"cat"});
     cat.write_stdin("ping\n");
     char buffer[64];
     std::string echoed;
@@ -186,9 +187,9 @@ std::vector<std::string> read_lines(weft::stream& from) {
   return lines;
 }
 
-TEST(Process, SpawnedChildStreamsAreWeftStreams) {
+TEST(Subprocess, SpawnedChildStreamsAreWeftStreams) {
   run_clean([] {
-    weft::child sorter = weft::process::spawn({"sort"});
+    weft::child sorter = weft::subprocess::spawn({"sort"});
     std::string_view parts[] = {"pear\n", "apple\n", "fig\n"};
     sorter.stdin_pipe().writev(parts, weft::timeout(10s));
     sorter.stdin_pipe().shutdown(weft::timeout(10s));  // flushes, then sort sees end of file
@@ -198,11 +199,11 @@ TEST(Process, SpawnedChildStreamsAreWeftStreams) {
   });
 }
 
-TEST(Process, AStreamNotSpawnedAsAPipeIsALogicErrorNamingIt) {
+TEST(Subprocess, AStreamNotSpawnedAsAPipeIsALogicErrorNamingIt) {
   run_clean([] {
-    weft::process::options options;
-    options.stdout_mode = weft::process::stdio::ignore;
-    weft::child quiet = weft::process::spawn({"true"}, options);
+    weft::subprocess::options options;
+    options.stdout_mode = weft::subprocess::stdio::ignore;
+    weft::child quiet = weft::subprocess::spawn({"true"}, options);
     try {
       quiet.stdout_pipe();
       ADD_FAILURE() << "stdout was not piped";
@@ -214,33 +215,33 @@ TEST(Process, AStreamNotSpawnedAsAPipeIsALogicErrorNamingIt) {
   });
 }
 
-TEST(Process, AnEmptyEnvironmentIsPassedAsEmpty) {
+TEST(Subprocess, AnEmptyEnvironmentIsPassedAsEmpty) {
   run_clean([] {
-    weft::process::options options;
+    weft::subprocess::options options;
     options.env = std::vector<std::string>{};
-    EXPECT_EQ(weft::process::exec({"/usr/bin/env"}, options).standard_output, "");
+    EXPECT_EQ(weft::subprocess::exec({"/usr/bin/env"}, options).standard_output, "");
     // Unset: the child inherits ours.
     ::setenv("WEFT_TEST_INHERITED", "yes", 1);
-    auto inherited = weft::process::exec({"/usr/bin/env"});
+    auto inherited = weft::subprocess::exec({"/usr/bin/env"});
     ::unsetenv("WEFT_TEST_INHERITED");
     EXPECT_NE(inherited.standard_output.find("WEFT_TEST_INHERITED=yes\n"), std::string::npos);
   });
 }
 
-TEST(Process, ExecOfAChildThatIgnoresItsStdinStillEnds) {
+TEST(Subprocess, ExecOfAChildThatIgnoresItsStdinStillEnds) {
   run_clean([] {
-    weft::process::options options;
+    weft::subprocess::options options;
     options.stdin_data = std::string(4 * 1024 * 1024, 'x');  // far more than a socket buffer
-    auto result = weft::process::exec({"/bin/sh", "-c", "echo done"}, options);
+    auto result = weft::subprocess::exec({"/bin/sh", "-c", "echo done"}, options);
     EXPECT_EQ(result.exit_status, 0);
     EXPECT_EQ(result.standard_output, "done\n");
   });
 }
 
-TEST(Process, SpawnedChildOutputReadByOneCoroutineWhileAnotherWaits) {
+TEST(Subprocess, SpawnedChildOutputReadByOneCoroutineWhileAnotherWaits) {
   run_clean([] {
     weft::child chatty =
-        weft::process::spawn({"/bin/sh", "-c", "head -c 500000 /dev/zero; exit 7"});
+        weft::subprocess::spawn({"/bin/sh", "-c", "head -c 500000 /dev/zero; exit 7"});
     auto reader = weft::spawn([&] {
       std::size_t total = 0;
       char buffer[8192];
@@ -254,10 +255,10 @@ TEST(Process, SpawnedChildOutputReadByOneCoroutineWhileAnotherWaits) {
   });
 }
 
-TEST(Process, AChildThatOutlivesItsHandleIsKilledAndReaped) {
+TEST(Subprocess, AChildThatOutlivesItsHandleIsKilledAndReaped) {
   run_clean([] {
     {
-      weft::child sleeper = weft::process::spawn({"sleep", "5"});
+      weft::child sleeper = weft::subprocess::spawn({"sleep", "5"});
       EXPECT_EQ(children_of_this_process(), std::vector<int>{sleeper.pid()});
     }
     // Killed at once; the reaping happens in the background and run() waits for it.
@@ -265,12 +266,12 @@ TEST(Process, AChildThatOutlivesItsHandleIsKilledAndReaped) {
   EXPECT_TRUE(children_of_this_process().empty()) << "no zombie once run() returned";
 }
 
-TEST(Process, WritingToAChildThatIsGoneIsAnIoError) {
+TEST(Subprocess, WritingToAChildThatIsGoneIsAnIoError) {
   run_clean([] {
-    weft::process::options options;
-    options.stdout_mode = weft::process::stdio::ignore;
-    options.stderr_mode = weft::process::stdio::ignore;
-    weft::child quitter = weft::process::spawn({"true"}, options);
+    weft::subprocess::options options;
+    options.stdout_mode = weft::subprocess::stdio::ignore;
+    options.stderr_mode = weft::subprocess::stdio::ignore;
+    weft::child quitter = weft::subprocess::spawn({"true"}, options);
     quitter.wait(weft::timeout(10s));
     try {
       for (int attempt = 0; attempt < 100; ++attempt) {
@@ -278,7 +279,7 @@ TEST(Process, WritingToAChildThatIsGoneIsAnIoError) {
       }
       ADD_FAILURE() << "writing to a gone reader must fail";
     } catch (const weft::io_error& error) {
-      EXPECT_EQ(error.code(), UV_EPIPE);
+      EXPECT_EQ(error.uv_code(), UV_EPIPE);
       EXPECT_STREQ(error.what(), "write stdin of true: broken pipe");
     }
     char buffer[4];

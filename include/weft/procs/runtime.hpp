@@ -1,6 +1,12 @@
-// weft::procs::scheduler: an M:N work-stealing scheduler of step-driven processes.
+// weft::procs::runtime: runs step-driven processes on its own worker threads (M:N, with work
+// stealing).
 //
-//   weft::procs::scheduler engine({.workers = 4});
+// Not weft::scheduler (weft/sched/scheduler.hpp), which runs stackful coroutines on the one
+// thread that called run(). Hence the two names: a weft::scheduler is per thread and schedules
+// coroutines; a procs::runtime owns a pool of threads and schedules processes, which are state
+// machines without stacks and may move between those threads at each step.
+//
+//   weft::procs::runtime engine({.workers = 4});
 //   engine.on_command("fetch", [](const command& asked, completion done) {
 //     start_fetch(asked.payload, std::move(done));  // completes later, from any thread
 //   });
@@ -11,7 +17,7 @@
 //
 // Threads: every member is thread-safe and may be called from any thread, from inside a
 // process's step (through context::owner()) and from command handlers; none blocks except
-// process_handle::wait and stop. The workers are the scheduler's own threads (hardware
+// process_handle::wait and stop. The workers are the runtime's own threads (hardware
 // threads by default); a process runs on one of them at a time and may move between them.
 //
 // Work distribution: each worker has a bounded local queue and a one-slot "next" that runs
@@ -30,12 +36,12 @@
 // them with a weft::procs::wait_group (weft/procs/wait_group.hpp, Go's WaitGroup): one event
 // when the last is done, instead of a message from each into its inbox.
 //
-// Lifetime: a process's handle, pid and completions may outlive it, and the scheduler (a
-// completion for a finished process or a stopped scheduler is dropped when completed).
+// Lifetime: a process's handle, pid and completions may outlive it, and the runtime (a
+// completion for a finished process or a stopped runtime is dropped when completed).
 // stop() (or the destructor, which stops with default_stop_grace) delivers a cancel event to
 // every live process, waits for them to finish, force-completes the rest at the deadline, and
 // joins every worker before it returns. submit/send racing stop either take effect (the
-// process is cancelled like the others) or throw scheduler_stopped_error.
+// process is cancelled like the others) or throw runtime_stopped_error.
 #pragma once
 
 #include <chrono>
@@ -58,7 +64,7 @@ class unknown_process_error : public weft::error {
 };
 
 // submit / send after stop() began.
-class scheduler_stopped_error : public weft::error {
+class runtime_stopped_error : public weft::error {
  public:
   using weft::error::error;
 };
@@ -118,7 +124,7 @@ class process_handle {
   bool valid() const noexcept { return state_ != nullptr; }
   bool done() const noexcept;
   // Blocks the calling thread until the process finished; returns its result or throws its
-  // error. Not from a weft coroutine (it would stall that thread's scheduler): use await().
+  // error. Not from a weft coroutine (it would stall that thread's weft::scheduler): use await().
   std::string wait() const;
   // wait() with a limit: timeout_error when it passes first (the process keeps running). A
   // limit too long for the clock (duration::max()) means no limit; zero or negative, one that
@@ -136,7 +142,7 @@ class process_handle {
   std::shared_ptr<detail::outcome_state> state_;
 };
 
-struct scheduler_options {
+struct runtime_options {
   std::size_t workers = 0;                 // 0: one per hardware thread
   std::size_t local_queue_capacity = 256;  // a power of two
   std::size_t global_queue_interval = 61;  // runs between forced looks at the global queue
@@ -160,12 +166,12 @@ struct scheduler_options {
 
 inline constexpr std::chrono::seconds default_stop_grace{10};
 
-class scheduler {
+class runtime {
  public:
-  explicit scheduler(scheduler_options options = {});
-  ~scheduler();  // stop(default_stop_grace) unless stopped
-  scheduler(const scheduler&) = delete;
-  scheduler& operator=(const scheduler&) = delete;
+  explicit runtime(runtime_options options = {});
+  ~runtime();  // stop(default_stop_grace) unless stopped
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
 
   // Registers (or replaces) the handler for commands of `type`. Handlers run on the worker
   // that ran the yielding step, right after the step; they must not block. A handler that
@@ -176,7 +182,7 @@ class scheduler {
   void on_command(std::string type, command_handler handler);
 
   // Starts a process at entry point `method` with `input`. The handle's id is valid at once
-  // (send to it works before its first step). scheduler_stopped_error after stop() began.
+  // (send to it works before its first step). runtime_stopped_error after stop() began.
   process_handle submit(std::unique_ptr<process> body, std::string_view method = "main",
                         std::string_view input = {});
   // A plain function as a one-step process: its return value is the result, its exception
@@ -185,13 +191,13 @@ class scheduler {
 
   // As submit, for a process nobody waits on (Go's `go`, Erlang's spawn): returns only its pid
   // and skips the outcome a handle would share, a good part of a small process's cost. Its
-  // result is dropped; a failure goes to scheduler_options::on_detached_failure.
+  // result is dropped; a failure goes to runtime_options::on_detached_failure.
   pid spawn(std::unique_ptr<process> body, std::string_view method = "main",
             std::string_view input = {});
   pid spawn(std::function<std::string()> function);
 
   // Delivers a message event to a live process, waking it if idle. unknown_process_error if
-  // `to` is unknown or finished; scheduler_stopped_error after stop() began. A message
+  // `to` is unknown or finished; runtime_stopped_error after stop() began. A message
   // accepted by a process that then finishes without stepping again is dropped with it.
   void send(pid to, std::string message, pid from = no_pid);
   // As send, but false instead of unknown_process_error.
