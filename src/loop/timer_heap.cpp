@@ -1,0 +1,63 @@
+#include "loop/timer_heap.hpp"
+
+namespace weft::loop::detail {
+
+void timer_heap::push(const timer_node& node) {
+  nodes_.push_back(node);
+  // Move the hole up rather than swapping: one store per level.
+  std::size_t index = nodes_.size() - 1;
+  while (index > 0) {
+    std::size_t parent = (index - 1) / arity;
+    if (!earlier(node, nodes_[parent])) {
+      break;
+    }
+    nodes_[index] = nodes_[parent];
+    index = parent;
+  }
+  nodes_[index] = node;
+}
+
+void timer_heap::pop() noexcept {
+  timer_node last = nodes_.back();
+  nodes_.pop_back();
+  if (nodes_.empty()) {
+    return;
+  }
+  nodes_[0] = last;
+  sift_down(0);
+}
+
+void timer_heap::sift_down(std::size_t index) noexcept {
+  const timer_node node = nodes_[index];
+  const std::size_t count = nodes_.size();
+  for (;;) {
+    std::size_t first = index * arity + 1;
+    if (first >= count) {
+      break;
+    }
+    std::size_t last = first + arity < count ? first + arity : count;
+    std::size_t best = first;
+    for (std::size_t child = first + 1; child < last; ++child) {
+      if (earlier(nodes_[child], nodes_[best])) {
+        best = child;
+      }
+    }
+    if (!earlier(nodes_[best], node)) {
+      break;
+    }
+    nodes_[index] = nodes_[best];
+    index = best;
+  }
+  nodes_[index] = node;
+}
+
+void timer_heap::heapify() noexcept {
+  if (nodes_.size() < 2) {
+    return;
+  }
+  for (std::size_t index = (nodes_.size() - 2) / arity + 1; index-- > 0;) {
+    sift_down(index);
+  }
+}
+
+}  // namespace weft::loop::detail

@@ -1,0 +1,116 @@
+// The loop's watchers: one slot per live watcher, in chunks that never move (a callback may
+// register watchers while it runs, and must not see its own slot relocate), reused through a
+// free list so that a busy loop stops allocating once it reached its peak.
+//
+// A watcher_id is (generation << 32) | slot. Removing a watcher bumps its slot's generation, so
+// every id handed out for the slot before stops matching at once; a slot whose generation would
+// wrap is retired instead of reused. Ids are therefore never reused in a loop's life.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "weft/detail/unique_function.hpp"
+#include "weft/loop/event_loop.hpp"
+
+namespace weft::loop::detail {
+
+enum class watcher_kind : std::uint8_t {
+  free,
+  delay,
+  repeat,
+  defer,
+  readable,
+  writable,
+  signal,
+  fd_check,  // the loop's own periodic check for fds closed under their watchers
+};
+
+struct watcher {
+  weft::detail::unique_function<void()> callback;
+  std::uint64_t armed_sequence = 0;  // timers: the sequence of its heap node; 0 when not armed
+  std::int64_t interval = 0;         // repeat: nanoseconds
+  std::uint64_t armed_tick = 0;      // the tick it was created in (runs in a later one only)
+  std::uint32_t generation = 1;
+  std::uint32_t next_free = 0;
+  int target = -1;  // the fd or the signal number
+  watcher_kind kind = watcher_kind::free;
+  bool referenced = false;
+  bool running = false;  // its callback is executing (a persistent watcher)
+  bool zombie = false;   // removed while running: free the slot when the callback returns
+};
+
+class watcher_table {
+ public:
+  static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+
+  watcher& at(std::uint32_t slot) noexcept {
+    return chunks_[slot >> chunk_bits][slot & (chunk_size - 1)];
+  }
+  const watcher& at(std::uint32_t slot) const noexcept {
+    return chunks_[slot >> chunk_bits][slot & (chunk_size - 1)];
+  }
+
+  // A free slot (its kind is free: the caller fills it in).
+  std::uint32_t allocate() {
+    if (free_ != no_slot) {
+      std::uint32_t slot = free_;
+      free_ = at(slot).next_free;
+      return slot;
+    }
+    if ((size_ & (chunk_size - 1)) == 0) {
+      chunks_.push_back(std::make_unique<watcher[]>(chunk_size));
+    }
+    return size_++;
+  }
+
+  // Makes every id of slot stale; the slot itself stays taken until recycle().
+  void invalidate(watcher& w) noexcept {
+    w.kind = watcher_kind::free;
+    ++w.generation;
+  }
+  // Puts an invalidated slot back on the free list (unless its generation wrapped: retired).
+  void recycle(std::uint32_t slot) noexcept {
+    watcher& w = at(slot);
+    if (w.generation == 0) {
+      return;  // 2^32 watchers went through this slot: never hand it out again
+    }
+    w.next_free = free_;
+    free_ = slot;
+  }
+
+  watcher_id id_of(std::uint32_t slot) const noexcept {
+    return static_cast<watcher_id>((static_cast<std::uint64_t>(at(slot).generation) << 32) | slot);
+  }
+  // The live watcher id names, or null.
+  watcher* find(watcher_id id) noexcept {
+    auto raw = static_cast<std::uint64_t>(id);
+    auto slot = static_cast<std::uint32_t>(raw);
+    if (slot >= size_) {
+      return nullptr;
+    }
+    watcher& w = at(slot);
+    if (w.generation != static_cast<std::uint32_t>(raw >> 32) || w.kind == watcher_kind::free) {
+      return nullptr;
+    }
+    return &w;
+  }
+  static std::uint32_t slot_of(watcher_id id) noexcept {
+    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(id));
+  }
+
+  std::uint32_t size() const noexcept { return size_; }
+
+ private:
+  static constexpr std::uint32_t chunk_bits = 12;
+  static constexpr std::uint32_t chunk_size = 1u << chunk_bits;
+
+  std::vector<std::unique_ptr<watcher[]>> chunks_;
+  std::uint32_t size_ = 0;
+  std::uint32_t free_ = no_slot;
+};
+
+}  // namespace weft::loop::detail
