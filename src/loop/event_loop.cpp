@@ -16,15 +16,13 @@
 
 namespace weft::loop {
 namespace detail {
+
+constinit __attribute__((tls_model("initial-exec"))) thread_local char loop_thread_identity = 0;
+std::atomic<std::uint64_t> fork_generation{0};
+
 namespace {
 
-// The address of a thread-local is a cheap identity of the calling thread (it is what
-// pthread_self() amounts to, without the call), and it survives fork() in the forking thread
-// just as pthread_self() does: the fork generation tells a child from its parent.
-constinit thread_local char thread_identity = 0;
 constinit thread_local loop_core* thread_loop = nullptr;
-
-std::atomic<std::uint64_t> fork_generation{0};
 
 void count_fork_in_child() noexcept { fork_generation.fetch_add(1, std::memory_order_relaxed); }
 
@@ -39,12 +37,6 @@ void check_callback(const callback& fn, const char* operation) {
 }
 
 }  // namespace
-
-const void* loop_core::thread_marker() noexcept { return &thread_identity; }
-
-std::uint64_t loop_core::current_fork_generation() noexcept {
-  return fork_generation.load(std::memory_order_relaxed);
-}
 
 void loop_core::throw_wrong_thread(const char* operation) const {
   if (fork_generation_ != current_fork_generation()) {

@@ -16,6 +16,7 @@
 // driver timer, a helper, a registration from another coroutine, stop) signals that gate.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,14 @@ inline std::int64_t deadline_after(std::int64_t now, std::int64_t span) noexcept
   }
   return sum;
 }
+
+// The address of a thread-local is a cheap identity of the calling thread (what pthread_self()
+// amounts to, without the call), and it survives fork() in the forking thread just as
+// pthread_self() does: the fork generation, bumped in every child, tells a child from its
+// parent. initial-exec: read on every call, where the general-dynamic model of a static library
+// built as position-independent code would cost a __tls_get_addr call each time.
+extern constinit __attribute__((tls_model("initial-exec"))) thread_local char loop_thread_identity;
+extern std::atomic<std::uint64_t> fork_generation;
 
 enum class session_kind : unsigned char {
   standalone,  // run() outside weft: a scheduler of its own, dispatcher in the background
@@ -124,8 +133,10 @@ class loop_core final : private readiness_listener {
     loop_core* owner = nullptr;
   };
 
-  static const void* thread_marker() noexcept;
-  static std::uint64_t current_fork_generation() noexcept;
+  static const void* thread_marker() noexcept { return &loop_thread_identity; }
+  static std::uint64_t current_fork_generation() noexcept {
+    return fork_generation.load(std::memory_order_relaxed);
+  }
   [[noreturn]] void throw_wrong_thread(const char* operation) const;
 
   // watchers

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../src/loop/timer_heap.hpp"  // src/ is not on the test include path
+#include "../../src/loop/watcher_table.hpp"
 #include "loop/loop_support.hpp"
 
 namespace {
@@ -97,6 +98,27 @@ TEST(LoopTimers, IdsAreDistinctAndNeverReused) {
     EXPECT_EQ(loop.timer_count(), 0u);
     loop.run();
   });
+}
+
+// 2^32 watchers through one slot cannot be run here; the slot table's rule is checked directly.
+TEST(LoopTimers, ASlotWhoseGenerationWouldWrapIsRetiredRatherThanReused) {
+  using weft::loop::detail::watcher_kind;
+  weft::loop::detail::watcher_table table;
+  std::uint32_t slot = table.allocate();
+  auto& w = table.at(slot);
+  w.kind = watcher_kind::delay;
+  w.generation = 0xFFFFFFFFu;  // its last generation
+  watcher_id last = table.id_of(slot);
+  EXPECT_EQ(table.find(last), &w);
+  table.invalidate(w);
+  table.recycle(slot);
+  EXPECT_EQ(table.find(last), nullptr);
+  std::uint32_t next = table.allocate();
+  EXPECT_NE(next, slot) << "a wrapped slot is never handed out again";
+  table.at(next).kind = watcher_kind::delay;
+  table.invalidate(table.at(next));
+  table.recycle(next);
+  EXPECT_EQ(table.allocate(), next) << "ordinary slots are reused";
 }
 
 TEST(LoopTimers, OffReturnsWhetherATimerWasRemoved) {
