@@ -35,6 +35,11 @@ std::string call_name(const char* operation) {
 }  // namespace
 
 fd_source::~fd_source() {
+  // No session is active (the loop refuses to be destroyed during one), so no helper waits on
+  // any of these.
+  for (int retired : retired_epolls_) {
+    ::close(retired);
+  }
   if (epoll_fd_ >= 0) {
     ::close(epoll_fd_);
   }
@@ -195,21 +200,73 @@ const std::vector<ready_fd>& fd_source::poll() {
   if (count == poll_batch) {
     poll_needed_ = true;
   }
+  bool stuck = false;
   for (int index = 0; index < count; ++index) {
     const epoll_event& event = events_[static_cast<std::size_t>(index)];
     int fd = event.data.fd;
     if (static_cast<std::size_t>(fd) >= entries_.size() ||
         entries_[static_cast<std::size_t>(fd)].registered == 0) {
-      // A registration the kernel kept for a duplicated file whose number we let go of: drop
-      // it if the number still names it (otherwise nothing can, see event_loop.hpp).
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+      // A registration the kernel kept for a duplicated file whose number we let go of. When
+      // the number no longer names that file, nothing can delete it (see the file comment).
+      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
+        stuck = true;
+      }
       continue;
     }
     std::uint32_t flags = event.events;
     ready_.push_back(ready_fd{fd, (flags & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0,
                               (flags & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0});
   }
+  if (stuck) {
+    rebuild();
+  }
   return ready_;
+}
+
+void fd_source::rebuild() {
+  int fresh = ::epoll_create1(EPOLL_CLOEXEC);
+  if (fresh < 0) {
+    return;  // out of descriptors: keep the old set (stale events wake the loop, harmlessly)
+  }
+  for (std::size_t index = 0; index < entries_.size(); ++index) {
+    entry& e = entries_[index];
+    if (e.registered == 0) {
+      continue;
+    }
+    int fd = static_cast<int>(index);
+    epoll_event event{};
+    event.events = wanted(e);
+    event.data.fd = fd;
+    e.dirty = false;
+    e.registered = event.events;
+    if (::epoll_ctl(fresh, EPOLL_CTL_ADD, fd, &event) != 0) {
+      mark_dead(fd, e, errno);  // closed under its watchers: reported, then unwatched
+    }
+  }
+  dirty_.clear();
+  retired_epolls_.push_back(epoll_fd_);
+  epoll_fd_ = fresh;
+  poll_needed_ = true;
+  if (helper_.valid()) {
+    retire_helper();  // it waits on the old instance
+    spawn_helper();
+  } else {
+    close_retired_epolls();
+  }
+}
+
+void fd_source::close_retired_epolls() noexcept {
+  // A helper still alive may hold a weft registration of an old instance; closing an fd that a
+  // driver polls is what this class exists to avoid.
+  for (const weft::task<void>& retired : retired_) {
+    if (!retired.done()) {
+      return;
+    }
+  }
+  for (int retired : retired_epolls_) {
+    ::close(retired);
+  }
+  retired_epolls_.clear();
 }
 
 void fd_source::check_closed() {
@@ -265,6 +322,7 @@ void fd_source::stop() {
     }
   }
   retired_.clear();
+  close_retired_epolls();
 }
 
 void fd_source::spawn_helper() {
@@ -278,6 +336,9 @@ void fd_source::retire_helper() noexcept {
   }
   try {
     std::erase_if(retired_, [](const weft::task<void>& retired) { return retired.done(); });
+    if (retired_.empty()) {
+      close_retired_epolls();
+    }
     helper_.cancel("the event loop no longer needs fd readiness");
     retired_.push_back(std::move(helper_));
   } catch (...) {

@@ -20,6 +20,12 @@
 // proxy), and that poll then replaces the scheduler's blocking wait, the helper's wake and two
 // switches.
 //
+// One case the kernel does not clean up: an fd closed while its file is still open elsewhere (a
+// dup, a forked child) stays in the set under its old number, and no epoll_ctl can remove it
+// once the number is closed. Its events would then wake the loop forever; poll() notices an
+// event for a number it does not watch that cannot be deleted, and rebuild() moves every watched
+// fd to a fresh epoll instance.
+//
 // A closed fd: the kernel removes it from the set without telling anyone, so a watcher of it
 // would hang. It is caught two ways: an interest change whose epoll_ctl fails (EBADF, or ENOENT
 // when the number now names another file), and check_closed(), which the loop runs about once a
@@ -125,6 +131,8 @@ class fd_source {
   void mark_dead(int fd, entry& e, int code);
   void spawn_helper();
   void retire_helper() noexcept;
+  void close_retired_epolls() noexcept;
+  void rebuild();
   static void helper_main(fd_source& self, int epoll_fd);
 
   std::vector<entry> entries_;  // by fd
@@ -139,6 +147,8 @@ class fd_source {
   readiness_listener* listener_ = nullptr;  // set during a session
   weft::task<void> helper_;
   std::vector<weft::task<void>> retired_;  // cancelled helpers not yet awaited
+  // Epoll instances replaced by rebuild(), closed once no helper may still wait on them.
+  std::vector<int> retired_epolls_;
 };
 
 }  // namespace weft::loop::detail

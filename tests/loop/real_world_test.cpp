@@ -3,6 +3,7 @@
 // fd closed behind the loop's back, fork().
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -265,6 +267,60 @@ TEST(LoopRealWorld, AnFdClosedUnderItsWatcherWithoutAHandlerEndsRun) {
     EXPECT_LT(seconds_since(start), 0.5) << "found by the interest change, not the sweep";
     EXPECT_FALSE(loop.off_readable(fd));
     EXPECT_FALSE(loop.off_writable(fd));
+  });
+}
+
+// Whether an epoll instance of this process still has the file with this inode in its set
+// (from /proc/self/fdinfo, which lists each target with its inode in hex).
+bool some_epoll_watches(ino_t inode) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ignored;
+    if (std::filesystem::read_symlink(entry.path(), ignored).string() != "anon_inode:[eventpoll]") {
+      continue;
+    }
+    std::ifstream info("/proc/self/fdinfo/" + entry.path().filename().string());
+    std::string line;
+    while (std::getline(info, line)) {
+      std::size_t at = line.find(" ino:");
+      if (line.rfind("tfd:", 0) == 0 && at != std::string::npos &&
+          std::stoull(line.substr(at + 5), nullptr, 16) == inode) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+TEST(LoopRealWorld, ADuplicatedFdClosedUnderItsWatcherLeavesTheLoopsEpollSet) {
+  with_loop([&](event_loop& loop) {
+    socket_pair pair;
+    const int fd = pair.ends[0];
+    struct stat status {};
+    ASSERT_EQ(::fstat(fd, &status), 0);
+    int copy = ::dup(fd);  // the file outlives the number: the kernel keeps it in the epoll set
+    ASSERT_GE(copy, 0);
+    std::string message;
+    bool watched_before = false;
+    bool watched_after = true;
+    loop.set_error_handler([&](std::exception_ptr error) {
+      message = what_of(error);
+      // Give the loop a few idle ticks in which the stale entry would wake it.
+      loop.delay(20ms, [&] { watched_after = some_epoll_watches(status.st_ino); });
+    });
+    loop.on_readable(fd, [&] {
+      char byte;
+      (void)::read(fd, &byte, 1);  // EBADF once the number is closed
+    });
+    loop.defer([&] {
+      watched_before = some_epoll_watches(status.st_ino);
+      ASSERT_EQ(::write(pair.ends[1], "x", 1), 1);  // ready, and it stays ready
+      pair.close(0);
+    });
+    loop.run();
+    ::close(copy);
+    EXPECT_NE(message.find("closed while its readable watcher"), std::string::npos) << message;
+    EXPECT_TRUE(watched_before);
+    EXPECT_FALSE(watched_after) << "no epoll_ctl can remove it: the loop moved to a fresh set";
   });
 }
 
