@@ -33,6 +33,10 @@
 // at the first watch). Each lands in dead(), and the loop removes the fd's watchers (all of
 // them: a watcher registered on the reused number after the close goes too) and reports it.
 //
+// The helper's wait keeps the scheduler's reactor alive, so while any fd is watched (referenced
+// or not) a deadlock is not reported: the scheduler waits for the fds. A native driver watch
+// could follow the watchers' reference flags instead.
+//
 // Threads: the loop's thread only. The helper is a background coroutine of the dispatching
 // scheduler; stop() cancels it and waits until it has ended, so that no weft fd registration of
 // the epoll fd outlives a dispatch session.

@@ -78,7 +78,8 @@
 // suspended (see suspension.hpp) hands the dispatching over to run() after its current tick.
 // stop() finishes the current tick, then
 // run() returns; whatever is left (timers, watchers, queued defers) runs at the next run().
-// stop() while the loop is not running does nothing: a later run() runs normally.
+// stop() while no run() is active does nothing (a later run() runs normally), and it does not
+// end the dispatching a suspended coroutine does for itself.
 //
 // ERRORS. An exception escaping a callback goes to the error handler (set_error_handler) and the
 // loop goes on with the next callback. Without a handler, run() ends at once and throws it; the

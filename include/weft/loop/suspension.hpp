@@ -15,7 +15,9 @@
 //     leaves with weft::cancelled_error and the suspension goes back to idle. While it is
 //     parked, the loop keeps dispatching: in the coroutine that called run(); when no run() is
 //     active, in the suspended coroutine itself (so `suspend()` alone drives the loop until
-//     resumed, as Revolt's main suspension does).
+//     resumed, as Revolt's main suspension does). A callback error the loop would throw out of
+//     run() (no error handler) is then thrown out of that suspend(); a run() started meanwhile
+//     takes the dispatching over after the current tick.
 //   - A suspension is reusable: after suspend() returned, the owner may suspend again.
 //   - Misuse is a std::logic_error naming it: resume()/throw_into() while the owner is not
 //     suspended (before suspend(), or twice for one suspend()); suspend() while already
@@ -25,7 +27,8 @@
 //   - A loop that runs dry while the owner is suspended (nothing left that could resume it: no
 //     referenced watcher, no other coroutine able to run) is a deadlock: weft::run ends with
 //     weft::deadlock_error, whose report names the suspension, and suspend() unwinds with
-//     weft::cancelled_error.
+//     weft::cancelled_error. An fd watcher, even unreferenced, counts as something that could:
+//     while one is registered the loop waits for its fd instead of reporting a deadlock.
 //   - T is the type of the value resume() hands over; suspension<> (T = void) carries none:
 //     resume() takes no argument and suspend() returns nothing. T must be move-constructible.
 //     A value is handed over by move, never copied.
