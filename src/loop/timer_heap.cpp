@@ -1,11 +1,26 @@
 #include "loop/timer_heap.hpp"
 
+#include <cstdlib>
+#include <new>
+
 namespace weft::loop::detail {
 
+void timer_heap::grow() {
+  std::size_t capacity = capacity_ == 0 ? 64 : capacity_ * 2;
+  void* grown = std::realloc(nodes_, capacity * sizeof(timer_node));
+  if (grown == nullptr) {
+    throw std::bad_alloc();
+  }
+  nodes_ = static_cast<timer_node*>(grown);
+  capacity_ = capacity;
+}
+
 void timer_heap::push(const timer_node& node) {
-  nodes_.push_back(node);
+  if (size_ == capacity_) {
+    grow();
+  }
   // Move the hole up rather than swapping: one store per level.
-  std::size_t index = nodes_.size() - 1;
+  std::size_t index = size_++;
   while (index > 0) {
     std::size_t parent = (index - 1) / arity;
     if (!earlier(node, nodes_[parent])) {
@@ -18,9 +33,8 @@ void timer_heap::push(const timer_node& node) {
 }
 
 void timer_heap::pop() noexcept {
-  timer_node last = nodes_.back();
-  nodes_.pop_back();
-  const std::size_t count = nodes_.size();
+  timer_node last = nodes_[--size_];
+  const std::size_t count = size_;
   if (count == 0) {
     return;
   }
@@ -57,7 +71,7 @@ void timer_heap::pop() noexcept {
 
 void timer_heap::sift_down(std::size_t index) noexcept {
   const timer_node node = nodes_[index];
-  const std::size_t count = nodes_.size();
+  const std::size_t count = size_;
   for (;;) {
     std::size_t first = index * arity + 1;
     if (first >= count) {
@@ -80,10 +94,10 @@ void timer_heap::sift_down(std::size_t index) noexcept {
 }
 
 void timer_heap::heapify() noexcept {
-  if (nodes_.size() < 2) {
+  if (size_ < 2) {
     return;
   }
-  for (std::size_t index = (nodes_.size() - 2) / arity + 1; index-- > 0;) {
+  for (std::size_t index = (size_ - 2) / arity + 1; index-- > 0;) {
     sift_down(index);
   }
 }

@@ -15,8 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <span>
+#include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace weft::loop::detail {
 
@@ -25,28 +27,34 @@ struct timer_node {
   std::uint64_t sequence;  // when it was armed (unique, increasing)
   std::uint32_t slot;      // the watcher's slot
 };
+static_assert(std::is_trivially_copyable_v<timer_node>);
 
 class timer_heap {
  public:
-  bool empty() const noexcept { return nodes_.empty(); }
-  std::size_t size() const noexcept { return nodes_.size(); }
-  const timer_node& top() const noexcept { return nodes_.front(); }
-  const std::vector<timer_node>& nodes() const noexcept { return nodes_; }
+  timer_heap() = default;
+  timer_heap(const timer_heap&) = delete;
+  timer_heap& operator=(const timer_heap&) = delete;
+  ~timer_heap() { std::free(nodes_); }
+
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t size() const noexcept { return size_; }
+  const timer_node& top() const noexcept { return nodes_[0]; }
+  std::span<const timer_node> nodes() const noexcept { return {nodes_, size_}; }
 
   void push(const timer_node& node);
   void pop() noexcept;
-  void clear() noexcept { nodes_.clear(); }
+  void clear() noexcept { size_ = 0; }
 
   // Keeps the nodes for which keep(node) is true and restores the heap order: O(n).
   template <class Keep>
   void retain(Keep&& keep) {
     std::size_t kept = 0;
-    for (const timer_node& node : nodes_) {
-      if (keep(node)) {
-        nodes_[kept++] = node;
+    for (std::size_t index = 0; index < size_; ++index) {
+      if (keep(nodes_[index])) {
+        nodes_[kept++] = nodes_[index];
       }
     }
-    nodes_.resize(kept);
+    size_ = kept;
     heapify();
   }
 
@@ -57,8 +65,13 @@ class timer_heap {
   }
   void sift_down(std::size_t index) noexcept;
   void heapify() noexcept;
+  void grow();
 
-  std::vector<timer_node> nodes_;
+  // Plain malloc'd storage grown with realloc (nodes are trivially copyable): a large heap then
+  // grows by remapping its pages instead of copying them into a fresh buffer.
+  timer_node* nodes_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
 };
 
 }  // namespace weft::loop::detail
