@@ -251,6 +251,7 @@ void loop_core::dispatch(session& s) {
     if (has_work(now)) {
       run_tick(now);
       fds_.settle();
+      compact_if_worth_it();
       weft::yield();  // other coroutines, and the reactor when its poll is due
       continue;
     }
@@ -279,6 +280,7 @@ void loop_core::drop_stale_top() noexcept {
 }
 
 void loop_core::idle(session& s) {
+  compact_if_worth_it();
   arm_driver_timer();
   weft::detail::wait_source* sources[2] = {&s.wakeup, nullptr};
   std::size_t count = 1;

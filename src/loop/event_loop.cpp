@@ -157,7 +157,6 @@ void loop_core::release(std::uint32_t slot) noexcept {
   if (referenced) {
     drop_reference();
   }
-  compact_if_worth_it();
 }
 
 void loop_core::end_running(std::uint32_t slot) noexcept {
@@ -192,8 +191,21 @@ void loop_core::drop_reference() noexcept {
 }
 
 void loop_core::compact_if_worth_it() {
-  // Rebuild once stale nodes outnumber live ones: O(n) per doubling, so O(1) per cancel.
-  if (stale_nodes_ > 1024 && stale_nodes_ * 2 > timers_.size()) {
+  if (stale_nodes_ < 4096) {
+    return;
+  }
+  std::size_t live = timers_.size() - stale_nodes_;
+  if (live == 0) {
+    timers_.clear();  // everything was cancelled: nothing to look at
+    stale_nodes_ = 0;
+    return;
+  }
+  // Rebuild once stale nodes are three times the live ones: the heap stays within four nodes
+  // per live timer, and the rebuild (a look at each node's watcher, then a heapify) is O(n) per
+  // such growth, so O(1) per cancel. Checked between ticks, not at each cancel: a burst of
+  // cancels (a callback dropping its timeouts) then often leaves nothing live, which costs no
+  // look at all.
+  if (stale_nodes_ > 3 * live) {
     timers_.retain([this](const timer_node& node) {
       return watchers_.at(node.slot).armed_sequence == node.sequence;
     });
@@ -213,7 +225,7 @@ void loop_core::source_failed(std::exception_ptr error) noexcept {
 
 // --- registration ----------------------------------------------------------------------------
 
-watcher_id loop_core::add_timer(std::int64_t nanoseconds, bool repeating, callback fn) {
+watcher_id loop_core::add_timer(std::int64_t nanoseconds, bool repeating, callback&& fn) {
   const char* operation = repeating ? "repeat" : "delay";
   check_thread(operation);
   check_callback(fn, operation);
@@ -271,7 +283,7 @@ void loop_core::ensure_fd_check() {
   arm_timer(fd_check_slot_, w, deadline_after(clock_now(), closed_fd_check_interval));
 }
 
-watcher_id loop_core::add_fd(int fd, fd_direction direction, callback fn, const char* operation) {
+watcher_id loop_core::add_fd(int fd, fd_direction direction, callback&& fn, const char* operation) {
   check_thread(operation);
   check_callback(fn, operation);
   watcher_id previous = fds_.watcher(fd, direction);
@@ -308,7 +320,7 @@ bool loop_core::remove_fd(int fd, fd_direction direction) {
   return true;
 }
 
-watcher_id loop_core::add_signal(int signal_number, callback fn) {
+watcher_id loop_core::add_signal(int signal_number, callback&& fn) {
   check_thread("on_signal");
   check_callback(fn, "on_signal");
   signal_source::check_number(signal_number, "on_signal");
@@ -334,7 +346,7 @@ bool loop_core::remove_signal(int signal_number) {
   return true;
 }
 
-watcher_id loop_core::add_defer(callback fn) {
+watcher_id loop_core::add_defer(callback&& fn) {
   check_thread("defer");
   check_callback(fn, "defer");
   std::uint32_t slot = new_watcher(watcher_kind::defer, std::move(fn), -1);
@@ -421,7 +433,7 @@ watcher_id event_loop::delay(double seconds, callback fn) {
 watcher_id event_loop::repeat(double interval_seconds, callback fn) {
   return add_timer(detail::seconds_to_nanoseconds(interval_seconds, "repeat"), true, std::move(fn));
 }
-watcher_id event_loop::add_timer(std::int64_t nanoseconds, bool repeating, callback fn) {
+watcher_id event_loop::add_timer(std::int64_t nanoseconds, bool repeating, callback&& fn) {
   return core_->add_timer(nanoseconds, repeating, std::move(fn));
 }
 bool event_loop::off_delay(watcher_id id) { return core_->remove_timer(id, "off_delay"); }

@@ -98,15 +98,15 @@ class loop_core final : private readiness_listener {
   }
 
   // --- registration (event_loop.cpp) ---
-  watcher_id add_timer(std::int64_t nanoseconds, bool repeating, callback fn);
+  watcher_id add_timer(std::int64_t nanoseconds, bool repeating, callback&& fn);
   bool remove_timer(watcher_id id, const char* operation);
   std::size_t delete_all_timers();
   std::size_t timer_count() const noexcept { return timer_count_; }
-  watcher_id add_fd(int fd, fd_direction direction, callback fn, const char* operation);
+  watcher_id add_fd(int fd, fd_direction direction, callback&& fn, const char* operation);
   bool remove_fd(int fd, fd_direction direction);
-  watcher_id add_signal(int signal_number, callback fn);
+  watcher_id add_signal(int signal_number, callback&& fn);
   bool remove_signal(int signal_number);
-  watcher_id add_defer(callback fn);
+  watcher_id add_defer(callback&& fn);
   bool remove_defer(watcher_id id);
   bool set_referenced(watcher_id id, bool referenced);
   void set_error_handler(error_handler handler);
@@ -186,7 +186,7 @@ class loop_core final : private readiness_listener {
   bool run_fd(int fd, fd_direction direction);
   void report_dead_fds();
   void run_signals();
-  void invoke(callback& fn);
+  void run_once(std::uint32_t slot);
   void invoke_in_place(std::uint32_t slot);
   void on_callback_error(std::exception_ptr error);
 

@@ -76,9 +76,7 @@ void loop_core::run_defers() {
       if (w == nullptr || w->kind != watcher_kind::defer) {
         continue;  // removed by an earlier callback
       }
-      callback fn = std::move(w->callback);
-      release(watcher_table::slot_of(id));
-      invoke(fn);
+      run_once(watcher_table::slot_of(id));
     }
   } catch (...) {
     failure = std::current_exception();
@@ -109,13 +107,9 @@ void loop_core::run_timers(std::int64_t now) {
     timers_.pop();
     w.armed_sequence = 0;
     switch (w.kind) {
-      case watcher_kind::delay: {
-        // Out of timer_count() and its id dead before the callback runs.
-        callback fn = std::move(w.callback);
-        release(top.slot);
-        invoke(fn);
+      case watcher_kind::delay:
+        run_once(top.slot);
         break;
-      }
       case watcher_kind::repeat:
         // Once per tick, from the tick's start: no pile-up after a stall.
         arm_timer(top.slot, w, deadline_after(now, w.interval));
@@ -233,18 +227,13 @@ void loop_core::run_signals() {
 
 // --- calling callbacks -----------------------------------------------------------------------
 
-void loop_core::invoke(callback& fn) {
-  std::exception_ptr failure;
-  ++in_callback_;
-  try {
-    fn();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  --in_callback_;
-  if (failure) {
-    on_callback_error(std::move(failure));
-  }
+void loop_core::run_once(std::uint32_t slot) {
+  // Removed before the callback runs (out of timer_count(), its id dead, a reference less),
+  // while the callback itself stays in the slot until it returns: no move of it, and the slot
+  // is recycled by end_running().
+  watchers_.at(slot).running = true;
+  release(slot);
+  invoke_in_place(slot);
 }
 
 void loop_core::invoke_in_place(std::uint32_t slot) {

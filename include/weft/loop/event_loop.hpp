@@ -213,7 +213,7 @@ class event_loop {
   }
 
  private:
-  watcher_id add_timer(std::int64_t nanoseconds, bool repeating, callback fn);
+  watcher_id add_timer(std::int64_t nanoseconds, bool repeating, callback&& fn);
   detail::loop_core& core_for_suspension();
 
   std::unique_ptr<detail::loop_core> core_;
