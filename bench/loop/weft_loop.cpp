@@ -8,10 +8,10 @@
 //   is a one-shot delay of 1 + i * 10 / N ms whose callback increments a counter, all set before
 //   run(). The value is ms from just before the first timer is set until run() returned (the
 //   last one fired). All N must fire.
-// timer_churn: N one-shot timers (1M, 100k with --smoke) set with delays drawn uniformly from
-//   1..60 s (bench::splitmix64 with bench::sleep_seed), then every one cancelled, in the order
-//   they were set, before any could fire. The value is ms for the sets and cancels; run() then
-//   returns at once (not timed).
+// timer_churn: N one-shot timers (1M, 100k with --smoke) set with delays of
+//   1000 + (draw % 59001) ms, draws from bench::splitmix64(bench::sleep_seed) in order (1 to
+//   60 s), then every one cancelled, in the order they were set, before any could fire. The
+//   value is ms for the sets and cancels; run() then returns at once (not timed).
 // loop_tick: one deferred callback that defers itself again, N times (10M, 100k with --smoke):
 //   one callback per tick and nothing else to do. The value is ticks per second over run().
 // fd_pingpong: a unix socketpair (SOCK_STREAM, both ends non-blocking). Each end has a persistent
