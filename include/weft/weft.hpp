@@ -13,6 +13,8 @@
 #include "weft/io/tcp.hpp"
 #include "weft/io/tty.hpp"
 #include "weft/io/udp.hpp"
+#include "weft/loop/event_loop.hpp"
+#include "weft/loop/suspension.hpp"
 #include "weft/pg/connection.hpp"
 #include "weft/pg/error.hpp"
 #include "weft/pg/param.hpp"
