@@ -287,7 +287,7 @@ SUITES: dict[str, Suite] = {
         timeout_s=120,
         smoke_timeout_s=30,
         client="bench/bench_io_load_client",
-        weft_pending=True,
+        weft_pending=False,
         pinning_note="every other benchmark to the servers' core",
         note=(
             "weft-X is weft's program (the event-loop facade, bench/loop/) run with "

@@ -180,7 +180,7 @@ double pingpong(event_loop& loop, bool smoke) {
 
 void fd_pingpong(bool smoke) {
   event_loop loop;
-  bench::report("fd_pingpong", "rt/s", pingpong(loop, smoke));
+  bench::report("fd_pingpong", "roundtrips/s", pingpong(loop, smoke));
 }
 
 void many_fds(bool smoke) {
@@ -214,7 +214,7 @@ void many_fds(bool smoke) {
     std::fprintf(stderr, "many_fds: an idle fd's callback ran\n");
     std::exit(1);
   }
-  bench::report("many_fds", "rt/s", rate);
+  bench::report("many_fds", "roundtrips/s", rate);
 }
 
 }  // namespace
