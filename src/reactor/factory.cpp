@@ -32,6 +32,7 @@ const std::vector<driver_kind>& kinds() {
 #if defined(WEFT_HAVE_LIBEVENT)
         {event_driver_name, &make_event_driver},
 #endif
+        {poll_driver_name, &make_poll_driver},
   };
   return built;
 }
