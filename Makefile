@@ -33,14 +33,19 @@ test: check-layers bench-smoke test-install test-release test-asan test-chaos
 check-layers:
 	scripts/check-layers
 
+# The whole suite once per driver this build has (uv, ev, event, poll): ctest registers every
+# test as DRIVER:Suite.Test with WEFT_DRIVER=DRIVER and the label driver-DRIVER (run one driver
+# alone with `ctest --preset release -L '^driver-poll$$'`).
 test-release: build
 	ctest --preset release
 
+# ASan+UBSan on the libuv driver and on the poll driver (the one with no library under it).
 test-asan: deps build/asan/build.ninja
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan
+	ctest --preset asan -L '^driver-(uv|poll)$$'
 
-# The whole suite again with a random choice of the next ready coroutine, several seeds.
+# The whole suite again with a random choice of the next ready coroutine, several seeds, on
+# every driver.
 test-chaos: build
 	@for seed in $(CHAOS_SEEDS); do \
 	  echo "== chaos order, seed $$seed"; \

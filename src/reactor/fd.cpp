@@ -1,15 +1,15 @@
-// fd readiness on uv_poll_t, one handle per fd shared by every waiter of that fd.
+// fd readiness on the driver's fd watches (src/sched/driver.hpp): one watch per fd, shared by
+// every waiter of that fd. The same code runs on every driver.
 #include "weft/reactor/fd.hpp"
 
-#include <uv.h>
-
-#include <chrono>
+#include <cerrno>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
+#include <vector>
 
-#include "reactor/uv_driver.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -18,129 +18,143 @@
 namespace weft::detail {
 namespace {
 
-class fd_wait;
+class fd_registry;
 
-// One polled fd. Heap-allocated; freed from the handle's close callback, since libuv may still
-// touch the handle between uv_close and that callback.
-struct fd_watch {
-  uv_poll_t poll{};
-  int fd = -1;
-  int events = 0;  // what the handle is started for
+// One fd's waiters and its watch. Kept for reuse once its fd has been waited on (fd numbers are
+// small and dense), so a wait on a fresh fd allocates nothing once the registry has seen that
+// number; freed with the registry.
+struct fd_entry : fd_watch {
+  fd_registry* registry = nullptr;
   intrusive_list readers;
   intrusive_list writers;
   std::size_t waiters = 0;
-  // fd_registration objects keeping it open between waits (see fd.hpp): a pinned watch is not
-  // closed when its last waiter leaves, and keeps polling for what it polled; on_poll drops an
-  // interest once it fires with nobody waiting for it.
+  // fd_registration objects keeping it watched between waits (see fd.hpp): a pinned entry is
+  // not unwatched when its last waiter leaves, and keeps polling for what it polled; on_ready
+  // drops an interest once it fires with nobody waiting for it.
   int pinned = 0;
 };
 
 class fd_registry final : public driver_extension {
  public:
-  explicit fd_registry(uv_loop_t& loop) : loop_(loop) {}
+  explicit fd_registry(driver& owner) : driver_(owner) {}
 
-  fd_watch& watch(int fd, const char* operation) {
-    auto found = watches_.find(fd);
-    if (found != watches_.end()) {
-      return *found->second;
+  // fd's entry, watched (not yet polling for anything): io_error naming operation and the fd
+  // when the driver cannot watch it (closed, a regular file).
+  fd_entry& entry(int fd, const char* operation) {
+    auto index = static_cast<std::size_t>(fd);
+    if (index >= entries_.size()) {
+      entries_.resize(index + 1);
     }
-    auto* created = new fd_watch();
-    created->fd = fd;
-    int status = uv_poll_init(&loop_, &created->poll, fd);
-    if (status < 0) {
-      delete created;
-      throw_uv_error(status, operation, "fd " + std::to_string(fd));
+    std::unique_ptr<fd_entry>& slot = entries_[index];
+    if (slot == nullptr) {
+      slot = std::make_unique<fd_entry>();
+      slot->registry = this;
+      slot->fd = fd;
+      slot->ready = &fd_registry::on_ready;
     }
-    created->poll.data = created;
-    watches_.emplace(fd, created);
-    return *created;
+    fd_entry& found = *slot;
+    if (!found.watched) {
+      found.events = 0;
+      found.referenced = true;
+      int status = driver_.watch_fd(found);
+      if (status < 0) {
+        throw_uv_error(status, operation, "fd " + std::to_string(fd));
+      }
+    }
+    return found;
   }
 
-  // Restarts the handle for what its waiters want, or closes it once nobody waits.
-  void update(fd_watch& watch) noexcept {
-    int wanted =
-        (watch.readers.empty() ? 0 : UV_READABLE) | (watch.writers.empty() ? 0 : UV_WRITABLE);
-    if (watch.pinned > 0) {
+  // Polls for what the entry's waiters want, or unwatches it once nobody waits. Returns the
+  // driver's status (a negative errno when it could not poll).
+  int update(fd_entry& entry) noexcept {
+    int wanted = (entry.readers.empty() ? 0 : fd_watch::readable) |
+                 (entry.writers.empty() ? 0 : fd_watch::writable);
+    if (entry.pinned > 0) {
       // Registered for the long run: only ever add interests here (each change of the polled
-      // set is a syscall); one nobody waits for goes when it fires (on_poll). Idle, it must not
-      // keep the loop alive (nor hide a deadlock): only waiters do.
-      set_events(watch, watch.events | wanted);
-      if (watch.waiters == 0) {
-        uv_unref(reinterpret_cast<uv_handle_t*>(&watch.poll));
-      } else {
-        uv_ref(reinterpret_cast<uv_handle_t*>(&watch.poll));
+      // set is a syscall); one nobody waits for goes when it fires (on_ready). Idle, it must not
+      // keep the driver alive (nor hide a deadlock): only waiters do.
+      int status = set_events(entry, entry.events | wanted);
+      bool referenced = entry.waiters > 0;
+      if (entry.referenced != referenced) {
+        driver_.set_fd_referenced(entry, referenced);
       }
-      return;
+      return status;
     }
-    if (watch.waiters == 0) {
-      watches_.erase(watch.fd);
-      uv_close(reinterpret_cast<uv_handle_t*>(&watch.poll),
-               [](uv_handle_t* handle) { delete static_cast<fd_watch*>(handle->data); });
-      return;
+    if (entry.waiters == 0) {
+      driver_.unwatch_fd(entry);
+      return 0;
     }
-    set_events(watch, wanted);
+    return set_events(entry, wanted);
   }
 
-  static void set_events(fd_watch& watch, int wanted) noexcept {
-    if (wanted != watch.events) {
-      watch.events = wanted;
-      if (wanted == 0) {
-        uv_poll_stop(&watch.poll);
-      } else {
-        uv_poll_start(&watch.poll, wanted, &fd_registry::on_poll);
-      }
+  // Asks the driver to poll for wanted; a call only when that changes what it polls.
+  int set_events(fd_entry& entry, int wanted) noexcept {
+    entry.events = wanted;
+    if (entry.armed == wanted) {
+      return 0;
+    }
+    try {
+      return driver_.watch_fd(entry);
+    } catch (const std::bad_alloc&) {
+      return -ENOMEM;
     }
   }
 
-  // fd_registration: pins fd's watch (made if needed) / unpins it, closing it if nobody waits.
-  void pin(int fd, const char* operation) { ++watch(fd, operation).pinned; }
+  // fd_registration: pins fd's entry (watched if needed) / unpins it, unwatching it if nobody
+  // waits.
+  void pin(int fd, const char* operation) { ++entry(fd, operation).pinned; }
   void unpin(int fd) noexcept {
-    auto found = watches_.find(fd);
-    if (found != watches_.end() && found->second->pinned > 0) {
-      --found->second->pinned;
-      update(*found->second);
+    auto index = static_cast<std::size_t>(fd);
+    if (index < entries_.size() && entries_[index] != nullptr && entries_[index]->pinned > 0) {
+      --entries_[index]->pinned;
+      update(*entries_[index]);
     }
   }
 
   void close() noexcept override {
     // Only reachable with waiters gone (a waiter keeps its coroutine, hence run(), alive).
-    for (auto& [fd, watch] : watches_) {
-      uv_close(reinterpret_cast<uv_handle_t*>(&watch->poll),
-               [](uv_handle_t* handle) { delete static_cast<fd_watch*>(handle->data); });
+    for (auto& entry : entries_) {
+      if (entry != nullptr && entry->watched) {
+        driver_.unwatch_fd(*entry);
+      }
     }
-    watches_.clear();
+    entries_.clear();
   }
 
  private:
-  static void on_poll(uv_poll_t* handle, int status, int events);
+  static void on_ready(fd_watch& watch, int events);
 
-  uv_loop_t& loop_;
-  std::unordered_map<int, fd_watch*> watches_;
+  driver& driver_;
+  std::vector<std::unique_ptr<fd_entry>> entries_;  // by fd
 };
 
 class fd_wait final : public wait_source {
  public:
-  fd_wait(scheduler_core& core, fd_registry& registry, fd_watch& watch, bool writing)
-      : core_(core), registry_(registry), watch_(watch), writing_(writing) {}
+  fd_wait(scheduler_core& core, fd_registry& registry, fd_entry& entry, bool writing,
+          const char* operation)
+      : core_(core), registry_(registry), entry_(entry), writing_(writing), operation_(operation) {}
 
   bool arm(coroutine& waiter) override {
     waiter_ = &waiter;
     link_.wait = this;
-    (writing_ ? watch_.writers : watch_.readers).push_back(link_);
-    ++watch_.waiters;
-    registry_.update(watch_);
+    (writing_ ? entry_.writers : entry_.readers).push_back(link_);
+    ++entry_.waiters;
+    int status = registry_.update(entry_);
+    if (status < 0) {
+      disarm();
+      throw_uv_error(status, operation_, "fd " + std::to_string(entry_.fd));
+    }
     return true;
   }
   void disarm() noexcept override {
     if (link_.linked()) {
       intrusive_list::remove(link_);
     }
-    --watch_.waiters;
-    registry_.update(watch_);  // may close and free the watch
+    --entry_.waiters;
+    registry_.update(entry_);  // may unwatch the entry
   }
   void describe(std::string& out) const override {
-    out += (writing_ ? "fd " : "fd ") + std::to_string(watch_.fd) +
-           (writing_ ? " writable" : " readable");
+    out += "fd " + std::to_string(entry_.fd) + (writing_ ? " writable" : " readable");
   }
 
   void fire() noexcept { core_.wake(*waiter_, this); }
@@ -152,54 +166,53 @@ class fd_wait final : public wait_source {
  private:
   scheduler_core& core_;
   fd_registry& registry_;
-  fd_watch& watch_;
+  fd_entry& entry_;
   bool writing_;
+  const char* operation_;
   coroutine* waiter_ = nullptr;
   link link_{};
 };
 
-void fd_registry::on_poll(uv_poll_t* handle, int status, int events) {
-  auto* watch = static_cast<fd_watch*>(handle->data);
+void fd_registry::on_ready(fd_watch& watch, int events) {
+  auto& entry = static_cast<fd_entry&>(watch);
   // Wake the waiters the event concerns; each unlinks itself from the lists here, and leaves
-  // the watch (possibly closing it) when it resumes and disarms.
+  // the entry (possibly unwatching it) when it resumes and disarms.
   auto wake_all = [](intrusive_list& list) {
     while (list_node* node = list.pop_front()) {
       static_cast<fd_wait::link*>(node)->wait->fire();
     }
   };
-  if (status < 0) {
-    // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the real
-    // error, and stops the handle). As poll(2), Go's netpoller and mio do, it counts as ready
-    // both ways: the caller's next read or write returns the real error (ECONNRESET, EPIPE)
-    // instead of a misleading "bad file descriptor" here. The handle is stopped, so forget what
-    // it polled: the next wait starts it again.
-    watch->events = 0;
-    wake_all(watch->readers);
-    wake_all(watch->writers);
+  if (entry.armed == 0) {
+    // The driver stopped polling after an error condition (see fd_watch): forget what was
+    // polled, so that the next wait starts it again. Ready both ways: the caller's next read
+    // or write returns the real error (ECONNRESET, EPIPE) rather than a misleading one here.
+    entry.events = 0;
+    wake_all(entry.readers);
+    wake_all(entry.writers);
     return;
   }
-  // A pinned watch drops an interest that fired with nobody waiting (level-triggered: it would
+  // A pinned entry drops an interest that fired with nobody waiting (level-triggered: it would
   // fire at every poll); a waiter that comes later adds it back.
   int unwanted = 0;
-  if ((events & UV_READABLE) != 0 && watch->readers.empty()) {
-    unwanted |= UV_READABLE;
+  if ((events & fd_watch::readable) != 0 && entry.readers.empty()) {
+    unwanted |= fd_watch::readable;
   }
-  if ((events & UV_WRITABLE) != 0 && watch->writers.empty()) {
-    unwanted |= UV_WRITABLE;
+  if ((events & fd_watch::writable) != 0 && entry.writers.empty()) {
+    unwanted |= fd_watch::writable;
   }
-  if ((events & UV_READABLE) != 0) {
-    wake_all(watch->readers);
+  if ((events & fd_watch::readable) != 0) {
+    wake_all(entry.readers);
   }
-  if ((events & UV_WRITABLE) != 0) {
-    wake_all(watch->writers);
+  if ((events & fd_watch::writable) != 0) {
+    wake_all(entry.writers);
   }
-  if (watch->pinned > 0 && unwanted != 0) {
-    fd_registry::set_events(*watch, watch->events & ~unwanted);
+  if (entry.pinned > 0 && unwanted != 0) {
+    entry.registry->set_events(entry, entry.events & ~unwanted);
   }
 }
 
 fd_registry& registry_of(scheduler_core& core) {
-  return core.driver().extension<fd_registry>(uv_loop_of(core.driver(), "weft fd waits"));
+  return core.driver().extension<fd_registry>(core.driver());
 }
 
 void wait_for(int fd, bool writing, const timeout& limit) {
@@ -214,8 +227,18 @@ void wait_for(int fd, bool writing, const timeout& limit) {
                                 std::to_string(fd));
   }
   auto& registry = registry_of(*core);
-  fd_watch& watch = registry.watch(fd, operation);
-  fd_wait ready(*core, registry, watch, writing);
+  fd_entry& entry = registry.entry(fd, operation);
+  // A wait that ends before it armed (a pending cancel) leaves the entry watched by nobody.
+  struct release_if_idle {
+    fd_registry& registry;
+    fd_entry& entry;
+    ~release_if_idle() {
+      if (entry.watched && entry.waiters == 0) {
+        registry.update(entry);
+      }
+    }
+  } release{registry, entry};
+  fd_wait ready(*core, registry, entry, writing, operation);
   wait_source* sources[] = {&ready};
   wait_with_limit(*core, self, sources, limit,
                   [&] { return std::string(operation) + " fd " + std::to_string(fd); });

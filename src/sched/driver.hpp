@@ -1,17 +1,21 @@
 // The driver interface: what the scheduler needs of the event machinery it blocks on. The
-// scheduler knows nothing else of it; the drivers and the event sources built on them live in
-// the reactor layer (src/reactor/), which implements this and provides make_driver().
+// scheduler knows nothing else of it; the drivers (libuv, libev, libevent, poll(2)) and the
+// event sources built on them live in the reactor layer (src/reactor/), which implements this
+// and provides make_driver(). No library header may be included here: the floors below the
+// reactor build without any of them.
 //
 // A driver belongs to one scheduler and is driven only from its thread: poll() runs callbacks
 // of events that are due (waking coroutines through the scheduler's wake, never switching
-// stacks itself); poll(true) first waits until at least one event or timer is due. alive() says
-// whether anything registered can still produce an event that counts: deadlock detection
-// treats a scheduler whose driver is not alive and whose coroutines all wait as deadlocked.
-// Background sources (a pool's healthcheck timer) do not count.
+// stacks itself); poll(true) first waits until at least one event or timer is due (it may
+// return early, with nothing done: the scheduler then asks again). alive() says whether
+// anything registered can still produce an event that counts: deadlock detection treats a
+// scheduler whose driver is not alive and whose coroutines all wait as deadlocked. Background
+// sources (a pool's healthcheck timer, an unreferenced fd watch) do not count.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,7 +23,49 @@
 
 namespace weft::detail {
 
-// Per-driver state of an event source (the fd poll registry, the signal handles): created on
+// Readiness of one fd, watched by a driver. Intrusive: the caller owns it (the fd registry of
+// src/reactor/fd.cpp keeps one per fd) and keeps it alive from the first watch_fd() until
+// unwatch_fd(); after unwatch_fd() the driver never touches it again (a driver that must close
+// something asynchronously, libuv's uv_poll_t, keeps that in a handle of its own).
+//
+// Level-triggered: ready() runs from poll() as long as the fd is ready for something in
+// `events`, with the events it is ready for. An error condition on the fd (POLLERR, POLLHUP, a
+// closed fd: POLLNVAL, EBADF) reports it ready for at least everything it polls for (the uv
+// driver after POLLERR and the poll driver report both ways, as poll(2) does; libev and
+// libevent report what was asked): the caller's next read or write returns the real error. A
+// driver may stop polling after reporting an error (libuv stops a uv_poll_t on POLLERR, the
+// poll driver stops a closed fd, libev one it could not add): `armed` then reads 0 and the next
+// watch_fd() starts it again. ready() may call watch_fd / unwatch_fd / set_fd_referenced on
+// this or any other watch, and may destroy an unwatched one.
+//
+// One watch per fd per driver: two live watches of one fd are not supported (libuv refuses the
+// second, epoll and libev reject or merge them). The registry multiplexes waiters on one.
+//
+// A fd closed while watched: the poll driver reports it ready both ways (POLLNVAL) and stops
+// polling it. The epoll-based drivers (uv, ev, event) mostly cannot see it: the kernel drops a
+// closed fd from the epoll set silently, so the watch simply never fires again (a wait with a
+// timeout times out). If a change of the watch is still queued when the fd closes, libev
+// reports it as an error (ready both ways, then stopped) while libuv aborts the process (its
+// epoll_ctl fails with EBADF). Unwatch before closing: everything in weft does.
+struct fd_watch {
+  static constexpr int readable = 1;
+  static constexpr int writable = 2;
+
+  // --- set by the caller ---
+  int fd = -1;
+  int events = 0;  // readable | writable: what watch_fd() polls for; 0: registered, idle
+  // Counts for alive() while armed. Change it with set_fd_referenced while watched.
+  bool referenced = true;
+  void (*ready)(fd_watch& watch, int events) = nullptr;
+
+  // --- owned by the driver; the caller may read them ---
+  int armed = 0;          // what the driver polls for right now
+  bool watched = false;   // between the first watch_fd() and unwatch_fd()
+  void* slot = nullptr;   // the driver's own object for it (uv_poll_t, ev_io, struct event)
+  std::size_t index = 0;  // its place in the driver's own tables
+};
+
+// Per-driver state of an event source (the fd registry, the signal handles): created on
 // first use, closed with the driver, before the driver closes its own handles.
 class driver_extension {
  public:
@@ -32,17 +78,26 @@ class driver {
  public:
   virtual ~driver() = default;
 
-  // The driver's name, for errors that name it ("uv").
+  // The driver's name ("uv", "ev", "event", "poll"): a string with static lifetime.
   virtual const char* name() const noexcept = 0;
 
   virtual void poll(bool block) = 0;
   virtual bool alive() = 0;
 
-  // Timers: entry.fire runs from poll() once entry.deadline has passed. An entry must stay
-  // alive until it fired or was removed. The driver arms one timer of its own for the earliest
-  // deadline.
+  // Timers: entry.fire runs from poll() once entry.deadline has passed, never before. An entry
+  // must stay alive until it fired or was removed. Every driver keeps them in weft's own heap
+  // (src/reactor/timer_queue.hpp) and arms one native timer for the earliest deadline, rounded
+  // up to its resolution.
   virtual void add_timer(timer_entry& entry) = 0;
   virtual void remove_timer(timer_entry& entry) noexcept = 0;
+
+  // fd readiness (see fd_watch). watch_fd starts watching (the first call) or changes what is
+  // polled to watch.events; it returns 0, or a negative errno when the fd cannot be watched:
+  // -EBADF (not open), -EPERM (a regular file or a directory: never "ready" in epoll's sense,
+  // so refused by every driver alike). On an error nothing changed. Throws std::bad_alloc only.
+  virtual int watch_fd(fd_watch& watch) = 0;
+  virtual void unwatch_fd(fd_watch& watch) noexcept = 0;
+  virtual void set_fd_referenced(fd_watch& watch, bool referenced) noexcept = 0;
 
   // Closes the driver's own handles and checks that nothing else is left open; a leftover
   // handle is a std::logic_error naming what was left.
@@ -83,7 +138,10 @@ class driver {
   std::vector<std::pair<const void*, std::unique_ptr<driver_extension>>> extensions_;
 };
 
-// The driver a new scheduler runs on (defined by the reactor layer, which picks it).
-std::unique_ptr<driver> make_driver();
+// The driver a new scheduler runs on (defined by the reactor layer, src/reactor/factory.cpp).
+// requested: run_options::driver; empty means the environment's WEFT_DRIVER, and when that is
+// unset too the first the build has of uv, ev, event, poll. std::invalid_argument, listing the
+// valid names, for a name that is unknown or not in this build.
+std::unique_ptr<driver> make_driver(std::string_view requested);
 
 }  // namespace weft::detail

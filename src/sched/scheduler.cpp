@@ -80,8 +80,9 @@ scheduler_core::scheduler_core(scheduler& owner, const run_options& options)
     : owner_(owner),
       options_(options),
       stacks_(options.stacks),
-      reactor_(make_driver()),
+      reactor_(make_driver(options.driver)),
       poll_interval_(options.reactor_poll_interval) {
+  stats_.driver = reactor_->name();
   chaos_ = options.order.value_or(order_from_environment()) == scheduling_order::random;
   slow_tick_ = chaos_;
   random_state_ = options.seed.has_value() ? *options.seed : seed_from_environment();

@@ -151,6 +151,15 @@ scheduler* current_scheduler_or_null() noexcept {
   return detail::this_thread_core != nullptr ? &detail::this_thread_core->owner() : nullptr;
 }
 
+std::string_view current_driver() {
+  if (detail::this_thread_core == nullptr) {
+    throw std::logic_error(
+        "weft::current_driver called with no scheduler running on this thread; call it from "
+        "inside weft::run (its main coroutine or a coroutine it spawned)");
+  }
+  return detail::this_thread_core->driver().name();
+}
+
 void graceful_shutdown() { current_scheduler().graceful_shutdown(); }
 
 }  // namespace weft

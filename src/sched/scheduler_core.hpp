@@ -175,6 +175,9 @@ class scheduler_core {
   // reactor callbacks, leave and finish handlers), which run while no coroutine is running.
   coroutine& waiter_or_throw(const char* operation) const;
   detail::driver& driver() noexcept { return *reactor_; }
+  // Whether a coroutine or a microtask is ready to run: a driver that ran callbacks on its way
+  // to a blocking wait asks, and returns instead of blocking when they made something ready.
+  bool has_ready_work() const noexcept { return !queue_.empty() || !microtasks_.empty(); }
   bool shutting_down() const noexcept { return shutting_down_; }
   const scheduler_stats& stats() noexcept;
   scheduler& owner() noexcept { return owner_; }

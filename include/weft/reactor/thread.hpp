@@ -1,10 +1,11 @@
 // weft::spawn_thread(fn): fn as the main coroutine of a new scheduler on a new OS thread,
 // awaitable from the spawning coroutine without blocking its scheduler.
 //
-// The thread runs weft::run(fn), so fn may use everything weft offers (its own coroutines,
-// timers, I/O). await() suspends the calling coroutine until the thread's run ends and returns
-// fn's value or rethrows its exception (a deadlock_error or the first uncaught exception of
-// that run included). The thread is joined before await() returns.
+// The thread runs weft::run(fn) on the spawner's driver (see run_options::driver), so fn may
+// use everything weft offers (its own coroutines, timers, I/O). await() suspends the calling
+// coroutine until the thread's run ends and returns fn's value or rethrows its exception (a
+// deadlock_error or the first uncaught exception of that run included). The thread is joined before
+// await() returns.
 //
 // A thread_task dropped without being awaited still waits for its thread to end: inside a
 // coroutine by suspending (cancellation deferred), elsewhere by blocking in join(). There is
@@ -16,6 +17,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -108,14 +110,18 @@ auto spawn_thread(Function&& fn) -> thread_task<std::invoke_result_t<std::decay_
   thread_task<result> handle;
   handle.state_ = std::make_unique<typename thread_task<result>::state>();
   auto* shared = handle.state_.get();
+  // The new scheduler blocks on the spawner's driver (chosen by run_options or WEFT_DRIVER).
+  run_options options;
+  options.driver = std::string(current_driver());
   shared->thread =
-      std::thread([shared, body = std::decay_t<Function>(std::forward<Function>(fn))]() mutable {
+      std::thread([shared, options = std::move(options),
+                   body = std::decay_t<Function>(std::forward<Function>(fn))]() mutable {
         try {
           if constexpr (std::is_void_v<result>) {
-            weft::run(std::move(body));
+            weft::run(std::move(body), std::move(options));
             shared->value.emplace(true);
           } else {
-            shared->value.emplace(weft::run(std::move(body)));
+            shared->value.emplace(weft::run(std::move(body), std::move(options)));
           }
         } catch (...) {
           shared->error = std::current_exception();

@@ -71,6 +71,13 @@ enum class scheduling_order {
 
 struct run_options {
   stack_options stacks{};
+  // The event machinery the scheduler blocks on: "uv" (libuv), "ev" (libev), "event"
+  // (libevent) or "poll" (poll(2), no library). Empty: the environment's WEFT_DRIVER, and when
+  // that is unset too the first of uv, ev, event, poll that this build has. Every weft API
+  // works on every driver (docs/architecture.md, "The seam between the scheduler and the
+  // drivers"); a name that is unknown or not in this build makes run() throw
+  // std::invalid_argument listing the valid ones. weft::spawn_thread passes its spawner's on.
+  std::string driver{};
   // Unset: taken from the environment, WEFT_SCHED=random WEFT_SEED=n (fifo otherwise).
   std::optional<scheduling_order> order{};
   std::optional<std::uint64_t> seed{};
@@ -87,6 +94,7 @@ struct run_options {
 };
 
 struct scheduler_stats {
+  const char* driver = "";             // the driver's name ("uv", "ev", "event", "poll")
   std::uint64_t switches = 0;          // context switches (jumps between stacks)
   std::uint64_t spawned = 0;           // coroutines created (main included)
   std::uint64_t started = 0;           // coroutines that began running
@@ -175,6 +183,12 @@ class scheduler {
 scheduler& current_scheduler();
 // Same, or null.
 scheduler* current_scheduler_or_null() noexcept;
+
+// The name of the driver the scheduler running on this thread blocks on ("uv", "ev", "event",
+// "poll"); std::logic_error outside weft::run.
+std::string_view current_driver();
+// The drivers this build has, in the order the default is picked (uv first).
+const std::vector<std::string_view>& available_drivers();
 
 // current_scheduler().graceful_shutdown().
 void graceful_shutdown();

@@ -1,0 +1,167 @@
+// The libev driver: the scheduler blocks in ev_run on a loop of its own (ev_loop_new; never the
+// default loop, which would take SIGCHLD from libuv's child-process handling).
+//
+// Native here: fd readiness (one ev_io per watch, allocated on the first watch_fd and freed by
+// unwatch_fd, changed with ev_io_modify, which libev applies in one epoll_ctl at its next
+// turn), the blocking wait (ev_run(EVRUN_ONCE), or EVRUN_NOWAIT for a non-blocking poll) and
+// one ev_timer armed for the earliest deadline. libev measures timers on its cached loop time,
+// so ev_now_update() refreshes it before the timer is armed; the delay is rounded up to the
+// microsecond and libev rounds its epoll timeout up to the millisecond, so it never fires
+// before the deadline. Everything libuv-only runs on the embedded libuv loop
+// (embedding_driver.hpp), whose backend fd is one more ev_io.
+//
+// Errors: libev reports a fd it could not (re)register (EBADF: closed before libev applied a
+// change) as EV_ERROR after stopping the watcher: ready both ways, and stopped. A fd closed
+// after libev registered it leaves epoll silently (see fd_watch in src/sched/driver.hpp).
+#include <ev.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reactor/drivers/drivers.hpp"
+#include "reactor/drivers/embedding_driver.hpp"
+#include "reactor/drivers/libuv_loop.hpp"
+
+namespace weft::detail {
+namespace {
+
+class ev_driver final : public embedding_driver {
+ public:
+  const char* name() const noexcept override { return ev_driver_name; }
+
+  ev_driver() {
+    // No signal mask games: libev watches no signal here (libuv does, on the embedded loop).
+    loop_ = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+    if (loop_ == nullptr) {
+      throw std::runtime_error(
+          "weft: libev could not create a loop (ev_loop_new failed: out of fds or memory?)");
+    }
+    ev_set_userdata(loop_, this);
+    ev_init(&timer_, [](struct ev_loop*, ev_timer*, int) {
+      // Only ends ev_run(EVRUN_ONCE): the embedding driver fires what is due.
+    });
+    try {
+      start_embedding();
+    } catch (...) {
+      ev_loop_destroy(loop_);
+      throw;
+    }
+  }
+  ~ev_driver() override { close_if_open(); }
+
+ private:
+  static int to_ev(int events) noexcept {
+    return ((events & fd_watch::readable) != 0 ? EV_READ : 0) |
+           ((events & fd_watch::writable) != 0 ? EV_WRITE : 0);
+  }
+
+  int native_watch(fd_watch& watch) override {
+    if (!watch.watched) {
+      auto* io = new ev_io;
+      ev_io_init(io, &ev_driver::on_io, watch.fd, 0);
+      io->data = &watch;
+      watch.slot = io;
+      watch.index = watches_.size();
+      watches_.push_back(&watch);
+      watch.watched = true;
+      watch.armed = 0;
+    }
+    if (watch.events != watch.armed) {
+      auto* io = static_cast<ev_io*>(watch.slot);
+      ev_io_stop(loop_, io);
+      if (watch.events != 0) {
+        ev_io_modify(io, to_ev(watch.events));
+        ev_io_start(loop_, io);
+      }
+      watch.armed = watch.events;
+    }
+    return 0;
+  }
+
+  void native_unwatch(fd_watch& watch) noexcept override {
+    if (!watch.watched) {
+      return;
+    }
+    auto* io = static_cast<ev_io*>(watch.slot);
+    ev_io_stop(loop_, io);  // also clears a pending event of this turn
+    delete io;
+    std::size_t last = watches_.size() - 1;
+    if (watch.index != last) {
+      watches_[watch.index] = watches_[last];
+      watches_[watch.index]->index = watch.index;
+    }
+    watches_.pop_back();
+    watch.slot = nullptr;
+    watch.watched = false;
+    watch.armed = 0;
+  }
+
+  void native_wait(timer_clock::time_point until) override {
+    timer_clock::time_point now = timer_clock::now();
+    if (until <= now) {
+      ev_run(loop_, EVRUN_NOWAIT);
+      return;
+    }
+    if (until == timer_clock::time_point::max()) {
+      ev_timer_stop(loop_, &timer_);
+    } else if (until != timer_for_ || !ev_is_active(&timer_)) {
+      ev_timer_stop(loop_, &timer_);
+      ev_now_update(loop_);  // libev adds the delay to its cached time
+      auto delay = wait_until(until, timer_clock::now(), std::chrono::microseconds(max_delay));
+      ev_timer_set(&timer_, static_cast<ev_tstamp>(delay.count()) * 1e-6, 0.);
+      ev_timer_start(loop_, &timer_);
+      timer_for_ = until;
+    }
+    ev_run(loop_, EVRUN_ONCE);
+  }
+
+  std::string native_release_all() noexcept override {
+    std::string fds;
+    for (std::size_t index = watches_.size(); index-- > 0;) {
+      fd_watch* watch = watches_[index];
+      if (!is_backend(*watch)) {
+        fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
+        native_unwatch(*watch);
+      }
+    }
+    return fds;
+  }
+
+  void native_close() noexcept override {
+    ev_timer_stop(loop_, &timer_);
+    ev_loop_destroy(loop_);
+    loop_ = nullptr;
+  }
+
+  static void on_io(struct ev_loop* loop, ev_io* io, int revents) {
+    auto* self = static_cast<ev_driver*>(ev_userdata(loop));
+    auto& watch = *static_cast<fd_watch*>(io->data);
+    if ((revents & EV_ERROR) != 0) {
+      // libev could not register the fd (closed, or not pollable) and stopped the watcher.
+      self->report_ready(watch, fd_watch::readable | fd_watch::writable, true);
+      return;
+    }
+    int events = ((revents & EV_READ) != 0 ? fd_watch::readable : 0) |
+                 ((revents & EV_WRITE) != 0 ? fd_watch::writable : 0);
+    if (events != 0) {
+      self->report_ready(watch, events, false);
+    }
+  }
+
+  // A day: libev blocks at most ~60 s at a time anyway; a later deadline re-arms when it fires.
+  static constexpr std::chrono::microseconds::rep max_delay = 86'400'000'000;
+
+  struct ev_loop* loop_ = nullptr;
+  ev_timer timer_{};
+  timer_clock::time_point timer_for_ = timer_clock::time_point::max();
+  std::vector<fd_watch*> watches_;  // every watched fd_watch, at its index
+};
+
+}  // namespace
+
+std::unique_ptr<reactor_driver> make_ev_driver() { return std::make_unique<ev_driver>(); }
+
+}  // namespace weft::detail

@@ -1,0 +1,170 @@
+// The poll(2) driver: no library at all, and no select() (it cannot watch a fd past 1023).
+//
+// The fds live in one dense pollfd array handed to poll() as is, with a parallel array of
+// their owners; each fd_watch keeps its index, so adding and removing a watch is O(1) (a
+// removal moves the last entry into the hole). An idle watch (events 0) stays in place with a
+// negative fd, which poll() skips: a stopped fd must not report POLLHUP or POLLERR, which
+// poll() returns whatever was asked. During the dispatch of one poll()'s results the array
+// must not move under the loop, so a watch removed by a callback leaves a tombstone, cleared
+// once the dispatch is over.
+//
+// Timers: the timeout of poll() is the time to the earliest deadline (weft's heap or the
+// embedded libuv loop's), rounded up to the millisecond, so it never wakes before it; EINTR
+// (a signal, libuv's handler included) just ends the turn early. A closed fd is reported as
+// POLLNVAL: ready both ways, and the watch stops polling it until watched again. Cost: poll()
+// scans every registered fd at each call, where epoll only returns the ready ones; see the
+// README's driver table.
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reactor/drivers/drivers.hpp"
+#include "reactor/drivers/embedding_driver.hpp"
+#include "reactor/drivers/libuv_loop.hpp"
+
+namespace weft::detail {
+namespace {
+
+class poll_driver final : public embedding_driver {
+ public:
+  const char* name() const noexcept override { return poll_driver_name; }
+
+  poll_driver() { start_embedding(); }
+  ~poll_driver() override { close_if_open(); }
+
+ private:
+  int native_watch(fd_watch& watch) override {
+    if (!watch.watched) {
+      watch.index = fds_.size();
+      fds_.push_back(pollfd{-1, 0, 0});
+      owners_.push_back(&watch);
+      watch.watched = true;
+    }
+    pollfd& entry = fds_[watch.index];
+    entry.events = static_cast<short>(((watch.events & fd_watch::readable) != 0 ? POLLIN : 0) |
+                                      ((watch.events & fd_watch::writable) != 0 ? POLLOUT : 0));
+    entry.fd = watch.events != 0 ? watch.fd : -1;
+    watch.armed = watch.events;
+    return 0;
+  }
+
+  void native_unwatch(fd_watch& watch) noexcept override {
+    if (!watch.watched) {
+      return;
+    }
+    std::size_t index = watch.index;
+    if (dispatching_) {
+      fds_[index].fd = -1;
+      owners_[index] = nullptr;
+      tombstones_.push_back(index);
+    } else {
+      remove(index);
+    }
+    watch.watched = false;
+    watch.armed = 0;
+  }
+
+  void native_wait(timer_clock::time_point until) override {
+    int timeout = 0;
+    if (until == timer_clock::time_point::max()) {
+      timeout = -1;
+    } else {
+      timeout = static_cast<int>(
+          wait_until(until, timer_clock::now(), std::chrono::milliseconds(INT_MAX)).count());
+    }
+    int ready = ::poll(fds_.data(), fds_.size(), timeout);
+    if (ready <= 0) {
+      return;  // the deadline, or EINTR: the caller fires what is due and asks again
+    }
+    dispatching_ = true;
+    // Entries added by a callback (appended) were not polled: stop at the count polled.
+    std::size_t polled = fds_.size();
+    for (std::size_t index = 0; index < polled && ready > 0; ++index) {
+      short revents = fds_[index].revents;
+      if (revents == 0) {
+        continue;
+      }
+      --ready;
+      fd_watch* watch = owners_[index];
+      if (watch == nullptr || fds_[index].fd < 0) {
+        continue;  // removed or stopped by an earlier callback of this turn
+      }
+      if ((revents & (POLLNVAL | POLLERR)) != 0) {
+        // A closed fd (POLLNVAL) would be reported at every turn, and an error condition
+        // stays until the caller reads it: stop, as libuv does, until watched again.
+        fds_[index].fd = -1;
+        report_ready(*watch, fd_watch::readable | fd_watch::writable, true);
+        continue;
+      }
+      int events = 0;
+      if ((revents & POLLHUP) != 0) {
+        events = fd_watch::readable | fd_watch::writable;  // neither would block
+      } else {
+        events = ((revents & POLLIN) != 0 ? fd_watch::readable : 0) |
+                 ((revents & POLLOUT) != 0 ? fd_watch::writable : 0);
+        events &= watch->armed;  // an interest an earlier callback dropped
+      }
+      if (events != 0) {
+        report_ready(*watch, events, false);
+      }
+    }
+    dispatching_ = false;
+    if (!tombstones_.empty()) {
+      // Highest first: each removal moves the last entry, which is then no tombstone.
+      std::sort(tombstones_.rbegin(), tombstones_.rend());
+      for (std::size_t index : tombstones_) {
+        remove(index);
+      }
+      tombstones_.clear();
+    }
+  }
+
+  std::string native_release_all() noexcept override {
+    std::string fds;
+    // The backend's watch is the driver's own; every other one is left over.
+    for (std::size_t index = fds_.size(); index-- > 0;) {
+      fd_watch* watch = owners_[index];
+      if (watch != nullptr && !is_backend(*watch)) {
+        fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
+        native_unwatch(*watch);
+      }
+    }
+    return fds;
+  }
+
+  void native_close() noexcept override {
+    fds_.clear();
+    owners_.clear();
+  }
+
+  // Moves the last entry into index.
+  void remove(std::size_t index) noexcept {
+    std::size_t last = fds_.size() - 1;
+    if (index != last) {
+      fds_[index] = fds_[last];
+      owners_[index] = owners_[last];
+      if (owners_[index] != nullptr) {
+        owners_[index]->index = index;
+      }
+    }
+    fds_.pop_back();
+    owners_.pop_back();
+  }
+
+  std::vector<pollfd> fds_;
+  std::vector<fd_watch*> owners_;  // null: a tombstone
+  std::vector<std::size_t> tombstones_;
+  bool dispatching_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<reactor_driver> make_poll_driver() { return std::make_unique<poll_driver>(); }
+
+}  // namespace weft::detail

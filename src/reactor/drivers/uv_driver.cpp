@@ -1,0 +1,243 @@
+// The libuv driver: the scheduler blocks in uv_run on a uv_loop_t of its own.
+//
+// One uv_loop_t per scheduler. Timers: weft keeps its own heap (timer_queue) and arms a single
+// uv_timer_t for the earliest deadline, so a million sleeping coroutines cost a million heap
+// slots rather than a million libuv handles, and cancelling a sleep never touches libuv unless
+// it empties the heap. The uv timer is referenced only while a foreground timer is queued, so
+// background timers do not keep the loop (and run()) alive.
+//
+// fd watches are uv_poll_t handles. A handle is closed asynchronously (libuv touches it until
+// its close callback), so it is the driver's, not part of the caller's fd_watch: unwatch_fd
+// detaches it and closes it, and its close callback keeps its memory for the next watch, so
+// a wait on a fresh fd costs no allocation once the loop has warmed up.
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "reactor/drivers/drivers.hpp"
+#include "reactor/drivers/libuv_loop.hpp"
+#include "reactor/timer_queue.hpp"
+#include "reactor/uv_driver.hpp"
+
+namespace weft::detail {
+namespace {
+
+static_assert(UV_READABLE == fd_watch::readable && UV_WRITABLE == fd_watch::writable,
+              "fd_watch's event bits are libuv's, so the uv driver passes them through");
+
+class uv_driver final : public reactor_driver {
+ public:
+  const char* name() const noexcept override { return uv_driver_name; }
+
+  uv_driver() : reactor_driver(loop_) {
+    check_uv(uv_loop_init(&loop_), "loop init");
+    loop_.data = this;
+    check_uv(uv_timer_init(&loop_, &timer_), "timer init");
+    timer_.data = this;
+    uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+  }
+
+  ~uv_driver() override {
+    if (!closing_) {
+      try {
+        close();
+      } catch (...) {
+        // Destruction after a failed run: the leak was already reported by close().
+      }
+    }
+    for (uv_poll_t* spare : spare_polls_) {
+      delete spare;
+    }
+  }
+
+  void poll(bool block) override {
+    if (!block) {
+      // Due timers first, straight from weft's heap at nanosecond precision: libuv would only
+      // see them on its millisecond clock, up to a millisecond late.
+      if (timer_entry* first = timers_.top();
+          first != nullptr && first->deadline <= timer_clock::now()) {
+        run_due_timers();
+      }
+    }
+    uv_run(&loop_, block ? UV_RUN_ONCE : UV_RUN_NOWAIT);
+  }
+
+  bool alive() override { return uv_loop_alive(&loop_) != 0; }
+
+  void add_timer(timer_entry& entry) override {
+    timers_.push(entry);
+    if (timers_.top() == &entry) {
+      arm();
+    } else if (!entry.background && timers_.foreground() == 1) {
+      uv_ref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+  }
+
+  void remove_timer(timer_entry& entry) noexcept override {
+    timers_.remove(entry);
+    if (timers_.empty()) {
+      uv_timer_stop(&timer_);
+      armed_for_ = timer_clock::time_point::max();
+    }
+    if (timers_.foreground() == 0) {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+    // Removing the earliest entry leaves the uv timer armed for it; it then fires early,
+    // finds nothing due and re-arms for the new earliest: cheaper than re-arming per cancel.
+  }
+
+  int watch_fd(fd_watch& watch) override {
+    auto* handle = static_cast<uv_poll_t*>(watch.slot);
+    if (handle == nullptr) {
+      if (spare_polls_.empty()) {
+        handle = new uv_poll_t();
+      } else {
+        handle = spare_polls_.back();
+        spare_polls_.pop_back();
+      }
+      // Checks the fd (epoll_ctl add and del: EBADF, EPERM for a regular file) and sets it
+      // non-blocking.
+      int status = uv_poll_init(&loop_, handle, watch.fd);
+      if (status < 0) {
+        spare_polls_.push_back(handle);
+        return status;
+      }
+      handle->data = &watch;
+      watch.slot = handle;
+      watch.watched = true;
+      watch.armed = 0;
+      if (!watch.referenced) {
+        uv_unref(reinterpret_cast<uv_handle_t*>(handle));
+      }
+    }
+    if (watch.events != watch.armed) {
+      int status = watch.events == 0 ? uv_poll_stop(handle)
+                                     : uv_poll_start(handle, watch.events, &uv_driver::on_poll);
+      if (status < 0) {
+        return status;
+      }
+      watch.armed = watch.events;
+    }
+    return 0;
+  }
+
+  void unwatch_fd(fd_watch& watch) noexcept override {
+    auto* handle = static_cast<uv_poll_t*>(watch.slot);
+    if (handle == nullptr) {
+      return;
+    }
+    handle->data = nullptr;
+    // Stops the handle and removes the fd from the epoll set at once; the memory comes back
+    // in the close callback.
+    uv_close(reinterpret_cast<uv_handle_t*>(handle), &uv_driver::on_poll_closed);
+    watch.slot = nullptr;
+    watch.watched = false;
+    watch.armed = 0;
+  }
+
+  void set_fd_referenced(fd_watch& watch, bool referenced) noexcept override {
+    watch.referenced = referenced;
+    if (auto* handle = static_cast<uv_handle_t*>(watch.slot)) {
+      if (referenced) {
+        uv_ref(handle);
+      } else {
+        uv_unref(handle);
+      }
+    }
+  }
+
+  void close() override {
+    closing_ = true;
+    // Abandoned operations (a cancelled thread-pool job, a timed-out request) end on their own
+    // soon; their callbacks must run before the loop goes away.
+    while (abandoned_operations() > 0) {
+      uv_run(&loop_, UV_RUN_ONCE);
+    }
+    close_extensions();
+    timers_.clear();
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    destroy_extensions();
+    closed_ = true;
+    close_libuv_loop(loop_);
+  }
+
+ private:
+  static void on_timer(uv_timer_t* handle) {
+    auto* self = static_cast<uv_driver*>(handle->data);
+    self->armed_for_ = timer_clock::time_point::max();
+    self->run_due_timers();
+  }
+
+  static void on_poll(uv_poll_t* handle, int status, int events) {
+    auto* watch = static_cast<fd_watch*>(handle->data);
+    if (status < 0) {
+      // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the
+      // real error, and stops the handle). Ready both ways, as the interface says; the next
+      // watch_fd starts the handle again.
+      watch->armed = 0;
+      watch->ready(*watch, fd_watch::readable | fd_watch::writable);
+      return;
+    }
+    events &= fd_watch::readable | fd_watch::writable;  // UV_DISCONNECT is never asked for
+    if (events != 0) {
+      watch->ready(*watch, events);
+    }
+  }
+
+  static void on_poll_closed(uv_handle_t* handle) {
+    auto* self = static_cast<uv_driver*>(handle->loop->data);
+    self->spare_polls_.push_back(reinterpret_cast<uv_poll_t*>(handle));
+  }
+
+  // Fires what is due and re-arms the uv timer for what is left.
+  void run_due_timers() {
+    timers_.fire_due(timer_clock::now());
+    if (!timers_.empty()) {
+      arm();
+    } else {
+      uv_timer_stop(&timer_);
+      armed_for_ = timer_clock::time_point::max();
+      uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+  }
+
+  // Arms the uv timer for the earliest deadline, rounded up to libuv's millisecond resolution
+  // so that it never fires before the deadline has passed.
+  void arm() {
+    timer_entry* first = timers_.top();
+    if (first->deadline >= armed_for_ && uv_is_active(reinterpret_cast<uv_handle_t*>(&timer_))) {
+      return;
+    }
+    // libuv adds the timeout to its millisecond loop time in 64 bits (and clamps an
+    // overflow); the cap, the clock's whole range (292 years), stays far from that.
+    auto milliseconds = wait_until(
+        first->deadline, timer_clock::now(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(timer_clock::duration::max()));
+    uv_update_time(&loop_);
+    uv_timer_start(&timer_, &uv_driver::on_timer, static_cast<std::uint64_t>(milliseconds.count()),
+                   0);
+    armed_for_ = first->deadline;
+    if (timers_.foreground() > 0) {
+      uv_ref(reinterpret_cast<uv_handle_t*>(&timer_));
+    } else {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+    }
+  }
+
+  uv_loop_t loop_{};
+  uv_timer_t timer_{};
+  timer_queue timers_;
+  timer_clock::time_point armed_for_ = timer_clock::time_point::max();
+  std::vector<uv_poll_t*> spare_polls_;  // closed poll handles, kept for the next watch
+  bool closing_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<reactor_driver> make_uv_driver() { return std::make_unique<uv_driver>(); }
+
+}  // namespace weft::detail
