@@ -6,6 +6,7 @@
 // handled in a per-thread stack, which a switch to another coroutine that throws and catches
 // would corrupt. Errors are captured as exception_ptr, the cleanup that waits runs after the
 // catch, and the error is rethrown last.
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -181,6 +182,7 @@ void loop_core::spawn_keeper() {
 // --- sessions --------------------------------------------------------------------------------
 
 void loop_core::begin_session(session& s) {
+  s.nudge = std::make_unique<weft::trigger>();
   session_ = &s;
   s.dispatcher = weft::detail::current_core()->current();
   fds_.start(*this);
@@ -192,6 +194,7 @@ void loop_core::end_session(session& s) {
   fds_.stop();
   signals_.stop();
   session_ = nullptr;
+  s.nudge.reset();
   if (s.kind == session_kind::standalone) {
     return;  // the scheduler ends with the run: suspended coroutines are cancelled
   }
@@ -322,7 +325,17 @@ void loop_core::disarm_driver_timer() noexcept {
 }
 
 void loop_core::on_driver_timer(weft::detail::timer_entry& entry) {
-  static_cast<driver_timer&>(entry).owner->notify();
+  loop_core& self = *static_cast<driver_timer&>(entry).owner;
+  if (self.session_ == nullptr || !self.session_->wakeup.parked()) {
+    return;  // the dispatcher is not idle: it looks at the clock before it next parks
+  }
+  self.session_->wakeup.signal();
+  // The driver may be about to block: libuv 1.44 runs the timers already due when a blocking
+  // poll starts and then blocks until its next event anyway, so a timer that came due while the
+  // scheduler was busy would wake the dispatcher and leave it queued behind a wait of up to
+  // hours (or forever, with an fd watched). A trigger notification is an event for the driver:
+  // its wait returns at once. One extra wakeup per idle timer wake, none while the loop is busy.
+  self.session_->nudge->notify();
 }
 
 }  // namespace weft::loop::detail

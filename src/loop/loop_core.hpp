@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "weft/detail/timer_entry.hpp"
 #include "weft/loop/event_loop.hpp"
 #include "weft/loop/suspension.hpp"
+#include "weft/reactor/trigger.hpp"
 
 namespace weft::loop::detail {
 
@@ -81,6 +83,8 @@ struct session {
   gate wakeup{"weft::loop event loop, idle until its next event"};
   suspension_state* until = nullptr;  // suspension: the dispatcher's own suspension
   std::exception_ptr failure;         // standalone: what run() rethrows
+  // Made to wake the driver from a blocking wait (see on_driver_timer).
+  std::unique_ptr<weft::trigger> nudge;
 };
 
 class loop_core final : private readiness_listener {

@@ -155,7 +155,7 @@ TEST(LoopErrors, CancellingTheDispatchingCoroutineEndsRunWithTheCancellation) {
     loop.set_error_handler([&](std::exception_ptr) { ++handled; });
     watcher_id far = loop.delay(1h, [] {});
     auto runner = weft::spawn([&] { loop.run(); });
-    weft::sleep_for(2ms);
+    weft::yield();  // the runner starts dispatching (and idles: nothing is due for an hour)
     runner.cancel("enough");
     EXPECT_THROW(runner.await(), weft::cancelled_error);
     EXPECT_EQ(handled, 0) << "a cancellation is not a callback error";

@@ -118,7 +118,7 @@ TEST(LoopReferences, UnreferencingTheLastWatcherEndsAnIdleRunInACoroutine) {
     event_loop loop;
     watcher_id far = loop.delay(1h, [] {});
     weft::spawn([&] {
-      weft::sleep_for(3ms);
+      weft::yield();  // run() dispatches, idle: nothing is due for an hour
       loop.unreference(far);
     });
     loop.run();  // returns once the hour-long timer no longer counts

@@ -85,9 +85,12 @@ TEST(LoopSignals, EachNumberHasItsOwnCallback) {
       };
     };
     loop.on_signal(SIGUSR1, record(SIGUSR1));
-    loop.on_signal(SIGUSR2, record(SIGUSR2));
+    loop.on_signal(SIGUSR2, [&] {
+      got.push_back(SIGUSR2);
+      loop.off_signal(SIGUSR2);
+      std::raise(SIGUSR1);  // only after SIGUSR2's callback: the order is the test's
+    });
     loop.defer([] { std::raise(SIGUSR2); });
-    loop.delay(10ms, [] { std::raise(SIGUSR1); });
     loop.run();
     EXPECT_EQ(got, (std::vector<int>{SIGUSR2, SIGUSR1}));
   });
@@ -142,7 +145,7 @@ TEST(LoopSignals, SignalsWorkInsideWeft) {
       loop.off_signal(SIGUSR1);
     });
     weft::spawn([] {
-      weft::sleep_for(2ms);
+      weft::yield();  // run() dispatches: the signal is caught from its start
       std::raise(SIGUSR1);
     });
     loop.run();

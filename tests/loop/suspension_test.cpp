@@ -84,40 +84,41 @@ TEST(LoopSuspension, ACoroutineSuspendsWhileRunDispatchesInAnother) {
   weft_test::run_clean([] {
     event_loop loop;
     std::vector<std::string> order;
+    watcher_id keep = loop.delay(1h, [] {});
     auto worker = weft::spawn([&] {
       auto parked = loop.suspension<int>();
       loop.delay(3ms, [parked]() mutable { parked.resume(5); });
       order.push_back("worker suspends");
       int value = parked.suspend();
       order.push_back("worker resumed with " + std::to_string(value));
+      loop.defer([&] {
+        order.push_back("callback registered by the worker");
+        loop.off_delay(keep);
+      });
     });
-    watcher_id keep = loop.delay(1h, [] {});
-    loop.delay(10ms, [&] {
-      order.push_back("later callback");
-      loop.off_delay(keep);
-    });
-    weft::yield();  // let the worker register and suspend
+    weft::yield();  // the worker registers and suspends first: it dispatches until run() starts
     loop.run();
     worker.await();
     EXPECT_EQ(order, (std::vector<std::string>{"worker suspends", "worker resumed with 5",
-                                               "later callback"}));
+                                               "callback registered by the worker"}));
   });
 }
 
 TEST(LoopSuspension, ASuspendedCoroutineTakesOverWhenRunEnds) {
   weft_test::run_clean([] {
     event_loop loop;
+    weft::loop::suspension<int> parked;
     auto worker = weft::spawn([&] {
-      auto parked = loop.suspension<int>();
-      loop.delay(20ms, [parked]() mutable { parked.resume(9); });
+      parked = loop.suspension<int>();
       return parked.suspend();
     });
-    weft::yield();
-    // This run() is stopped long before the worker's timer is due; the suspended worker then
-    // keeps the loop going for itself.
+    weft::yield();  // the worker suspends, dispatching the loop until run() takes over
     loop.delay(1ms, [&] { loop.stop(); });
     loop.run();
     EXPECT_FALSE(worker.done());
+    // Nobody runs the loop now but the suspended worker, which took the dispatching back: it
+    // runs this callback, which resumes it.
+    loop.defer([&] { parked.resume(9); });
     EXPECT_EQ(worker.await(), 9);
   });
 }
