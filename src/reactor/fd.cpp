@@ -141,6 +141,8 @@ class fd_wait final : public wait_source {
     ++entry_.waiters;
     int status = registry_.update(entry_);
     if (status < 0) {
+      // The driver could not poll the fd (libevent refusing a fd closed since the last wait).
+      // This is the first source of its wait (wait_for), so nothing else is armed yet.
       disarm();
       throw_uv_error(status, operation_, "fd " + std::to_string(entry_.fd));
     }

@@ -94,7 +94,8 @@ class driver {
   // fd readiness (see fd_watch). watch_fd starts watching (the first call) or changes what is
   // polled to watch.events; it returns 0, or a negative errno when the fd cannot be watched:
   // -EBADF (not open), -EPERM (a regular file or a directory: never "ready" in epoll's sense,
-  // so refused by every driver alike). On an error nothing changed. Throws std::bad_alloc only.
+  // so refused by every driver alike). On an error a new watch is not registered, and a watch
+  // whose change failed polls for nothing (armed reads 0). Throws std::bad_alloc only.
   virtual int watch_fd(fd_watch& watch) = 0;
   virtual void unwatch_fd(fd_watch& watch) noexcept = 0;
   virtual void set_fd_referenced(fd_watch& watch, bool referenced) noexcept = 0;

@@ -147,14 +147,14 @@ int embedding_driver::watch_fd(fd_watch& watch) {
   bool counted = counts(watch);
   bool fresh = !watch.watched;
   int status = native_watch(watch);
-  if (status < 0) {
-    return status;
+  if (status < 0 && fresh && watch.watched) {
+    native_unwatch(watch);  // a new watch that failed is not registered at all
   }
-  if (fresh) {
+  if (fresh && watch.watched) {
     ++watches_;
   }
   adjust_referenced(counted, counts(watch));
-  return 0;
+  return status < 0 ? status : 0;
 }
 
 void embedding_driver::unwatch_fd(fd_watch& watch) noexcept {
