@@ -170,6 +170,11 @@ class uv_driver final : public reactor_driver {
     auto* self = static_cast<uv_driver*>(handle->data);
     self->armed_for_ = timer_clock::time_point::max();
     self->run_due_timers();
+    // libuv runs due timers before it polls, then polls with the next timer's timeout: a
+    // timer already due when a blocking poll(true) began would wake its coroutine here and
+    // then block anyway until some later event, losing the deadline. uv_stop makes this
+    // uv_run poll without blocking and return, so the woken coroutine runs now.
+    uv_stop(&self->loop_);
   }
 
   static void on_poll(uv_poll_t* handle, int status, int events) {
