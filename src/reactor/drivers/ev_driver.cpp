@@ -64,8 +64,7 @@ class ev_driver final : public embedding_driver {
       ev_io_init(io, &ev_driver::on_io, watch.fd, 0);
       io->data = &watch;
       watch.slot = io;
-      watch.index = watches_.size();
-      watches_.push_back(&watch);
+      registered_.add(watch);
       watch.watched = true;
       watch.armed = 0;
     }
@@ -88,12 +87,7 @@ class ev_driver final : public embedding_driver {
     auto* io = static_cast<ev_io*>(watch.slot);
     ev_io_stop(loop_, io);  // also clears a pending event of this turn
     delete io;
-    std::size_t last = watches_.size() - 1;
-    if (watch.index != last) {
-      watches_[watch.index] = watches_[last];
-      watches_[watch.index]->index = watch.index;
-    }
-    watches_.pop_back();
+    registered_.remove(watch);
     watch.slot = nullptr;
     watch.watched = false;
     watch.armed = 0;
@@ -118,17 +112,7 @@ class ev_driver final : public embedding_driver {
     ev_run(loop_, EVRUN_ONCE);
   }
 
-  std::string native_release_all() noexcept override {
-    std::string fds;
-    for (std::size_t index = watches_.size(); index-- > 0;) {
-      fd_watch* watch = watches_[index];
-      if (!is_backend(*watch)) {
-        fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
-        native_unwatch(*watch);
-      }
-    }
-    return fds;
-  }
+  std::string native_release_all() noexcept override { return registered_.release_all(*this); }
 
   void native_close() noexcept override {
     ev_timer_stop(loop_, &timer_);
@@ -157,7 +141,7 @@ class ev_driver final : public embedding_driver {
   struct ev_loop* loop_ = nullptr;
   ev_timer timer_{};
   timer_clock::time_point timer_for_ = timer_clock::time_point::max();
-  std::vector<fd_watch*> watches_;  // every watched fd_watch, at its index
+  watch_list registered_;  // every watched fd_watch
 };
 
 }  // namespace

@@ -91,8 +91,7 @@ class event_driver final : public embedding_driver {
         throw std::bad_alloc();
       }
       watch.slot = created;
-      watch.index = watches_.size();
-      watches_.push_back(&watch);
+      registered_.add(watch);
       watch.watched = true;
       watch.armed = 0;
     }
@@ -118,12 +117,7 @@ class event_driver final : public embedding_driver {
       return;
     }
     event_free(static_cast<event*>(watch.slot));  // deletes it (from this turn's too)
-    std::size_t last = watches_.size() - 1;
-    if (watch.index != last) {
-      watches_[watch.index] = watches_[last];
-      watches_[watch.index]->index = watch.index;
-    }
-    watches_.pop_back();
+    registered_.remove(watch);
     watch.slot = nullptr;
     watch.watched = false;
     watch.armed = 0;
@@ -151,17 +145,7 @@ class event_driver final : public embedding_driver {
     event_base_loop(base_, EVLOOP_ONCE);
   }
 
-  std::string native_release_all() noexcept override {
-    std::string fds;
-    for (std::size_t index = watches_.size(); index-- > 0;) {
-      fd_watch* watch = watches_[index];
-      if (!is_backend(*watch)) {
-        fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
-        native_unwatch(*watch);
-      }
-    }
-    return fds;
-  }
+  std::string native_release_all() noexcept override { return registered_.release_all(*this); }
 
   void native_close() noexcept override {
     event_free(timer_);
@@ -187,7 +171,7 @@ class event_driver final : public embedding_driver {
   event_base* base_ = nullptr;
   event* timer_ = nullptr;
   timer_clock::time_point timer_for_ = timer_clock::time_point::max();
-  std::vector<fd_watch*> watches_;  // every watched fd_watch, at its index
+  watch_list registered_;  // every watched fd_watch
 };
 
 }  // namespace
