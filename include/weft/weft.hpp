@@ -15,6 +15,7 @@
 #include "weft/io/udp.hpp"
 #include "weft/loop/event_loop.hpp"
 #include "weft/loop/suspension.hpp"
+#include "weft/net/protocol.hpp"
 #include "weft/pg/connection.hpp"
 #include "weft/pg/error.hpp"
 #include "weft/pg/param.hpp"

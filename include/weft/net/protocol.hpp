@@ -1,0 +1,110 @@
+// weft::net::protocol: how a connection's byte stream is cut into messages and how replies are
+// put on the wire. One small interface, the same for every protocol the TCP server speaks: the
+// built-in line-delimited text, length-prefixed frame and WebSocket protocols, and the HTTP/1.1
+// framer of the http layer.
+//
+// A protocol is shared, immutable configuration (thread-safe to share between workers); it makes
+// one framer per connection, which holds that connection's protocol state (a WebSocket's
+// handshake and fragments) and is only used from that connection's scheduler thread.
+//
+// How a connection drives its framer, every time bytes arrive:
+//   1. n = measure(input, link) over all the bytes received and not yet consumed. 0: more bytes
+//      are needed (read more, up to the message limit). n > 0: the first n bytes are one
+//      complete unit: a message for the user or a protocol-internal frame (a handshake, a ping,
+//      a fragment that is not the last one).
+//   2. decode(first n bytes, out, link): true when a message for the user is complete in out;
+//      false when the unit was consumed by the protocol itself. Either way the n bytes are
+//      consumed, and the connection goes back to 1 with what remains.
+// Both may call link.send_raw() to answer the peer themselves (a handshake response, a pong,
+// the echo of a close frame), which goes out in order with the user's sends, and link.finish()
+// when the protocol has ended the conversation (after a close frame): the connection hands
+// nothing more to the user, flushes what is queued and closes.
+//
+// Errors: measure and decode throw protocol_error for bytes that can never become valid, and
+// for a unit larger than link.max_message_size() (the message names the size and the limit);
+// the connection then sends encode_close(error.close_code()) when the protocol has one, closes,
+// and logs the reason. Bytes after a protocol error are never handed to the user.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "weft/error.hpp"
+
+namespace weft::net {
+
+// What a message carries. The text and frame protocols always deliver binary (bytes as
+// received); WebSocket tells text from binary, and validates text as UTF-8.
+enum class message_kind : std::uint8_t { binary, text };
+
+struct message {
+  std::string data;
+  message_kind kind = message_kind::binary;
+};
+
+// Bytes that break the protocol, or a message over the size limit. close_code() is the code the
+// protocol closes with where it has codes (WebSocket: 1002 protocol error, 1007 invalid UTF-8,
+// 1009 too big); 0 otherwise.
+class protocol_error : public error {
+ public:
+  explicit protocol_error(const std::string& reason, std::uint16_t close_code = 0)
+      : error(reason), close_code_(close_code) {}
+  std::uint16_t close_code() const noexcept { return close_code_; }
+
+ private:
+  std::uint16_t close_code_;
+};
+
+// What a framer may ask of the connection it frames.
+class framer_link {
+ public:
+  // Queues bytes the protocol itself produced, in order with the connection's other sends.
+  // They bypass the send-buffer limit (they are small and answer the peer), never encode().
+  virtual void send_raw(std::string_view bytes) = 0;
+  // The protocol ended the conversation: hand nothing more to the user, flush, then close.
+  virtual void finish() = 0;
+  // The largest message this connection accepts, in bytes (the server's and the connection's
+  // max_message_size).
+  virtual std::size_t max_message_size() const noexcept = 0;
+
+ protected:
+  ~framer_link() = default;
+};
+
+class framer {
+ public:
+  virtual ~framer() = default;
+
+  // The length of the first complete unit at the start of input, or 0 when more bytes are
+  // needed. Must not consume anything: it may be called again with the same bytes and more.
+  virtual std::size_t measure(std::string_view input, framer_link& link) = 0;
+  // Consumes one unit of exactly the length measure() returned. True: out holds a message for
+  // the user (out.data is overwritten, its capacity may be reused). False: the unit was the
+  // protocol's own.
+  virtual bool decode(std::string_view unit, message& out, framer_link& link) = 0;
+  // Appends the wire form of one outgoing message to out.
+  virtual void encode(std::string_view payload, message_kind kind, std::string& out) = 0;
+  // Appends what goes out before the server closes the connection gracefully (a WebSocket close
+  // frame with code and reason); nothing for protocols without a closing handshake.
+  virtual void encode_close(std::uint16_t code, std::string_view reason, std::string& out) {
+    static_cast<void>(code);
+    static_cast<void>(reason);
+    static_cast<void>(out);
+  }
+  // True while the connection is still in the protocol's opening handshake: the server's
+  // handshake timeout applies until it turns false. Protocols without one: always false.
+  virtual bool handshaking() const noexcept { return false; }
+};
+
+class protocol {
+ public:
+  virtual ~protocol() = default;
+  // "text", "frame", "websocket", "http": what logs and stats call it (static lifetime).
+  virtual const char* name() const noexcept = 0;
+  virtual std::unique_ptr<framer> make_framer() const = 0;
+};
+
+}  // namespace weft::net
