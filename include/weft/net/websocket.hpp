@@ -66,8 +66,10 @@ struct websocket_options {
   // The largest frame payload accepted, in bytes (1009 past it). The message limit, the sum of
   // a message's fragments, is the connection's (framer_link::max_message_size()).
   std::size_t max_frame_size = std::numeric_limits<std::size_t>::max();
-  // The largest opening-handshake request head, in bytes (431 past it).
-  std::size_t max_handshake_size = 8 * 1024;
+  // The largest opening-handshake request head, in bytes (431 past it). The handshake has this
+  // limit of its own, whatever the message limit. A frame unit is its payload plus at most 14
+  // header bytes, so a connection buffers up to max_message_size() + 14 bytes for one frame.
+  std::size_t max_handshake_size = 8192;
   // When not empty, the request's path (the target without its query) must be this one (404).
   std::string path{};
   // When not empty, a request that carries an Origin header must name one of these exactly
