@@ -16,6 +16,7 @@
 #include "weft/loop/event_loop.hpp"
 #include "weft/loop/suspension.hpp"
 #include "weft/net/protocol.hpp"
+#include "weft/net/websocket.hpp"
 #include "weft/pg/connection.hpp"
 #include "weft/pg/error.hpp"
 #include "weft/pg/param.hpp"

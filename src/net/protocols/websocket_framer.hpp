@@ -1,0 +1,75 @@
+// The per-connection WebSocket framer behind weft::net::websocket (the contract is in
+// include/weft/net/websocket.hpp). Internal to net: websocket_frames.cpp holds the frame
+// parsing, control frames and encoding, websocket_handshake.cpp the opening handshake. One
+// framer per connection, used only on that connection's thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "net/protocols/utf8_validator.hpp"
+#include "weft/net/websocket.hpp"
+
+namespace weft::net::detail {
+
+// Sec-WebSocket-Accept for a client's Sec-WebSocket-Key (RFC 6455 4.2.2: base64 of the SHA-1 of
+// the key and the protocol's GUID).
+std::string websocket_accept_key(std::string_view client_key);
+
+// True for a close code a peer may put on the wire (RFC 6455 7.4): the assigned codes
+// 1000-1003 and 1007-1014, and the registered and private ranges 3000-4999.
+bool websocket_close_code_allowed(std::uint16_t code) noexcept;
+
+class websocket_framer final : public framer {
+ public:
+  explicit websocket_framer(std::shared_ptr<const websocket_options> options)
+      : options_(std::move(options)) {}
+
+  std::size_t measure(std::string_view input, framer_link& link) override;
+  bool decode(std::string_view unit, message& out, framer_link& link) override;
+  void encode(std::string_view payload, message_kind kind, std::string& out) override;
+  void encode_close(std::uint16_t code, std::string_view reason, std::string& out) override;
+  bool handshaking() const noexcept override { return phase_ == phase::handshake; }
+
+ private:
+  enum class phase : std::uint8_t {
+    handshake,  // waiting for the request head; nothing sent yet
+    open,       // 101 sent: frames both ways
+    closed,     // the peer's close frame arrived: everything after it is dropped
+  };
+
+  // What measure() learnt from a frame header. A frame is header_size + payload_size bytes.
+  struct frame_header {
+    bool fin = false;
+    std::uint8_t opcode = 0;
+    std::size_t header_size = 0;  // 2 + extended length + 4 (the mask key)
+    std::uint64_t payload_size = 0;
+  };
+
+  // websocket_handshake.cpp
+  std::size_t measure_handshake(std::string_view input, framer_link& link);
+  void decode_handshake(std::string_view head, framer_link& link);
+
+  // websocket_frames.cpp
+  // False while the header is incomplete; protocol_error for a header breaking a rule.
+  bool parse_header(std::string_view input, frame_header& header, framer_link& link) const;
+  void on_close_frame(const char* payload, std::size_t size, const unsigned char* key,
+                      framer_link& link);
+  void on_ping(const char* payload, std::size_t size, const unsigned char* key, framer_link& link);
+
+  std::shared_ptr<const websocket_options> options_;
+  phase phase_ = phase::handshake;
+  bool close_sent_ = false;  // a close frame went out (echoed, or from encode_close)
+  // A fragmented message in progress: its kind, what arrived so far (unmasked) and, for text,
+  // the UTF-8 state carried from fragment to fragment.
+  bool fragmented_ = false;
+  message_kind fragmented_kind_ = message_kind::binary;
+  std::string fragments_;
+  utf8_validator fragments_utf8_;
+};
+
+}  // namespace weft::net::detail

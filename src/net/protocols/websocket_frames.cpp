@@ -1,0 +1,340 @@
+// WebSocket frames (RFC 6455 section 5): the header rules checked by measure(), decoding with
+// unmasking, control frames, and encoding. The contract is in include/weft/net/websocket.hpp.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "net/protocols/websocket_framer.hpp"
+
+namespace weft::net {
+
+namespace {
+
+constexpr std::uint8_t op_continuation = 0x0;
+constexpr std::uint8_t op_text = 0x1;
+constexpr std::uint8_t op_binary = 0x2;
+constexpr std::uint8_t op_close = 0x8;
+constexpr std::uint8_t op_ping = 0x9;
+constexpr std::uint8_t op_pong = 0xA;
+constexpr std::size_t control_payload_limit = 125;
+
+[[noreturn]] void fail(const std::string& reason, std::uint16_t code) {
+  throw protocol_error("websocket: " + reason, code);
+}
+
+// Copies size bytes from source to target (which may be the same place), unmasking them with
+// key, whose first byte applies to the first byte: a frame's payload always starts at key[0].
+// 8 bytes per step: the key repeated twice is one 64-bit word, whatever the byte order, since
+// both halves are the same 4 bytes in memory order.
+void unmask(const char* source, char* target, std::size_t size, const unsigned char* key) {
+  std::uint32_t key32;
+  std::memcpy(&key32, key, sizeof key32);
+  const std::uint64_t key64 = (static_cast<std::uint64_t>(key32) << 32) | key32;
+  std::size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, source + i, sizeof word);
+    word ^= key64;
+    std::memcpy(target + i, &word, sizeof word);
+  }
+  for (; i < size; ++i) {
+    target[i] = static_cast<char>(static_cast<unsigned char>(source[i]) ^ key[i & 3]);
+  }
+}
+
+// Appends an unmasked frame header: FIN set, opcode, the shortest length form.
+void append_header(std::string& out, std::uint8_t opcode, std::uint64_t size) {
+  char header[10];
+  std::size_t length = 2;
+  header[0] = static_cast<char>(0x80 | opcode);
+  if (size < 126) {
+    header[1] = static_cast<char>(size);
+  } else if (size <= 0xFFFF) {
+    header[1] = 126;
+    header[2] = static_cast<char>(size >> 8);
+    header[3] = static_cast<char>(size);
+    length = 4;
+  } else {
+    header[1] = 127;
+    for (int i = 0; i < 8; ++i) {
+      header[2 + i] = static_cast<char>(size >> (56 - 8 * i));
+    }
+    length = 10;
+  }
+  out.append(header, length);
+}
+
+}  // namespace
+
+namespace detail {
+
+bool websocket_close_code_allowed(std::uint16_t code) noexcept {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+         (code >= 3000 && code <= 4999);
+}
+
+bool websocket_framer::parse_header(std::string_view input, frame_header& header,
+                                    framer_link& link) const {
+  if (input.size() < 2) {
+    return false;
+  }
+  const auto first = static_cast<unsigned char>(input[0]);
+  const auto second = static_cast<unsigned char>(input[1]);
+  header.fin = (first & 0x80) != 0;
+  header.opcode = first & 0x0F;
+  if ((first & 0x70) != 0) {
+    fail("frame with RSV bits set, but no extension was negotiated", websocket::protocol_violation);
+  }
+  const bool control = (header.opcode & 0x08) != 0;
+  if (header.opcode > op_binary && header.opcode != op_close && header.opcode != op_ping &&
+      header.opcode != op_pong) {
+    fail("frame with the reserved opcode " + std::to_string(header.opcode),
+         websocket::protocol_violation);
+  }
+  if ((second & 0x80) == 0) {
+    fail("unmasked frame from the client (RFC 6455 5.1: clients must mask)",
+         websocket::protocol_violation);
+  }
+  const std::uint8_t length7 = second & 0x7F;
+  if (control) {
+    if (!header.fin) {
+      fail("fragmented control frame", websocket::protocol_violation);
+    }
+    if (length7 > control_payload_limit) {
+      fail("control frame longer than 125 bytes", websocket::protocol_violation);
+    }
+  } else if (header.opcode == op_continuation) {
+    if (!fragmented_) {
+      fail("continuation frame without a fragmented message to continue",
+           websocket::protocol_violation);
+    }
+  } else if (fragmented_) {
+    fail("new data frame inside a fragmented message", websocket::protocol_violation);
+  }
+
+  std::size_t extended = 0;
+  if (length7 == 126) {
+    extended = 2;
+  } else if (length7 == 127) {
+    extended = 8;
+  }
+  if (input.size() < 2 + extended) {
+    return false;
+  }
+  if (extended == 0) {
+    header.payload_size = length7;
+  } else {
+    std::uint64_t size = 0;
+    for (std::size_t i = 0; i < extended; ++i) {
+      size = (size << 8) | static_cast<unsigned char>(input[2 + i]);
+    }
+    if (extended == 8 && (size >> 63) != 0) {
+      fail("frame length with its most significant bit set", websocket::protocol_violation);
+    }
+    header.payload_size = size;
+  }
+  if (!control) {
+    // Checked from the header alone, so an oversized frame is refused before its payload is
+    // buffered.
+    if (header.payload_size > options_->max_frame_size) {
+      fail("frame of " + std::to_string(header.payload_size) + " bytes over the limit of " +
+               std::to_string(options_->max_frame_size),
+           websocket::message_too_big);
+    }
+    const std::uint64_t so_far = header.opcode == op_continuation ? fragments_.size() : 0;
+    const std::size_t limit = link.max_message_size();
+    if (header.payload_size > limit || so_far + header.payload_size > limit) {
+      fail("message of at least " + std::to_string(so_far + header.payload_size) +
+               " bytes over the limit of " + std::to_string(limit),
+           websocket::message_too_big);
+    }
+  }
+  header.header_size = 2 + extended + 4;
+  return input.size() >= header.header_size;
+}
+
+std::size_t websocket_framer::measure(std::string_view input, framer_link& link) {
+  switch (phase_) {
+    case phase::handshake:
+      return measure_handshake(input, link);
+    case phase::closed:
+      return input.size();  // whatever follows a close frame is consumed and dropped
+    case phase::open:
+      break;
+  }
+  frame_header header;
+  if (!parse_header(input, header, link)) {
+    return 0;
+  }
+  // payload_size is at most the message limit here, or 125 for a control frame.
+  const std::size_t frame_size = header.header_size + static_cast<std::size_t>(header.payload_size);
+  return input.size() >= frame_size ? frame_size : 0;
+}
+
+bool websocket_framer::decode(std::string_view unit, message& out, framer_link& link) {
+  switch (phase_) {
+    case phase::handshake:
+      decode_handshake(unit, link);
+      return false;
+    case phase::closed:
+      return false;
+    case phase::open:
+      break;
+  }
+  frame_header header;
+  if (!parse_header(unit, header, link) ||
+      unit.size() != header.header_size + header.payload_size) {
+    throw std::logic_error(
+        "websocket framer: decode() was given " + std::to_string(unit.size()) +
+        " bytes that are not the one frame measure() found; pass exactly the unit it measured");
+  }
+  const auto* key = reinterpret_cast<const unsigned char*>(unit.data() + header.header_size - 4);
+  const char* payload = unit.data() + header.header_size;
+  const auto size = static_cast<std::size_t>(header.payload_size);
+
+  switch (header.opcode) {
+    case op_ping:
+      on_ping(payload, size, key, link);
+      return false;
+    case op_pong:
+      return false;
+    case op_close:
+      on_close_frame(payload, size, key, link);
+      return false;
+    case op_continuation: {
+      const std::size_t offset = fragments_.size();
+      fragments_.resize(offset + size);
+      unmask(payload, fragments_.data() + offset, size, key);
+      if (fragmented_kind_ == message_kind::text &&
+          !fragments_utf8_.feed(fragments_.data() + offset, size)) {
+        fail("text message that is not valid UTF-8", websocket::invalid_payload);
+      }
+      if (!header.fin) {
+        return false;
+      }
+      if (fragmented_kind_ == message_kind::text && !fragments_utf8_.complete()) {
+        fail("text message ending inside a UTF-8 sequence", websocket::invalid_payload);
+      }
+      // Swapped, not copied: out's old buffer becomes the next fragmented message's, so both
+      // keep their capacity.
+      out.data.swap(fragments_);
+      out.kind = fragmented_kind_;
+      fragments_.clear();
+      fragmented_ = false;
+      return true;
+    }
+    default:  // text or binary, the first frame of a message
+      break;
+  }
+  const message_kind kind = header.opcode == op_text ? message_kind::text : message_kind::binary;
+  if (!header.fin) {
+    fragmented_ = true;
+    fragmented_kind_ = kind;
+    fragments_.resize(size);
+    unmask(payload, fragments_.data(), size, key);
+    fragments_utf8_.reset();
+    if (kind == message_kind::text && !fragments_utf8_.feed(fragments_.data(), size)) {
+      fail("text message that is not valid UTF-8", websocket::invalid_payload);
+    }
+    return false;
+  }
+  out.data.resize(size);
+  unmask(payload, out.data.data(), size, key);
+  out.kind = kind;
+  if (kind == message_kind::text && !valid_utf8(out.data.data(), size)) {
+    fail("text message that is not valid UTF-8", websocket::invalid_payload);
+  }
+  return true;
+}
+
+void websocket_framer::on_ping(const char* payload, std::size_t size, const unsigned char* key,
+                               framer_link& link) {
+  if (close_sent_) {
+    return;  // nothing but the closing handshake may follow our close frame
+  }
+  char pong[2 + control_payload_limit];
+  pong[0] = static_cast<char>(0x80 | op_pong);
+  pong[1] = static_cast<char>(size);
+  unmask(payload, pong + 2, size, key);
+  link.send_raw(std::string_view(pong, 2 + size));
+}
+
+void websocket_framer::on_close_frame(const char* payload, std::size_t size,
+                                      const unsigned char* key, framer_link& link) {
+  char echo[2 + control_payload_limit];
+  echo[0] = static_cast<char>(0x80 | op_close);
+  echo[1] = static_cast<char>(size);
+  char* body = echo + 2;
+  unmask(payload, body, size, key);
+  if (size == 1) {
+    fail("close frame with a 1-byte payload (a code takes 2)", websocket::protocol_violation);
+  }
+  if (size >= 2) {
+    const auto code = static_cast<std::uint16_t>((static_cast<unsigned char>(body[0]) << 8) |
+                                                 static_cast<unsigned char>(body[1]));
+    if (!websocket_close_code_allowed(code)) {
+      fail("close frame with the code " + std::to_string(code) + ", which may not be sent",
+           websocket::protocol_violation);
+    }
+    if (!valid_utf8(body + 2, size - 2)) {
+      fail("close frame whose reason is not valid UTF-8", websocket::invalid_payload);
+    }
+  }
+  phase_ = phase::closed;
+  fragments_.clear();
+  fragmented_ = false;
+  if (!close_sent_) {
+    // The echo carries the peer's own code and reason (RFC 6455 5.5.1: typically the code it
+    // received), so the client sees its close acknowledged as it sent it.
+    close_sent_ = true;
+    link.send_raw(std::string_view(echo, 2 + size));
+  }
+  link.finish();
+}
+
+void websocket_framer::encode(std::string_view payload, message_kind kind, std::string& out) {
+  if (close_sent_) {
+    throw error(
+        "websocket: a message was sent after the close frame; the connection is closing and "
+        "takes no more messages (RFC 6455 5.5.1)");
+  }
+  append_header(out, kind == message_kind::text ? op_text : op_binary, payload.size());
+  out.append(payload);
+}
+
+void websocket_framer::encode_close(std::uint16_t code, std::string_view reason, std::string& out) {
+  if (code != 0 && !websocket_close_code_allowed(code)) {
+    throw std::invalid_argument("websocket close code " + std::to_string(code) +
+                                " may not be sent; use 1000-1003, 1007-1014 or 3000-4999");
+  }
+  if (!valid_utf8(reason.data(), reason.size())) {
+    throw std::invalid_argument("websocket close reason is not valid UTF-8");
+  }
+  if (code == 0 && !reason.empty()) {
+    throw std::invalid_argument("websocket close reason given without a close code");
+  }
+  if (phase_ != phase::open || close_sent_) {
+    return;  // no WebSocket yet (a failed handshake), or our close frame already went out
+  }
+  // A control frame holds 125 bytes: the code and at most 123 bytes of reason, cut before a
+  // continuation byte so that the reason stays valid UTF-8.
+  std::size_t keep = reason.size();
+  if (keep > control_payload_limit - 2) {
+    keep = control_payload_limit - 2;
+    while (keep > 0 && (static_cast<unsigned char>(reason[keep]) & 0xC0) == 0x80) {
+      --keep;
+    }
+  }
+  if (code == 0) {
+    append_header(out, op_close, 0);
+  } else {
+    append_header(out, op_close, 2 + keep);
+    out.push_back(static_cast<char>(code >> 8));
+    out.push_back(static_cast<char>(code & 0xFF));
+    out.append(reason.substr(0, keep));
+  }
+  close_sent_ = true;
+}
+
+}  // namespace detail
+}  // namespace weft::net
