@@ -15,6 +15,7 @@
 //   reads the server's unmasked frames (a fragmented echo is reassembled) until the message is
 //   complete; its payload must equal what was sent. A close, ping or text frame fails the run.
 // pipe: see load_client_pipe.c (bytes streamed through a proxy to a sink the client holds).
+// The handshake is in load_client_ws.c, the helpers every mode shares in load_client_common.c.
 //
 // Results (stdout), measured over S seconds after W seconds of warm-up (defaults 5 and 1):
 //   RESULT NAME requests/s X        messages completed in the window / its length
@@ -34,180 +35,14 @@
 #define _GNU_SOURCE
 #include "load_client.h"
 
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
-
-// ---- shared helpers (load_client.h) -----------------------------------------------------------
-
-void fail(const char* format, ...) {
-  va_list arguments;
-  va_start(arguments, format);
-  fputs("load_client: error: ", stderr);
-  vfprintf(stderr, format, arguments);
-  fputc('\n', stderr);
-  va_end(arguments);
-  exit(1);
-}
-
-double now(void) {
-  struct timespec time;
-  clock_gettime(CLOCK_MONOTONIC, &time);
-  return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-static uint64_t now_ns(void) {
-  struct timespec time;
-  clock_gettime(CLOCK_MONOTONIC, &time);
-  return (uint64_t)time.tv_sec * 1000000000u + (uint64_t)time.tv_nsec;
-}
-
-void watch(int epoll, int fd, uint32_t events, void* data, int operation) {
-  struct epoll_event event;
-  memset(&event, 0, sizeof event);
-  event.events = events;
-  event.data.ptr = data;
-  if (epoll_ctl(epoll, operation, fd, &event) != 0) {
-    fail("epoll_ctl: %s", strerror(errno));
-  }
-}
-
-int start_connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
-  if (fd < 0) {
-    fail("socket: %s", strerror(errno));
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  struct sockaddr_in address;
-  memset(&address, 0, sizeof address);
-  address.sin_family = AF_INET;
-  address.sin_port = htons((uint16_t)port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr*)&address, sizeof address) != 0 && errno != EINPROGRESS) {
-    fail("connect to 127.0.0.1:%d: %s", port, strerror(errno));
-  }
-  return fd;
-}
-
-void connect_all(int port, int* fds, int count, double limit_s) {
-  enum { batch = 256 };
-  int epoll = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll < 0) {
-    fail("epoll_create1: %s", strerror(errno));
-  }
-  double deadline = now() + limit_s;
-  int started = 0;
-  int done = 0;
-  struct epoll_event events[batch];
-  while (done < count) {
-    while (started < count && started - done < batch) {
-      fds[started] = start_connect(port);
-      watch(epoll, fds[started], EPOLLOUT, &fds[started], EPOLL_CTL_ADD);
-      ++started;
-    }
-    double left = deadline - now();
-    if (left <= 0) {
-      fail("%d of %d connections to 127.0.0.1:%d not established after %.0f s", count - done, count,
-           port, limit_s);
-    }
-    int ready = epoll_wait(epoll, events, batch, (int)(left * 1000) + 1);
-    if (ready < 0 && errno != EINTR) {
-      fail("epoll_wait: %s", strerror(errno));
-    }
-    for (int index = 0; index < ready; ++index) {
-      int fd = *(int*)events[index].data.ptr;
-      int error = 0;
-      socklen_t length = sizeof error;
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-      if (error != 0) {
-        fail("connect to 127.0.0.1:%d: %s", port, strerror(error));
-      }
-      if (epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL) != 0) {
-        fail("epoll_ctl: %s", strerror(errno));
-      }
-      ++done;
-    }
-  }
-  close(epoll);
-}
-
-double server_cpu_seconds(int pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* file = fopen(path, "r");
-  if (file == NULL) {
-    fail("the server (pid %d) is gone: %s: %s", pid, path, strerror(errno));
-  }
-  char text[1024];
-  size_t length = fread(text, 1, sizeof text - 1, file);
-  fclose(file);
-  text[length] = '\0';
-  // The command name (field 2) is in parentheses and may hold spaces: count fields from the
-  // last ')'. Field 3 is the state; utime and stime are fields 14 and 15, in clock ticks, and
-  // cover every thread of the process (the thread group's totals).
-  char* rest = strrchr(text, ')');
-  unsigned long long utime = 0;
-  unsigned long long stime = 0;
-  if (rest == NULL || sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                             &utime, &stime) != 2) {
-    fail("cannot read utime and stime from %s", path);
-  }
-  return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-// Bucket i < 128 holds exactly i ns; above, a value whose highest set bit is m (>= 7) falls in
-// bucket (m - 5) * 64 + (v >> (m - 6)) - 64, i.e. its top 7 bits (64 buckets per power of two).
-static int bucket_of(uint64_t value) {
-  if (value < 128) {
-    return (int)value;
-  }
-  int top = 63 - __builtin_clzll(value);
-  return (top - 5) * 64 + (int)(value >> (top - 6)) - 64;
-}
-
-static uint64_t bucket_upper_bound(int bucket) {
-  if (bucket < 128) {
-    return (uint64_t)bucket;
-  }
-  int top = (bucket + 64) / 64 + 4;  // inverts bucket_of
-  uint64_t leading = (uint64_t)((bucket + 64) % 64 + 64);
-  return ((leading + 1) << (top - 6)) - 1;
-}
-
-void histogram_add(struct histogram* histogram, uint64_t nanoseconds) {
-  ++histogram->counts[bucket_of(nanoseconds)];
-  ++histogram->total;
-}
-
-uint64_t histogram_percentile(const struct histogram* histogram, double fraction) {
-  uint64_t rank = (uint64_t)((double)histogram->total * fraction);
-  if (rank >= histogram->total) {
-    rank = histogram->total - 1;
-  }
-  uint64_t seen = 0;
-  for (int bucket = 0; bucket < HISTOGRAM_BUCKETS; ++bucket) {
-    seen += histogram->counts[bucket];
-    if (seen > rank) {
-      return bucket_upper_bound(bucket);
-    }
-  }
-  return 0;
-}
 
 // ---- options ----------------------------------------------------------------------------------
 
@@ -529,115 +364,6 @@ static int receive_echo(const struct run* run, struct connection* connection) {
   }
 }
 
-// ---- the WebSocket opening handshake ----------------------------------------------------------
-
-static const char websocket_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-// The Sec-WebSocket-Accept a server must answer for `key` (RFC 6455 4.2.2).
-static void expected_accept(const char* key, char out[64]) {
-  char joined[128];
-  snprintf(joined, sizeof joined, "%s%s", key, websocket_guid);
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1((const unsigned char*)joined, strlen(joined), digest);
-  EVP_EncodeBlock((unsigned char*)out, digest, SHA_DIGEST_LENGTH);
-}
-
-// The value of header `name` (case-insensitive) in an HTTP response head, trimmed; 0 if absent.
-static int header_value(const char* head, const char* name, char* out, size_t out_size) {
-  size_t name_length = strlen(name);
-  const char* line = strstr(head, "\r\n");
-  while (line != NULL && line[2] != '\r') {
-    line += 2;
-    if (strncasecmp(line, name, name_length) == 0 && line[name_length] == ':') {
-      const char* value = line + name_length + 1;
-      while (*value == ' ' || *value == '\t') {
-        ++value;
-      }
-      const char* end = strstr(value, "\r\n");
-      while (end > value && (end[-1] == ' ' || end[-1] == '\t')) {
-        --end;
-      }
-      size_t length = (size_t)(end - value);
-      if (length >= out_size) {
-        length = out_size - 1;
-      }
-      memcpy(out, value, length);
-      out[length] = '\0';
-      return 1;
-    }
-    line = strstr(line, "\r\n");
-  }
-  return 0;
-}
-
-// Sends every connection's upgrade request, then reads and checks every answer (bounded).
-static void handshake_all(const struct options* options, struct connection* connections) {
-  char keys[options->connections][32];
-  for (int index = 0; index < options->connections; ++index) {
-    unsigned char nonce[16];
-    for (int byte = 0; byte < 16; ++byte) {
-      nonce[byte] = (unsigned char)(rand() >> 7);
-    }
-    EVP_EncodeBlock((unsigned char*)keys[index], nonce, 16);
-    char request[512];
-    int length = snprintf(request, sizeof request,
-                          "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                          "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                          "Sec-WebSocket-Version: 13\r\n\r\n",
-                          options->port, keys[index]);
-    if (send(connections[index].fd, request, (size_t)length, MSG_NOSIGNAL) != length) {
-      fail("connection %d: sending the WebSocket upgrade request failed", index);
-    }
-  }
-  double deadline = now() + options->stall;
-  for (int index = 0; index < options->connections; ++index) {
-    char head[4096];
-    size_t length = 0;
-    for (;;) {
-      ssize_t got = recv(connections[index].fd, head + length, sizeof head - 1 - length, 0);
-      if (got > 0) {
-        length += (size_t)got;
-        head[length] = '\0';
-        char* end = strstr(head, "\r\n\r\n");
-        if (end != NULL) {
-          if (end + 4 != head + length) {
-            fail("connection %d: the server sent data right after its handshake answer", index);
-          }
-          break;
-        }
-        if (length == sizeof head - 1) {
-          fail("connection %d: the handshake answer is longer than 4 KiB", index);
-        }
-        continue;
-      }
-      if (got == 0) {
-        fail("connection %d: the server closed the connection during the handshake", index);
-      }
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        fail("connection %d: recv during the handshake: %s", index, strerror(errno));
-      }
-      double left = deadline - now();
-      if (left <= 0) {
-        fail("connection %d: no WebSocket handshake answer within %.1f s", index, options->stall);
-      }
-      struct pollfd readable = {.fd = connections[index].fd, .events = POLLIN};
-      poll(&readable, 1, (int)(left * 1000) + 1);
-    }
-    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
-      fail("connection %d: the server answered the upgrade with \"%.*s\", expected 101", index,
-           (int)(strcspn(head, "\r\n")), head);
-    }
-    char accept[128];
-    char expected[64];
-    expected_accept(keys[index], expected);
-    if (!header_value(head, "Sec-WebSocket-Accept", accept, sizeof accept) ||
-        strcmp(accept, expected) != 0) {
-      fail("connection %d: Sec-WebSocket-Accept is missing or wrong (expected %s)", index,
-           expected);
-    }
-  }
-}
-
 // ---- the measured run -------------------------------------------------------------------------
 
 static void run_pingpong(const struct options* options) {
@@ -675,7 +401,7 @@ static void run_pingpong(const struct options* options) {
     }
   }
   if (ws) {
-    handshake_all(options, connections);
+    handshake_all(options, fds);
   }
   for (int index = 0; index < count; ++index) {
     watch(run.epoll, connections[index].fd, EPOLLIN, &connections[index], EPOLL_CTL_ADD);

@@ -1,6 +1,6 @@
-// What the net suite's load client (bench/net/load_client.c, load_client_pipe.c) shares between
-// its modes: options, failure, the clock, the latency histogram, the server's CPU time from
-// /proc and connecting. One thread; nothing here is thread-safe or needs to be.
+// What the net suite's load client (bench/net/load_client*.c) shares between its files: options,
+// failure, the clock, the latency histogram, the server's CPU time from /proc, connecting and
+// the WebSocket handshake. One thread; nothing here is thread-safe or needs to be.
 #pragma once
 
 #include <stddef.h>
@@ -24,8 +24,9 @@ struct options {
 // Prints "load_client: error: ..." on stderr and exits 1.
 void fail(const char* format, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-// CLOCK_MONOTONIC in seconds.
+// CLOCK_MONOTONIC in seconds, and in nanoseconds.
 double now(void);
+uint64_t now_ns(void);
 
 // Adds or modifies an epoll registration; fails on error.
 void watch(int epoll, int fd, uint32_t events, void* data, int operation);
@@ -52,6 +53,10 @@ struct histogram {
 void histogram_add(struct histogram* histogram, uint64_t nanoseconds);
 // The smallest recorded bucket's upper bound below which `fraction` of the samples lie (ns).
 uint64_t histogram_percentile(const struct histogram* histogram, double fraction);
+
+// ws mode (load_client_ws.c): sends every connection's upgrade request, then reads and checks
+// every answer (101 and the right Sec-WebSocket-Accept) within --stall seconds; fails otherwise.
+void handshake_all(const struct options* options, const int* fds);
 
 // pipe mode (load_client_pipe.c).
 void run_pipe(const struct options* options);
