@@ -32,6 +32,15 @@ separately: when one is missing, the benchmarks of the other still run. A suite 
 weft_pending (its weft program is not written yet) is skipped in smoke mode when that program
 is missing, unless --allow-missing-weft is given.
 
+Suite net's rows report more than one result each: its load client is told the row's name and
+the server's PID (`server_cpu`), reads the server's CPU time from /proc at the edges of its
+measured window and prints NAME (requests/s or Gbit/s), NAME.p99 and NAME.cpu (`extra_results`),
+each a row of the table and of SUITE.json. Its pipe row gives the proxy under test `--target Q`
+and the client `--sink-port Q` (`sink`). A program may serve different modes with different
+programs (`mode_servers`: Go's net for echo, gorilla/websocket for ws); a Go program without a
+go.mod is built in GOPATH mode against Debian's /usr/share/gocode (golang-*-dev packages).
+bench/net/README.md has that suite's contract.
+
 Variants: a program with `variants` runs once per variant, each run its own column named
 PROGRAM-VARIANT with the variant's environment variables added to the program's. Suite loop
 runs its weft program once per event-loop driver (columns weft-uv, weft-ev, weft-event,
@@ -39,6 +48,8 @@ weft-poll: WEFT_DRIVER=uv|ev|event|poll) beside the raw libraries uv, ev, event 
 the weft program has variants, each result's "weft" in SUITE.json is an object
 {"weft-uv": value or null, ...} instead of one value, and the table has one ratio column per
 variant, "weft-X vs Y", Y being the variant's `versus` peer (the best peer when it names none).
+A variant may add server arguments instead (`server_args`: suite net's weft-coroutine and
+weft-callback run one program with --style coroutine|callback).
 WEFT_SCHED, WEFT_SEED and WEFT_DRIVER are removed from every program's environment (a program
 or variant sets its own), so that the caller's shell cannot change what a column measures.
 
@@ -61,6 +72,7 @@ import dataclasses
 import json
 import os
 import platform
+import resource
 import select
 import shutil
 import signal
@@ -92,6 +104,8 @@ class Variant:
     env: tuple[tuple[str, str], ...]
     # The peer this column is compared with in the table ("" for none), e.g. weft-uv with uv.
     versus: str = ""
+    # Arguments added to the program's server command line (suite net: --style callback).
+    server_args: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +118,11 @@ class Program:
     # Network benchmarks: the program that runs as the server, when it is not `path` itself
     # (same kind). "" means `path` serves too.
     server: str = ""
+    # Network benchmarks whose serve modes need different programs (same kind): (mode, path)
+    # pairs; a mode not listed falls back to `server` (or `path`).
+    mode_servers: tuple[tuple[str, str], ...] = ()
+    # Arguments added to every server command line (set by a variant's server_args).
+    server_args: tuple[str, ...] = ()
     # Run the program once per variant, each its own column (see the docstring); () runs it
     # once, as `name`.
     variants: tuple[Variant, ...] = ()
@@ -126,7 +145,8 @@ def expand_variants(programs: tuple[Program, ...]) -> list[Program]:
         for variant in program.variants:
             expanded.append(dataclasses.replace(
                 program, name=f"{program.name}-{variant.name}", env=program.env + variant.env,
-                variants=(), versus=variant.versus))
+                variants=(), versus=variant.versus,
+                server_args=program.server_args + variant.server_args))
     return expanded
 
 
@@ -134,9 +154,10 @@ def expand_variants(programs: tuple[Program, ...]) -> list[Program]:
 class Benchmark:
     name: str
     unit: str
-    # Network benchmarks (suite io): the program runs as a server in this mode ("echo" or
-    # "sink") and the suite's load client measures it with client_args (smoke_client_args in
-    # smoke mode) plus --port. None: the program measures itself (--only NAME [--smoke]).
+    # Network benchmarks (suites io, loop, net): the program runs as a server in this mode
+    # ("echo", "sink", "ws", "pipe") and the suite's load client measures it with client_args
+    # (smoke_client_args in smoke mode) plus --port. None: the program measures itself
+    # (--only NAME [--smoke]).
     serve: str | None = None
     client_args: tuple[str, ...] = ()
     smoke_client_args: tuple[str, ...] = ()
@@ -150,6 +171,20 @@ class Benchmark:
     # it runs with (--workers W, pinned to W cores).
     workload: str = ""
     workers: int = 0
+    # Suite net: the load client is told the benchmark's name (--name) and the server's PID
+    # (--server-pid, to read its CPU time over the measured window), and reports these further
+    # results beside the main one, each (suffix, unit): NAME.p99 in us, NAME.cpu per request.
+    server_cpu: bool = False
+    extra_results: tuple[tuple[str, str], ...] = ()
+    # Suite net's pipe mode: run.py picks a second free port for the sink, which the load client
+    # holds (--sink-port Q) and the server, a proxy, forwards to (--target Q).
+    sink: bool = False
+
+    @property
+    def results(self) -> list[tuple[str, str]]:
+        """(name, unit) of every result the benchmark produces: its own, then the extras."""
+        return [(self.name, self.unit)] + [(self.name + suffix, unit)
+                                           for suffix, unit in self.extra_results]
 
     @property
     def program_name(self) -> str:
@@ -200,6 +235,25 @@ ECHO_CLIENT_ARGS = ("--mode", "pingpong", "--connections", "100", "--size", "512
                     "--warmup", "1", "--seconds", "5")
 ECHO_SMOKE_CLIENT_ARGS = ("--mode", "pingpong", "--connections", "100", "--size", "512",
                           "--warmup", "0.1", "--seconds", "0.3")
+
+# Suite net (bench/net/README.md): the load client's echo and ws rows report requests/s, the p99
+# round-trip time and the server's CPU time per request; pipe_throughput Gbit/s and the proxy's
+# CPU time per MB.
+NET_PINGPONG = ("echo_pingpong_64c", "echo_pingpong_1000c")
+NET_ALL = NET_PINGPONG + ("websocket_echo_64c", "pipe_throughput")
+NET_PINGPONG_RESULTS = ((".p99", "us"), (".cpu", "us/request"))
+# The one weft program serves both of weft's styles, each its own column.
+NET_STYLES = tuple(Variant(style, (), server_args=("--style", style))
+                   for style in ("coroutine", "callback"))
+
+
+def net_pingpong(name: str, mode: str, connections: int) -> Benchmark:
+    shape = ("--mode", mode, "--connections", str(connections), "--size", "64")
+    return Benchmark(name, "requests/s", serve="echo" if mode == "echo" else "ws",
+                     client_args=shape + ("--warmup", "1", "--seconds", "5"),
+                     smoke_client_args=shape + ("--warmup", "0.1", "--seconds", "0.3"),
+                     server_cpu=True, extra_results=NET_PINGPONG_RESULTS)
+
 
 SUITES: dict[str, Suite] = {
     "core": Suite(
@@ -305,6 +359,53 @@ SUITES: dict[str, Suite] = {
             "libuv callback server of suite io; WEFT_DRIVER is ignored by a weft without "
             "drivers, and every weft-X column is then the default libuv driver). Details: "
             "bench/loop/README.md."
+        ),
+    ),
+    "net": Suite(
+        benchmarks=(
+            net_pingpong("echo_pingpong_64c", "echo", 64),
+            net_pingpong("echo_pingpong_1000c", "echo", 1000),
+            net_pingpong("websocket_echo_64c", "ws", 64),
+            Benchmark("pipe_throughput", "Gbit/s", serve="pipe", sink=True, server_cpu=True,
+                      extra_results=((".cpu", "us/MB"),),
+                      client_args=("--mode", "pipe", "--size", "65536", "--warmup", "1",
+                                   "--seconds", "5"),
+                      smoke_client_args=("--mode", "pipe", "--size", "65536", "--warmup", "0.1",
+                                         "--seconds", "0.3")),
+        ),
+        programs=(
+            Program("weft", NATIVE, "bench/bench_net_weft", NET_ALL, variants=NET_STYLES),
+            # The echo servers are suite io's (bench/peers/io/); the WebSocket ones and the
+            # libuv proxy are bench/peers/net/.
+            Program("bare", NATIVE, "bench/bench_io_bare_echo", NET_PINGPONG),
+            Program("asio", NATIVE, "bench/bench_io_asio", NET_PINGPONG),
+            Program("go", GO, "peers/io/go", NET_PINGPONG + ("websocket_echo_64c",),
+                    env=(("GOMAXPROCS", "1"),), mode_servers=(("ws", "peers/net/go_ws"),)),
+            Program("node", NODE, "peers/io/node/echo.js", NET_PINGPONG + ("websocket_echo_64c",),
+                    env=(("NODE_PATH", "/usr/share/nodejs"),),
+                    mode_servers=(("ws", "peers/net/node/ws_echo.js"),)),
+            Program("libuv", NATIVE, "bench/bench_net_uv_proxy", ("pipe_throughput",)),
+        ),
+        timeout_s=120,
+        smoke_timeout_s=30,
+        client="bench/bench_net_load_client",
+        weft_pending=True,
+        note=(
+            "Every row is measured by one load client (bench/net/load_client.c) pinned to its "
+            "own core against each program running as a server on 127.0.0.1 pinned to the "
+            "other. echo_pingpong_Nc: N connections, one 64-byte message in flight on each; "
+            "websocket_echo_64c: the same as masked binary WebSocket frames after the opening "
+            "handshake; pipe_throughput: one stream of 64 KiB writes from the client through "
+            "the server, a proxy, to a sink the client holds (every byte checked). X.p99 is the "
+            "99th percentile round trip in us; X.cpu the server's user + system CPU time (all "
+            "its threads, /proc) over the measured window per request (per MB for the pipe), "
+            "the figure that decides how much one core serves once the server is the "
+            "bottleneck (on two cores the client saturates its own first). weft-coroutine and "
+            "weft-callback are weft's program in its two styles; bare is the floor, not a "
+            "runtime (one epoll loop in C, one read() and one write() per message); asio is "
+            "Boost.Asio with spawn; go is Go's net with GOMAXPROCS=1 and, for WebSocket, "
+            "gorilla/websocket; node is Node's net and, for WebSocket, the ws package; libuv "
+            "is a raw libuv proxy. Details: bench/net/README.md."
         ),
     ),
     "sync": Suite(
@@ -474,13 +575,21 @@ def pick_cpus(count: int) -> str | None:
     return ",".join(str(cpu) for cpu in cpus[:count])
 
 
-def build_go(program: Program, suite_name: str, build_dir: Path, path: str = "") -> list[str]:
+# Go sources Debian ships for GOPATH builds (golang-*-dev packages, e.g. gorilla/websocket).
+DEBIAN_GOCODE = Path("/usr/share/gocode")
+
+
+def build_go(program: Program, suite_name: str, build_dir: Path, path: str = "",
+             tag: str = "") -> list[str]:
+    """Builds a Go main package: a module (its directory has a go.mod) with the standard library
+    only, or, without a go.mod, in GOPATH mode against the sources Debian ships in
+    /usr/share/gocode (offline either way). `tag` tells apart the binaries of one program."""
     go = shutil.which("go")
     if go is None:
         raise Failure("`go` not found (install golang-go)")
     source = BENCH_DIR / (path or program.path)
     output_dir = build_dir / "bench" / "go"
-    binary = output_dir / f"bench_{suite_name}_{program.name}{'_server' if path else ''}"
+    binary = output_dir / f"bench_{suite_name}_{program.name}{'_' + tag if tag else ''}"
     output_dir.mkdir(parents=True, exist_ok=True)
     # Caches under the build dir: works as any user, with no network and no home directory.
     env = dict(os.environ)
@@ -493,6 +602,11 @@ def build_go(program: Program, suite_name: str, build_dir: Path, path: str = "")
         GOTOOLCHAIN="local",
         CGO_ENABLED="0",
     )
+    if not (source / "go.mod").is_file():
+        if not DEBIAN_GOCODE.is_dir():
+            raise Failure(f"{DEBIAN_GOCODE} not found (install the golang-*-dev package the "
+                          f"program imports; see the top of {source / 'main.go'})")
+        env.update(GOPATH=f"{output_dir / 'path'}:{DEBIAN_GOCODE}", GO111MODULE="off")
     result = subprocess.run(
         [go, "build", "-o", str(binary), "."],
         cwd=source,
@@ -572,16 +686,17 @@ def build_cargo(program: Program, suite_name: str, build_dir: Path, smoke: bool)
 
 
 def prepare(program: Program, suite_name: str, build_dir: Path, path: str = "",
-            smoke: bool = False) -> list[str]:
+            smoke: bool = False, tag: str = "server") -> list[str]:
     """The command line that starts the program (without benchmark arguments); with `path`,
-    the one that starts that other program of the same kind (the server)."""
+    the one that starts that other program of the same kind (a server; `tag` names its Go
+    binary)."""
     if program.kind == NATIVE:
         binary = build_dir / (path or program.path)
         if not binary.is_file():
             raise Failure(f"{binary} not found (build it: cmake --build {build_dir})")
         return [str(binary)]
     if program.kind == GO:
-        return build_go(program, suite_name, build_dir, path)
+        return build_go(program, suite_name, build_dir, path, tag if path else "")
     if program.kind == PHP:
         php = shutil.which("php")
         if php is None:
@@ -655,20 +770,30 @@ def run_one(
 
 def parse_result(stdout: str, stderr: str, benchmark: Benchmark) -> float:
     """The value of the one RESULT line for the benchmark in a program's output."""
-    values = []
+    name = benchmark.program_name
+    return parse_results(stdout, stderr, [(name, benchmark.unit)])[name]
+
+
+def parse_results(stdout: str, stderr: str, wanted: list[tuple[str, str]]) -> dict[str, float]:
+    """The values of the RESULT lines named in `wanted` ((name, unit) pairs), exactly one each."""
+    units = dict(wanted)
+    values: dict[str, list[float]] = {name: [] for name in units}
     for line in stdout.splitlines():
         fields = line.split()
-        if len(fields) != 4 or fields[0] != "RESULT" or fields[1] != benchmark.program_name:
+        if len(fields) != 4 or fields[0] != "RESULT" or fields[1] not in units:
             continue
-        if fields[2] != benchmark.unit:
-            raise Failure(f"reported unit {fields[2]!r}, expected {benchmark.unit!r}")
+        if fields[2] != units[fields[1]]:
+            raise Failure(f"{fields[1]}: reported unit {fields[2]!r}, expected "
+                          f"{units[fields[1]]!r}")
         try:
-            values.append(float(fields[3]))
+            values[fields[1]].append(float(fields[3]))
         except ValueError:
             raise Failure(f"unreadable value in {line!r}") from None
-    if len(values) != 1:
-        raise Failure(f"printed {len(values)} RESULT lines for it, expected 1{tail(stderr)}")
-    return values[0]
+    for name, found in values.items():
+        if len(found) != 1:
+            raise Failure(f"printed {len(found)} RESULT lines for {name}, expected 1"
+                          f"{tail(stderr)}")
+    return {name: found[0] for name, found in values.items()}
 
 
 def free_port() -> int:
@@ -740,14 +865,24 @@ def run_served(
     smoke: bool,
     cpus: tuple[int, int] | None,
     timeout_s: float,
-) -> float:
+) -> dict[str, float]:
     """Network benchmark: starts the program as a server on a free loopback port (pinned to
-    cpus[0]), waits for READY, runs the load client (pinned to cpus[1]) and returns the value
-    the client reports. The server is stopped whatever happens."""
+    cpus[0]), waits for READY, runs the load client (pinned to cpus[1]) and returns the values
+    the client reports ({result name: value}, benchmark.results). The server is stopped
+    whatever happens."""
     port = free_port()
     server_full = list(server_command) + ["--port", str(port), "--mode", benchmark.serve]
     client_full = (list(client_command) + ["--port", str(port)]
                    + list(benchmark.smoke_client_args if smoke else benchmark.client_args))
+    if benchmark.sink:
+        sink_port = free_port()
+        while sink_port == port:
+            sink_port = free_port()
+        server_full += ["--target", str(sink_port)]
+        client_full += ["--sink-port", str(sink_port)]
+    server_full += list(program.server_args)
+    if benchmark.server_cpu:
+        client_full += ["--name", benchmark.name]
     if cpus is not None:
         server_full = ["taskset", "-c", str(cpus[0])] + server_full
         client_full = ["taskset", "-c", str(cpus[1])] + client_full
@@ -761,6 +896,9 @@ def run_served(
                                   start_new_session=True)
         try:
             wait_ready(server, port, min(timeout_s, 20.0), server_errors)
+            if benchmark.server_cpu:
+                # taskset execs the program: the PID is the server's own.
+                client_full += ["--server-pid", str(server.pid)]
             client = subprocess.Popen(client_full, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, cwd=REPO_DIR,
                                       start_new_session=True)
@@ -780,7 +918,9 @@ def run_served(
             if client.returncode != 0:
                 raise Failure(f"load client: {describe_exit(client.returncode)}{tail(stderr)}"
                               f"{read_file_tail(server_errors)}")
-            return parse_result(stdout, stderr, benchmark)
+            if benchmark.server_cpu:
+                return parse_results(stdout, stderr, benchmark.results)
+            return {benchmark.name: parse_result(stdout, stderr, benchmark)}
         finally:
             stop_server(server)
 
@@ -943,28 +1083,45 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     log(f"== suite {suite_name}: {arguments.runs} round(s){' (smoke)' if smoke else ''}, "
         f"{pinning}")
     commands: dict[str, list[str]] = {}
-    servers: dict[str, list[str]] = {}
+    # Per program, the server command of each serve mode it is asked for.
+    servers: dict[str, dict[str, list[str]]] = {}
+
+    def runner(program: Program, benchmark: Benchmark) -> list[str] | None:
+        """The command that runs the benchmark of the program (None: it is missing)."""
+        if benchmark.serve:
+            return servers.get(program.name, {}).get(benchmark.serve)
+        return commands.get(program.name)
+
     for program in programs:
         # The program's own command runs its self-measuring benchmarks, its server (the same
-        # command unless `server` names another) its network ones; either may be missing.
+        # command unless `server` or `mode_servers` names another) its network ones; any of
+        # them may be missing.
         errors = []
         try:
             commands[program.name] = prepare(program, suite_name, build_dir, smoke=smoke)
         except (Failure, subprocess.TimeoutExpired, OSError) as error:
             errors.append(error)
-        if program.server:
-            try:
-                servers[program.name] = prepare(program, suite_name, build_dir, program.server)
-            except (Failure, subprocess.TimeoutExpired, OSError) as error:
-                errors.append(error)
-        elif program.name in commands:
-            servers[program.name] = commands[program.name]
-        if not errors:
-            continue
         implemented = [benchmark for benchmark in benchmarks
                        if benchmark.program_name in program.benchmarks]
+        by_path: dict[str, list[str]] = {}
+        for mode in dict.fromkeys(benchmark.serve for benchmark in implemented
+                                  if benchmark.serve):
+            path = dict(program.mode_servers).get(mode) or program.server
+            if not path:
+                if program.name in commands:
+                    servers.setdefault(program.name, {})[mode] = commands[program.name]
+                continue
+            try:
+                if path not in by_path:
+                    tag = "server" if path == program.server else f"server_{mode}"
+                    by_path[path] = prepare(program, suite_name, build_dir, path, tag=tag)
+                servers.setdefault(program.name, {})[mode] = by_path[path]
+            except (Failure, subprocess.TimeoutExpired, OSError) as error:
+                errors.append(error)
+        if not errors:
+            continue
         lost = [benchmark.name for benchmark in implemented
-                if program.name not in (servers if benchmark.serve else commands)]
+                if runner(program, benchmark) is None]
         if len(lost) == len(implemented):
             missing = f"{program.name}: {errors[0]}"
             commands.pop(program.name, None)
@@ -1003,7 +1160,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
             for program in order:
                 if benchmark.program_name not in program.benchmarks:
                     continue
-                if program.name not in (servers if benchmark.serve else commands):
+                if runner(program, benchmark) is None:
                     continue  # its command or server is missing (warned above)
                 label = f"[{round_index + 1}/{arguments.runs}] {benchmark.name} {program.name}"
                 started = time.monotonic()
@@ -1014,13 +1171,13 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                             cores = f"{cpu_pair[0]},{cpu_pair[1]}"
                         if benchmark.workers:
                             cores = worker_cpus[benchmark.workers]
-                        value = run_one(commands[program.name], program, benchmark, smoke, cores,
-                                        timeout_s)
+                        values = {benchmark.name: run_one(commands[program.name], program,
+                                                          benchmark, smoke, cores, timeout_s)}
                     elif client_command is None:
                         raise Failure(client_missing)
                     else:
-                        value = run_served(servers[program.name], client_command, program,
-                                           benchmark, smoke, cpu_pair, timeout_s)
+                        values = run_served(runner(program, benchmark), client_command, program,
+                                            benchmark, smoke, cpu_pair, timeout_s)
                 except Failure as error:
                     message = f"{label}: FAILED: {error}"
                     failures.append(message)
@@ -1028,14 +1185,17 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                     if program.is_weft:
                         weft_ok = False
                     continue
-                samples.setdefault((benchmark.name, program.name), []).append(value)
-                log(f"{label}: {format_value(value)} {benchmark.unit} "
-                    f"({time.monotonic() - started:.1f} s)")
+                for name, value in values.items():
+                    samples.setdefault((name, program.name), []).append(value)
+                shown = "; ".join(f"{format_value(values[name])} {unit}"
+                                  for name, unit in benchmark.results if name in values)
+                log(f"{label}: {shown} ({time.monotonic() - started:.1f} s)")
 
     results = []
-    for benchmark in benchmarks:
+    for result_name, unit in [result for benchmark in benchmarks
+                              for result in benchmark.results]:
         def median(program_name: str) -> float | None:
-            values = samples.get((benchmark.name, program_name))
+            values = samples.get((result_name, program_name))
             return round(statistics.median(values), 3) if values else None
 
         peers = {}
@@ -1047,8 +1207,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                     if program.is_weft}
         else:
             weft = median("weft")
-        results.append({"name": benchmark.name, "unit": benchmark.unit, "weft": weft,
-                        "peers": peers})
+        results.append({"name": result_name, "unit": unit, "weft": weft, "peers": peers})
 
     output_dir = RESULTS_DIR / "smoke" if smoke else RESULTS_DIR
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -1065,9 +1224,10 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
            "each benchmark@wW run with W workers, the program pinned to the lowest W cores"
            f"{'' if pinning != 'unpinned' else ' (not pinned)'}. "
            if suite.per_workers else
-           "servers pinned to one core and the load client to another, "
-           + (suite.pinning_note or
-              "timers to the servers' core, threadpool_roundtrip to both")
+           "servers pinned to one core and the load client to another"
+           + ("" if all(benchmark.serve for benchmark in benchmarks) else
+              ", " + (suite.pinning_note or
+                      "timers to the servers' core, threadpool_roundtrip to both"))
            + f"{'' if cpu_pair is not None else ' (not pinned: taskset missing)'}. ")
         + "How each number is computed: the comment at the top of each program "
         f"(bench/{suite_name}/, bench/peers/{suite_name}/).",
@@ -1123,6 +1283,14 @@ def main() -> int:
               "(cmake --preset release && cmake --build --preset release)", file=sys.stderr)
         return 1
 
+    # Suite net's 1000-connection rows need more descriptors than a default soft limit of 1024
+    # leaves the server and the client: raise it to the hard limit for every program started.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
     ok = True
     for suite_name in arguments.suite or sorted(SUITES):
         ok = run_suite(suite_name, SUITES[suite_name], arguments) and ok
