@@ -3,8 +3,10 @@
 suite's three figures per row, the same RESULT lines as suite net's load client:
 
     RESULT NAME requests/s X        responses completed in the measured window / its length
-    RESULT NAME.p99 us Y            99th percentile latency of those requests (wrk --latency;
-                                    h2load: from its per-request log)
+    RESULT NAME.p99 us Y            99th percentile latency of those requests (wrk: of the
+                                    latencies it recorded, its coordinated-omission correction
+                                    taken out by wrk.lua, which says why; h2load: from its
+                                    per-request log)
     RESULT NAME.cpu us/request Z    with --server-pid P: user + system CPU time of every thread
                                     of every process in session P (run.py starts each server
                                     in a session of its own, so this is the whole server, e.g.
@@ -20,8 +22,9 @@ Before any load, a correctness check on one connection: K requests (at least 2) 
 write, and K complete responses read back, each 200 with the expected body ("hello\\n", or the
 bytes of FILE) and the connection still open; a server that fails it fails the row.
 Then, with wrk: a warm-up run of W seconds (its figures dropped; connections, caches, JITs),
-then the measured run of S seconds: `wrk -t1 -cC -dS --latency` (pipelining: wrk's Lua script
-bench/http/pipeline.lua, which puts K requests in every write). wrk takes whole seconds only.
+then the measured run of S seconds: `wrk -t1 -cC -dS --latency -s bench/http/wrk.lua` (the
+script puts K requests in every write when K > 1, and prints the p99). wrk takes whole seconds
+only.
 With h2load: `h2load --h1 -t1 -cC -mK` with --warm-up-time W and -D S, or with -n R (a fixed
 number of requests, what smoke mode uses to stay short). The load tool inherits this process's
 CPU affinity (run.py pins it). Any socket error, non-2xx response or failed request fails the
@@ -119,17 +122,10 @@ def check(port: int, path: str, expected: bytes, count: int) -> None:
             raise LoadError(f"{len(pending)} bytes after the {count} responses")
 
 
-def duration_us(text: str) -> float:
-    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
-    if not match:
-        raise LoadError(f"unreadable duration {text!r} in wrk's output")
-    scale = {"us": 1, "ms": 1e3, "s": 1e6, "m": 60e6}[match.group(2)]
-    return float(match.group(1)) * scale
-
-
-def run_tool(command: list[str], timeout_s: float) -> str:
+def run_tool(command: list[str], timeout_s: float, env: dict[str, str] | None = None) -> str:
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                                env=env)
     except subprocess.TimeoutExpired:
         raise LoadError(f"{command[0]} ran past {timeout_s:.0f} s") from None
     sys.stderr.write(result.stdout + result.stderr)
@@ -146,11 +142,8 @@ def wrk_command(arguments: argparse.Namespace, seconds: int, latency: bool) -> l
     command = [wrk, "-t1", f"-c{arguments.connections}", f"-d{seconds}s", "--timeout", "10s"]
     if latency:
         command.append("--latency")
-    if arguments.pipeline > 1:
-        command += ["-s", str(HERE / "pipeline.lua")]
-    command.append(f"http://127.0.0.1:{arguments.port}{arguments.path}")
-    if arguments.pipeline > 1:
-        command += ["--", str(arguments.pipeline)]
+    command += ["-s", str(HERE / "wrk.lua"), f"http://127.0.0.1:{arguments.port}{arguments.path}",
+                "--", str(arguments.pipeline)]
     return command
 
 
@@ -161,8 +154,10 @@ def measure_wrk(arguments: argparse.Namespace) -> tuple[float, float, int, float
     if arguments.warmup > 0:
         run_tool(wrk_command(arguments, int(arguments.warmup), False), arguments.warmup + 30)
     cpu_before = session_cpu_seconds(arguments.server_pid) if arguments.server_pid else 0.0
+    # wrk.lua's done() reads the connection count from the environment (see its top comment).
+    env = dict(os.environ, WEFT_WRK_CONNECTIONS=str(arguments.connections))
     output = run_tool(wrk_command(arguments, int(arguments.seconds), True),
-                      arguments.seconds + 30)
+                      arguments.seconds + 30, env)
     cpu = (session_cpu_seconds(arguments.server_pid) - cpu_before) if arguments.server_pid else 0
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
                        output)
@@ -173,13 +168,13 @@ def measure_wrk(arguments: argparse.Namespace) -> tuple[float, float, int, float
         raise LoadError(f"wrk saw {bad.group(1)} non-2xx or 3xx responses")
     total = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", output)
     rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    p99 = re.search(r"^\s+99%\s+(\S+)", output, re.MULTILINE)
+    p99 = re.search(r"^weft-p99-us (\d+)$", output, re.MULTILINE)
     if not (total and rate and p99):
-        raise LoadError("unreadable wrk output (no request count, rate or 99% latency)")
+        raise LoadError("unreadable wrk output (no request count, rate or weft-p99-us line)")
     requests = int(total.group(1))
     if requests == 0:
         raise LoadError("no request completed")
-    return float(rate.group(1)), duration_us(p99.group(1)), requests, cpu
+    return float(rate.group(1)), float(p99.group(1)), requests, cpu
 
 
 def measure_h2load(arguments: argparse.Namespace) -> tuple[float, float, int, float]:
