@@ -3,10 +3,10 @@
 suite's three figures per row, the same RESULT lines as suite net's load client:
 
     RESULT NAME requests/s X        responses completed in the measured window / its length
-    RESULT NAME.p99 us Y            99th percentile latency of those requests (wrk: of the
-                                    latencies it recorded, its coordinated-omission correction
-                                    taken out by wrk.lua, which says why; h2load: from its
-                                    per-request log)
+    RESULT NAME.p99 us Y            99th percentile latency of those requests (wrk: its
+                                    distribution, with its coordinated-omission correction
+                                    redone per batch when pipelining, by wrk.lua, which says
+                                    why; h2load: from its per-request log)
     RESULT NAME.cpu us/request Z    with --server-pid P: user + system CPU time of every thread
                                     of every process in session P (run.py starts each server
                                     in a session of its own, so this is the whole server, e.g.
@@ -155,7 +155,8 @@ def measure_wrk(arguments: argparse.Namespace) -> tuple[float, float, int, float
         run_tool(wrk_command(arguments, int(arguments.warmup), False), arguments.warmup + 30)
     cpu_before = session_cpu_seconds(arguments.server_pid) if arguments.server_pid else 0.0
     # wrk.lua's done() reads the connection count from the environment (see its top comment).
-    env = dict(os.environ, WEFT_WRK_CONNECTIONS=str(arguments.connections))
+    env = dict(os.environ, WEFT_WRK_CONNECTIONS=str(arguments.connections),
+               WEFT_WRK_DEPTH=str(arguments.pipeline))
     output = run_tool(wrk_command(arguments, int(arguments.seconds), True),
                       arguments.seconds + 30, env)
     cpu = (session_cpu_seconds(arguments.server_pid) - cpu_before) if arguments.server_pid else 0

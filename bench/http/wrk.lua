@@ -1,6 +1,6 @@
 -- wrk script of suite http (bench/http/http_load.py runs every row with it):
 --
---   WEFT_WRK_CONNECTIONS=C wrk -t1 -cC ... -s wrk.lua URL -- DEPTH
+--   WEFT_WRK_CONNECTIONS=C WEFT_WRK_DEPTH=DEPTH wrk -t1 -cC ... -s wrk.lua URL -- DEPTH
 --
 -- DEPTH > 1 (hello_pipelined: 16): every write on a connection carries DEPTH GET requests of the
 -- URL, and the next write goes out once all their responses are in. wrk counts the requests in
@@ -8,18 +8,20 @@
 -- each batch, from its write to its last response. DEPTH 1: wrk's own static request (no Lua
 -- runs per request).
 --
--- At the end, done() prints "weft-p99-us P": the 99th percentile, in us, of the latencies wrk
--- recorded, with wrk's coordinated-omission correction taken out. wrk 4.1 adds, for every
--- latency n at least twice the interval E = run time / (responses / C), a copy at n - E,
--- n - 2E, ... while above E, before it prints or calls done(). It assumes one request per
--- connection at a time: with pipelining E comes out DEPTH times too small, the copies land
--- below the smallest recorded latency, and wrk's own percentile scan (which starts at that
--- smallest latency) never reaches the 99th and prints 0. The correction is undone here from
--- the top down: copies[n] = original[n + E] + copies[n + E] for n > E, original = recorded -
--- copies (copies below the smallest recorded latency are all copies: wrk does not show them);
--- the percentile is then read from the originals. C, the -c given to wrk, comes from the
--- environment: done() runs in wrk's main Lua state, where init() and its arguments never ran.
-local depth = 1
+-- At the end, done() prints "weft-p99-us P": the 99th percentile, in us, of wrk's latency
+-- distribution with its coordinated-omission correction done right for pipelining. wrk 4.1
+-- adds, for every recorded latency n, copies at n - E, n - 2E, ... while above E (n >= 2E),
+-- E = run time / (responses / C): the time a connection would take per request at the mean
+-- rate, which assumes one request per connection at a time. With DEPTH per write, E comes out
+-- DEPTH times too small, the copies land below the smallest recorded latency, and wrk's own
+-- percentile scan (which starts at that smallest latency) misses them and prints 0 (seen with
+-- beast). So done() undoes wrk's correction, from the top down (copies[n] = original[n + E] +
+-- copies[n + E] for n > E; original = recorded - copies), and applies it again with the
+-- interval per batch, run time / (responses / DEPTH / C). With DEPTH 1 the two intervals are
+-- the same and P is wrk's own 99% figure. C and DEPTH come from the environment
+-- (WEFT_WRK_CONNECTIONS, WEFT_WRK_DEPTH): done() runs in wrk's main Lua state, where init()
+-- and its arguments never ran.
+local depth = tonumber(os.getenv("WEFT_WRK_DEPTH") or "1")
 local batch
 
 function init(args)
@@ -36,44 +38,80 @@ function init(args)
   end
 end
 
-function done(summary, latency, requests)
-  -- latency(i) is wrk's i-th distinct recorded value (from its smallest up) and its count.
-  local recorded = {}
-  for index = 1, #latency do
-    local value, count = latency(index)
-    recorded[value] = count
+-- How many entries of the distribution, corrected with interval E, are >= v: each original
+-- latency n stands for itself and for its copies n - kE (k >= 1) that are > E (wrk's rule).
+local function count_at_least(values, original, interval, v)
+  local count = 0
+  for index = 1, #values do
+    local n = values[index]
+    if n >= v then
+      local copies = 0
+      if interval > 0 then
+        copies = math.max(0, math.floor((n - 1) / interval) - 1)
+        copies = math.min(copies, math.floor((n - v) / interval))
+      end
+      count = count + original[n] * (1 + copies)
+    end
   end
-  local low, top = latency.min, latency.max
+  return count
+end
+
+function done(summary, latency, requests)
   local connections = tonumber(os.getenv("WEFT_WRK_CONNECTIONS") or "")
   if connections == nil then
     io.write("weft-p99-us none (WEFT_WRK_CONNECTIONS not set)\n")
     return
   end
+  -- latency(i) is wrk's i-th distinct recorded value (from its smallest up) and its count.
+  -- Only those values matter: where nothing was recorded there is neither an original nor a
+  -- copy, so the chains n, n + E, n + 2E, ... are followed through recorded values only.
+  local values = {}
+  local recorded = {}
+  for index = 1, #latency do
+    local value, count = latency(index)
+    values[index] = value
+    recorded[value] = count
+  end
+  local top = latency.max
+  -- wrk's interval (one request per connection at a time), then the right one (batches).
   local per_connection = math.floor(summary.requests / connections)
-  local interval = 0
+  local wrk_interval = 0
   if per_connection > 0 then
-    interval = math.floor(summary.duration / per_connection)
+    wrk_interval = math.floor(summary.duration / per_connection)
+  end
+  local batches = math.floor(summary.requests / depth / connections)
+  local interval = 0
+  if batches > 0 then
+    interval = math.floor(summary.duration / batches)
   end
   local original = {}
   local copies = {}
   local total = 0
-  for n = top, low, -1 do
+  for index = #values, 1, -1 do
+    local n = values[index]
     local copied = 0
-    if interval > 0 and n > interval and n + interval <= top then
-      copied = original[n + interval] + copies[n + interval]
+    local up = n + wrk_interval
+    if wrk_interval > 0 and n > wrk_interval and up <= top and recorded[up] ~= nil then
+      copied = original[up] + copies[up]
     end
     copies[n] = copied
-    original[n] = (recorded[n] or 0) - copied
-    total = total + original[n]
+    original[n] = recorded[n] - copied
   end
-  local rank = math.ceil(total * 0.99)
-  local seen = 0
-  for n = low, top do
-    seen = seen + original[n]
-    if rank > 0 and seen >= rank then
-      io.write(string.format("weft-p99-us %d\n", n))
-      return
+  -- wrk's percentile: the smallest v with at least round(0.99 * count + 0.5) entries <= v.
+  local count = count_at_least(values, original, interval, 0)
+  local rank = math.floor(0.99 * count + 0.5 + 0.5)
+  if count == 0 then
+    io.write("weft-p99-us none\n")
+    return
+  end
+  local low, high = 0, top
+  while low < high do
+    local middle = math.floor((low + high) / 2)
+    if count - count_at_least(values, original, interval, middle + 1) >= rank then
+      high = middle
+    else
+      low = middle + 1
     end
   end
-  io.write("weft-p99-us none\n")
+  io.write(string.format("weft-p99-us %d\n", low))
 end
