@@ -61,6 +61,14 @@ crate sources Debian ships in /usr/share/cargo/registry (librust-*-dev packages)
 does not build one from scratch (a cold Tokio build takes about a minute on two cores): it
 uses (and brings up to date) the one a full run built, or skips that peer with a warning.
 
+Suite http (bench/http/README.md) reports NAME, NAME.p99 and NAME.cpu per row as suite net
+does, from bench/http/http_load.py (a load client that is a Python script relative to bench/:
+`client` ends in .py) wrapping wrk (h2load in smoke mode); its CPU figure covers every process
+of the server's session. Its nginx and h2o peers are started by Python launchers (kind PYTHON,
+given --work-dir BUILD/bench/work/SUITE_PROGRAM for their configuration and logs). Its servers
+all get --root bench/http/root (Program.server_args). It also draws bench/results/http.png
+(`plot`: bench/plot.py, when python3-matplotlib is installed).
+
 To add a suite, add an entry to SUITES below (and its programs under bench/ and
 bench/peers/SUITE/); run.py needs no other change.
 """
@@ -94,6 +102,10 @@ GO = "go"  # a Go main package; path is the package directory relative to bench/
 PHP = "php"  # a PHP script; path is relative to bench/
 NODE = "node"  # a Node.js script; path is relative to bench/
 CARGO = "cargo"  # a Cargo project; path is its directory relative to bench/
+# A Python script relative to bench/, run with this interpreter and given a folder of its own
+# under the build dir as its first arguments (--work-dir BUILD/bench/work/SUITE_PROGRAM): suite
+# http's launchers of nginx and h2o keep their configuration, logs and temporary files there.
+PYTHON = "python"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,7 +210,9 @@ class Suite:
     timeout_s: float  # per process, full mode
     smoke_timeout_s: float  # per process, smoke mode
     note: str = ""  # a paragraph under the table
-    client: str = ""  # the load client of network benchmarks, relative to the build dir
+    # The load client of network benchmarks, relative to the build dir; a name ending in .py is
+    # a Python script relative to bench/ instead (suite http's wrapper of wrk and h2load).
+    client: str = ""
     # The weft program is not written yet: in smoke mode a missing one skips the suite.
     weft_pending: bool = False
     # Every benchmark runs once per worker count of --procs-workers (see the docstring).
@@ -206,6 +220,8 @@ class Suite:
     # Suites with network benchmarks: how the self-measuring ones are pinned, as the results'
     # header says it ("" for suite io's wording).
     pinning_note: str = ""
+    # Draw SUITE.png beside SUITE.md (suite http): see write_plot and bench/plot.py.
+    plot: bool = False
 
 
 CORE_ALL = ("suspended_memory", "yield_switch", "spawn_run_complete", "sleep_timers")
@@ -225,6 +241,30 @@ PROCS_ALL = ("spawn_many_10k", "spawn_many_100k", "yield_many", "ping_pong", "ch
 # Go has no thread outside its scheduler to send from.
 PROCS_GO = tuple(name for name in PROCS_ALL if not name.startswith("wake_latency_external"))
 PROCS_TASKS = ("spawn_many_10k", "spawn_many_100k", "chained_spawn", "fan_out_in", "skewed_cpu")
+
+# --- suite http (bench/http/README.md) -------------------------------------------------------
+# Every server gets --port N --mode hello|static --root HTTP_ROOT; the load client is
+# bench/http/http_load.py (wrk, or h2load in smoke mode), which checks the responses first and
+# reports NAME, NAME.p99 and NAME.cpu (the results suite net's load client reports too).
+HTTP_ROOT = BENCH_DIR / "http" / "root"  # holds 4k.txt, the one static file of every server
+HTTP_ALL = ("hello_keepalive", "hello_c1000", "static_4k", "hello_pipelined")
+HTTP_RESULTS = ((".p99", "us"), (".cpu", "us/request"))
+
+
+def http_row(name: str, mode: str, connections: int, pipeline: int = 1) -> Benchmark:
+    """A row of suite http: wrk for 1 s of warm-up and 5 s measured (smoke: h2load, a few
+    thousand requests), GET /hello (mode hello) or /4k.txt (mode static)."""
+    if mode == "hello":
+        shape = ("--path", "/hello", "--check", "hello")
+    else:
+        shape = ("--path", "/4k.txt", "--check", str(HTTP_ROOT / "4k.txt"))
+    shape += ("--connections", str(connections), "--pipeline", str(pipeline))
+    return Benchmark(name, "requests/s", serve=mode, server_cpu=True,
+                     extra_results=HTTP_RESULTS,
+                     client_args=shape + ("--tool", "wrk", "--warmup", "1", "--seconds", "5"),
+                     smoke_client_args=shape + ("--tool", "h2load", "--requests",
+                                                str(max(1000, 2 * connections * pipeline))))
+# --- end of suite http's definitions ----------------------------------------------------------
 LOOP_ALL = ("timers_10m", "timer_churn", "loop_tick", "fd_pingpong", "many_fds")
 # The weft program of suite loop runs once per driver, each column beside the raw library the
 # driver wraps.
@@ -512,6 +552,57 @@ SUITES: dict[str, Suite] = {
             "over 1 s with one idle task. Details: bench/procs/README.md."
         ),
     ),
+    # Suite http (bench/http/README.md): definitions above, at "suite http".
+    "http": Suite(
+        benchmarks=(
+            http_row("hello_keepalive", "hello", 64),
+            http_row("hello_c1000", "hello", 1000),
+            http_row("static_4k", "static", 64),
+            http_row("hello_pipelined", "hello", 64, pipeline=16),
+        ),
+        programs=(
+            Program("weft", NATIVE, "bench/bench_http_weft", HTTP_ALL,
+                    server_args=("--root", str(HTTP_ROOT))),
+            Program("bare", NATIVE, "bench/bench_http_bare", HTTP_ALL,
+                    server_args=("--root", str(HTTP_ROOT))),
+            Program("nginx", PYTHON, "peers/http/nginx.py", HTTP_ALL,
+                    server_args=("--root", str(HTTP_ROOT))),
+            Program("h2o", PYTHON, "peers/http/h2o.py", HTTP_ALL,
+                    server_args=("--root", str(HTTP_ROOT))),
+            Program("go", GO, "peers/http/go", HTTP_ALL, env=(("GOMAXPROCS", "1"),),
+                    server_args=("--root", str(HTTP_ROOT))),
+            Program("node", NODE, "peers/http/node/server.js", HTTP_ALL,
+                    server_args=("--root", str(HTTP_ROOT))),
+            Program("beast", NATIVE, "bench/bench_http_beast", HTTP_ALL,
+                    server_args=("--root", str(HTTP_ROOT))),
+        ),
+        timeout_s=60,
+        smoke_timeout_s=30,
+        client="http/http_load.py",
+        weft_pending=True,
+        plot=True,
+        note=(
+            "Every row: the load client (bench/http/http_load.py) pinned to its own core drives "
+            "each server, pinned to the other, over 127.0.0.1 with wrk -t1 (1 s of warm-up, "
+            "then 5 s measured; it first checks the responses, pipelined, byte for byte). "
+            "hello_keepalive: 64 keep-alive connections, GET /hello, body \"hello\\n\"; "
+            "hello_c1000: the same over 1000 connections; static_4k: 64 connections, GET "
+            "/4k.txt, the same 4 KiB file (bench/http/root/4k.txt) from every server's static "
+            "file handler, except bare, which sends the same 4 KiB as a fixed body read once at "
+            "start; hello_pipelined: 64 connections, 16 requests per write (wrk's Lua script "
+            "bench/http/wrk.lua). X.p99: the 99th percentile of wrk's latency distribution "
+            "(coordinated omission corrected as wrk does it; in hello_pipelined per batch of 16, "
+            "the correction redone per batch: bench/http/wrk.lua says why), in us. X.cpu: the server's user + system CPU time (all threads of all its "
+            "processes, /proc) over the measured run divided by the requests served, in us per "
+            "request: on two cores the load client saturates its core first, so this, not "
+            "requests/s, says how much one core serves. bare is the floor, not a server: one "
+            "epoll loop in C answering every request with a fixed response once it finds the "
+            "end of its headers (no parsing, no routing; bench/peers/http/bare_http.c). nginx: "
+            "nginx-light, 1 worker, return 200 for hello; h2o: 1 thread, /hello a static file "
+            "(h2o 2.2 has no fixed-response directive); go: net/http, GOMAXPROCS=1; node: http; "
+            "beast: Boost.Beast with boost::asio::spawn. Details: bench/http/README.md."
+        ),
+    ),
 }
 
 
@@ -709,6 +800,12 @@ def prepare(program: Program, suite_name: str, build_dir: Path, path: str = "",
         return [node, str(BENCH_DIR / (path or program.path))]
     if program.kind == CARGO:
         return build_cargo(program, suite_name, build_dir, smoke)
+    if program.kind == PYTHON:
+        script = BENCH_DIR / (path or program.path)
+        if not script.is_file():
+            raise Failure(f"{script} not found")
+        work_dir = build_dir / "bench" / "work" / f"{suite_name}_{program.name}"
+        return [sys.executable, str(script), "--work-dir", str(work_dir)]
     raise ValueError(f"unknown program kind {program.kind}")
 
 
@@ -1039,6 +1136,28 @@ def write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
+# --- suite http's plot -------------------------------------------------------------------------
+def write_plot(json_path: Path, png_path: Path) -> None:
+    """Draws SUITE.png from SUITE.json with bench/plot.py, run by Debian's /usr/bin/python3
+    where there is one (python3-matplotlib is installed for it, whatever python3 comes first
+    on PATH). Without matplotlib, a line says so and nothing is written."""
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
+    try:
+        result = subprocess.run([python, str(BENCH_DIR / "plot.py"), str(json_path),
+                                 str(png_path)], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        warn(f"no plot: {error}")
+        return
+    if result.returncode == 3:
+        log(f"no plot: matplotlib is missing for {python} (python3-matplotlib); "
+            f"{png_path.name} not written")
+    elif result.returncode != 0:
+        warn(f"no plot: bench/plot.py failed{tail(result.stderr)}")
+    else:
+        log(f"wrote {png_path}")
+# --- end of suite http's plot -------------------------------------------------------------------
+
+
 def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> bool:
     """Runs one suite; returns False when the weft program failed (or is missing in smoke)."""
     build_dir: Path = arguments.build_dir
@@ -1140,7 +1259,9 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
             warn(f"peer {missing}{'; skipped' if len(lost) == len(implemented) else ''}")
     client_command: list[str] | None = None
     client_missing = ""
-    if suite.client:
+    if suite.client.endswith(".py"):
+        client_command = [sys.executable, str(BENCH_DIR / suite.client)]
+    elif suite.client:
         client_binary = build_dir / suite.client
         if client_binary.is_file():
             client_command = [str(client_binary)]
@@ -1235,6 +1356,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     ]
     table = render_table(suite, programs, results, header)
     write_atomically(output_dir / f"{suite_name}.md", table)
+    if suite.plot:
+        write_plot(output_dir / f"{suite_name}.json", output_dir / f"{suite_name}.png")
     log("")
     log(table)
     log(f"wrote {output_dir / (suite_name + '.json')} and {suite_name}.md")

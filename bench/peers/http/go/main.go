@@ -1,0 +1,83 @@
+// Peer: Go's net/http server for suite http, run with GOMAXPROCS=1 (set here too, for runs by
+// hand): one thread runs the goroutines, like weft's one scheduler per thread. bench/run.py
+// builds it with `go build`.
+//
+//	main --port N --mode hello|static --root DIR
+//
+// Contract (READY line, stdin EOF): bench/http/README.md. An http.Server on 127.0.0.1:N, one
+// goroutine per connection (net/http's own), keep-alive on. hello: a handler that sets
+// Content-Type text/plain and writes "hello\n" (net/http adds Date and Content-Length).
+// static: http.FileServer over DIR (net/http's idiom: it opens the file per request, sends
+// Last-Modified and serves the body with sendfile). Go sets TCP_NODELAY on every TCP
+// connection by default. net/http answers pipelined requests one at a time, each response
+// flushed before the next request is read.
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+)
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: main --port N --mode hello|static --root DIR")
+	os.Exit(2)
+}
+
+func main() {
+	runtime.GOMAXPROCS(1)
+	port, mode, root := -1, "", ""
+	arguments := os.Args[1:]
+	for index := 0; index+1 < len(arguments); index += 2 {
+		value := arguments[index+1]
+		switch arguments[index] {
+		case "--port":
+			number, err := strconv.Atoi(value)
+			if err != nil {
+				usage()
+			}
+			port = number
+		case "--mode":
+			mode = value
+		case "--root":
+			root = value
+		default:
+			usage()
+		}
+	}
+	if len(arguments)%2 != 0 || port < 0 || port > 65535 || (mode != "hello" && mode != "static") ||
+		(mode == "static" && root == "") {
+		usage()
+	}
+
+	hello := []byte("hello\n")
+	var handler http.Handler
+	if mode == "hello" {
+		handler = http.HandlerFunc(func(writer http.ResponseWriter, _ *http.Request) {
+			writer.Header().Set("Content-Type", "text/plain")
+			writer.Write(hello)
+		})
+	} else {
+		handler = http.FileServer(http.Dir(root))
+	}
+	listener, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go http peer: listen: %v\n", err)
+		os.Exit(1)
+	}
+	// Standard input's end stops the server.
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	fmt.Printf("READY %d\n", listener.Addr().(*net.TCPAddr).Port)
+	server := &http.Server{Handler: handler}
+	if err := server.Serve(listener); err != nil {
+		fmt.Fprintf(os.Stderr, "go http peer: serve: %v\n", err)
+		os.Exit(1)
+	}
+}

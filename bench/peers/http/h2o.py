@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Peer: h2o (Debian's h2o 2.2) for suite http: one worker thread (num-threads: 1), started by
+launcher.py (the contract of bench/http/README.md).
+
+    python3 h2o.py --work-dir DIR --port N --mode hello|static --root ROOT
+
+hello: h2o 2.2 has no directive that returns a fixed body, so /hello is mapped with
+`file.file` to a file in DIR holding "hello\\n" (h2o's static file handler, its fastest path:
+an mruby handler returning the string measured slower here). static: `file.dir: ROOT` with
+h2o's defaults (its open-file cache on, sendfile). Changed from h2o's defaults for a
+benchmark: no access log, max-connections 4096 (the default 1024 is too close to the
+1000-connection row). Its error log is in DIR (no pid file: as root h2o switches to nobody
+before it writes one, and nobody may not write in DIR).
+"""
+
+import os
+import shutil
+import sys
+
+import launcher
+
+
+def configure(arguments) -> list[str]:
+    h2o = shutil.which("h2o") or "/usr/bin/h2o"
+    work = arguments.work_dir
+    (work / "hello.txt").write_text("hello\n")
+    if arguments.mode == "hello":
+        paths = f'      "/hello":\n        file.file: {work}/hello.txt\n'
+    else:
+        paths = f'      "/":\n        file.dir: {arguments.root}\n'
+    user = "user: nobody\n" if os.geteuid() == 0 else ""
+    (work / "h2o.conf").write_text(f"""{user}num-threads: 1
+max-connections: 4096
+error-log: {work}/error.log
+listen:
+  host: 127.0.0.1
+  port: {arguments.port}
+file.mime.addtypes:
+  text/plain: .txt
+hosts:
+  default:
+    paths:
+{paths}""")
+    return [h2o, "-c", f"{work}/h2o.conf"]
+
+
+if __name__ == "__main__":
+    sys.exit(launcher.run("h2o.py", configure, "error.log"))

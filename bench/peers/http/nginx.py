@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Peer: nginx (Debian's nginx-light) for suite http: one worker process (plus its idle master),
+started by launcher.py (the contract of bench/http/README.md).
+
+    python3 nginx.py --work-dir DIR --port N --mode hello|static --root ROOT
+
+hello: `location / { return 200 "hello\\n"; }` with default_type text/plain. static: `root
+ROOT` with nginx's defaults for files (sendfile on, no open_file_cache: each request opens
+and fstat()s the file). Changed from nginx's defaults for a benchmark, the usual tuning:
+access_log off, keepalive_requests raised from 1000 to 1000000000 (otherwise every
+connection is closed after its 1000th request), worker_connections 4096 (1000 connections
+and more), tcp_nodelay on (the default, stated). Everything it writes (pid, logs, temporary
+folders) is under DIR; it runs as the current user (as root, nginx's worker runs as nobody).
+"""
+
+import shutil
+import sys
+
+import launcher
+
+
+def configure(arguments) -> list[str]:
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    work = arguments.work_dir
+    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (work / folder).mkdir(exist_ok=True)
+    if arguments.mode == "hello":
+        location = 'location / {\n      return 200 "hello\\n";\n    }'
+    else:
+        location = f"root {arguments.root};\n    location / {{\n    }}"
+    (work / "nginx.conf").write_text(f"""daemon off;
+master_process on;
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log {work}/error.log warn;
+events {{
+  worker_connections 4096;
+}}
+http {{
+  access_log off;
+  default_type text/plain;
+  types {{
+    text/plain txt;
+  }}
+  sendfile on;
+  tcp_nodelay on;
+  keepalive_requests 1000000000;
+  keepalive_timeout 300s;
+  client_body_temp_path {work}/client_body;
+  proxy_temp_path {work}/proxy;
+  fastcgi_temp_path {work}/fastcgi;
+  uwsgi_temp_path {work}/uwsgi;
+  scgi_temp_path {work}/scgi;
+  server {{
+    listen 127.0.0.1:{arguments.port} backlog=4096;
+    server_name localhost;
+    {location}
+  }}
+}}
+""")
+    return [nginx, "-p", f"{work}/", "-c", f"{work}/nginx.conf", "-e", f"{work}/error.log"]
+
+
+if __name__ == "__main__":
+    sys.exit(launcher.run("nginx.py", configure, "error.log"))
