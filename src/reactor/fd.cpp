@@ -28,6 +28,10 @@ struct fd_entry : fd_watch {
   intrusive_list readers;
   intrusive_list writers;
   std::size_t waiters = 0;
+  // Waiters for each direction, counted from arm to disarm: unlike the lists, they still count a
+  // waiter that was woken and has not run yet (see on_ready).
+  std::size_t reading = 0;
+  std::size_t writing = 0;
   // fd_registration objects keeping it watched between waits (see fd.hpp): a pinned entry is
   // not unwatched when its last waiter leaves, and keeps polling for what it polled; on_ready
   // drops an interest once it fires with nobody waiting for it.
@@ -139,6 +143,7 @@ class fd_wait final : public wait_source {
     link_.wait = this;
     (writing_ ? entry_.writers : entry_.readers).push_back(link_);
     ++entry_.waiters;
+    ++(writing_ ? entry_.writing : entry_.reading);
     int status = registry_.update(entry_);
     if (status < 0) {
       // The driver could not poll the fd (libevent refusing a fd closed since the last wait).
@@ -153,6 +158,7 @@ class fd_wait final : public wait_source {
       intrusive_list::remove(link_);
     }
     --entry_.waiters;
+    --(writing_ ? entry_.writing : entry_.reading);
     registry_.update(entry_);  // may unwatch the entry
   }
   void describe(std::string& out) const override {
@@ -194,12 +200,15 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
     return;
   }
   // A pinned entry drops an interest that fired with nobody waiting (level-triggered: it would
-  // fire at every poll); a waiter that comes later adds it back.
+  // fire at every poll); a waiter that comes later adds it back. A waiter woken earlier that has
+  // not run yet still counts (reading/writing): a poll between its wake and its read sees the
+  // fd ready again, and dropping the interest then would cost two epoll_ctl calls per request
+  // (drop now, add back at its next wait) for a socket served in a loop.
   int unwanted = 0;
-  if ((events & fd_watch::readable) != 0 && entry.readers.empty()) {
+  if ((events & fd_watch::readable) != 0 && entry.reading == 0) {
     unwanted |= fd_watch::readable;
   }
-  if ((events & fd_watch::writable) != 0 && entry.writers.empty()) {
+  if ((events & fd_watch::writable) != 0 && entry.writing == 0) {
     unwanted |= fd_watch::writable;
   }
   if ((events & fd_watch::readable) != 0) {
