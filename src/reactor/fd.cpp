@@ -32,6 +32,8 @@ struct fd_entry : fd_watch {
   // waiter that was woken and has not run yet (see on_ready).
   std::size_t reading = 0;
   std::size_t writing = 0;
+  // Reports since the last wake that found only such not-yet-run waiters (see on_ready).
+  unsigned repeats = 0;
   // fd_registration objects keeping it watched between waits (see fd.hpp): a pinned entry is
   // not unwatched when its last waiter leaves, and keeps polling for what it polled; on_ready
   // drops an interest once it fires with nobody waiting for it.
@@ -201,16 +203,25 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
   }
   // A pinned entry drops an interest that fired with nobody waiting (level-triggered: it would
   // fire at every poll); a waiter that comes later adds it back. A waiter woken earlier that has
-  // not run yet still counts (reading/writing): a poll between its wake and its read sees the
-  // fd ready again, and dropping the interest then would cost two epoll_ctl calls per request
-  // (drop now, add back at its next wait) for a socket served in a loop.
+  // not run yet (reading/writing count it until it disarms) keeps the interest through one such
+  // report: a poll between its wake and its read sees the fd ready again, and dropping the
+  // interest then costs two epoll_ctl calls per request (drop now, add back at its next wait)
+  // for a socket served in a loop. Only one report: in a burst of thousands of woken coroutines
+  // the scheduler may poll many times before they all run, and every poll would report each of
+  // their fds again.
+  const bool woken_pending = entry.repeats == 0;
   int unwanted = 0;
-  if ((events & fd_watch::readable) != 0 && entry.reading == 0) {
+  if ((events & fd_watch::readable) != 0 && entry.readers.empty() &&
+      !(entry.reading > 0 && woken_pending)) {
     unwanted |= fd_watch::readable;
   }
-  if ((events & fd_watch::writable) != 0 && entry.writing == 0) {
+  if ((events & fd_watch::writable) != 0 && entry.writers.empty() &&
+      !(entry.writing > 0 && woken_pending)) {
     unwanted |= fd_watch::writable;
   }
+  const bool wakes = ((events & fd_watch::readable) != 0 && !entry.readers.empty()) ||
+                     ((events & fd_watch::writable) != 0 && !entry.writers.empty());
+  entry.repeats = wakes ? 0 : entry.repeats + 1;
   if ((events & fd_watch::readable) != 0) {
     wake_all(entry.readers);
   }
