@@ -227,8 +227,15 @@ void connection::write_failed(int error_number) noexcept {
 void connection::start_flusher() {
   flusher_running_ = true;
   try {
-    flusher_ = weft::spawn([self = shared_from_this()] { self->run_flusher(); },
-                           spawn_options{.name = "weft.net flusher"});
+    // The coroutine keeps the connection alive while it runs (a net::connect connection may be
+    // dropped with bytes queued), but not through its stored callable: the connection holds the
+    // task, so a reference kept there would be a cycle. It moves into the running frame.
+    flusher_ = weft::spawn(
+        [self = shared_from_this()]() mutable {
+          std::shared_ptr<connection> keep = std::move(self);
+          keep->run_flusher();
+        },
+        spawn_options{.name = "weft.net flusher"});
   } catch (...) {
     flusher_running_ = false;
     throw;

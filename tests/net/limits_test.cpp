@@ -141,6 +141,11 @@ TEST(NetLimits, ConnectionsOverTheMaximumAreAcceptedClosedAndCounted) {
 // The server runs in a forked child under RLIMIT_NOFILE 64 while 100 clients connect: accept
 // hits EMFILE, backs off and retries; once clients leave it serves a new one.
 TEST(NetLimits, AcceptSurvivesRunningOutOfDescriptors) {
+#if defined(WEFT_SANITIZE_ADDRESS)
+  // UBSan's vptr check validates a vtable's memory by writing it into a pipe(2); with every
+  // descriptor in use that fails and UBSan reports a valid object as having an invalid vptr.
+  GTEST_SKIP() << "UBSan's vptr check needs free descriptors; run this test without sanitizers";
+#endif
   int to_parent[2];
   ASSERT_EQ(::pipe2(to_parent, O_CLOEXEC), 0);
   pid_t child = ::fork();

@@ -316,7 +316,8 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
 // on_buffer_drain resumes it, so b's buffer stays within its limit plus one message and a's
 // peer is slowed by TCP. b closing ends the pipe too (a is closed). Runs in the calling coroutine
 // (a proxy runs pipe(a, b) and pipe(b, a) in two coroutines); it is a's only reader meanwhile.
-// Returns the bytes forwarded.
+// Returns the bytes forwarded. (Not weft::pipe of io/pipe.hpp, the unix-domain socket stream:
+// this is Workerman's pipe, a forwarding between two connections, and keeps its name.)
 std::uint64_t pipe(connection& a, connection& b);
 
 }  // namespace weft::net
