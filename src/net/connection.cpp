@@ -368,7 +368,7 @@ bool connection::read_once() {
     }
     if (in_capacity_ - in_end_ < 2048) {
       std::size_t grown = in_capacity_ == 0 ? initial_input : in_capacity_ * 2;
-      auto bigger = std::make_unique<char[]>(grown);  // not zero-filled: for overwrite
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown);
       if (in_end_ > 0) {
         std::memcpy(bigger.get(), in_.get(), in_end_);
       }
@@ -400,7 +400,7 @@ bool connection::read_once() {
       read_first_ = bytes == room;
       if (read_first_ && in_capacity_ < max_read && in_end_ == in_capacity_) {
         std::size_t grown = in_capacity_ * 2;
-        auto bigger = std::make_unique<char[]>(grown);
+        auto bigger = std::make_unique_for_overwrite<char[]>(grown);
         std::memcpy(bigger.get(), in_.get(), in_end_);
         in_ = std::move(bigger);
         in_capacity_ = grown;

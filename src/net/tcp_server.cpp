@@ -75,6 +75,9 @@ void check_options(const tcp_server_options& options) {
       fail(std::string(name) + " must not be negative");
     }
   }
+  if (options.reactor_poll_interval.count() < 0) {
+    fail("reactor_poll_interval must not be negative");
+  }
   if (options.accept_retry_delay.count() <= 0 ||
       options.accept_retry_max_delay < options.accept_retry_delay) {
     fail("accept_retry_delay must be positive and at most accept_retry_max_delay");
@@ -222,6 +225,7 @@ void tcp_server::serve(std::function<void(connection&)> handler, connection_even
   const bool from_coroutine = current_scheduler_or_null() != nullptr;
   run_options run{};
   run.driver = state.options.driver;
+  run.reactor_poll_interval = state.options.reactor_poll_interval;
   if (run.driver.empty() && from_coroutine) {
     run.driver = std::string(current_driver());
   }
