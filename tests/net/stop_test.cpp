@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net/net_support.hpp"
@@ -136,6 +137,35 @@ TEST(NetStop, StopBeforeServeMakesServeReturnAtOnce) {
   server.stop();
   server.serve([](connection&) {});
   EXPECT_EQ(server.stats().total.accepted, 0u);
+}
+
+// The stop/serve handshake under stress: a stop from another thread at any moment (before the
+// workers registered their triggers, while they do, after) always ends serve(), and stats() may
+// be read meanwhile. Run under TSan too.
+TEST(NetStop, StopFromAnotherThreadAtAnyMomentAlwaysEndsServe) {
+  for (int round = 0; round < 40; ++round) {
+    auto options = local_options();
+    options.workers = 2;
+    weft::net::tcp_server server(options);
+    server.listen();
+    std::atomic<bool> go{false};
+    std::thread stopper([&] {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      for (int spin = 0; spin < round * 200; ++spin) {
+        static_cast<void>(server.stats().total.accepted);
+      }
+      server.stop(std::chrono::milliseconds(100));
+    });
+    go.store(true, std::memory_order_release);
+    server.serve([](connection& c) {
+      while (auto m = c.receive()) {
+        c.send(m->data);
+      }
+    });
+    stopper.join();
+    EXPECT_EQ(server.stats().total.connections, 0u);
+  }
 }
 
 // SIGTERM in a child (a signal sent before the server's handler is in place must not kill the
