@@ -158,6 +158,14 @@ void connection::resume_recv() noexcept {
 }
 
 std::optional<message> connection::receive(const timeout& limit) {
+  message out;
+  if (!receive(out, limit)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+bool connection::receive(message& out, const timeout& limit) {
   if (reader_active_) {
     throw std::logic_error("weft::net::connection::receive: connection " + std::to_string(id_) +
                            " (" + peer_address_ +
@@ -172,7 +180,7 @@ std::optional<message> connection::receive(const timeout& limit) {
 
   for (;;) {
     if (state_ != state::open || finished_) {
-      return std::nullopt;
+      return false;
     }
     if (paused_ && !stopping_) {
       reader_waiting_ = true;
@@ -198,16 +206,16 @@ std::optional<message> connection::receive(const timeout& limit) {
     }
     if (buffered() > 0) {
       std::string_view input(in_.get() + in_begin_, buffered());
-      message out;
       if (framer_ == nullptr) {
         out.data.assign(input);
+        out.kind = message_kind::binary;
         in_begin_ = in_end_ = 0;
       } else {
         bool for_user = false;
         try {
           std::size_t unit = framer_->measure(input, link_);
           if (state_ != state::open || finished_) {
-            return std::nullopt;
+            return false;
           }
           if (unit > input.size()) {
             throw protocol_error(std::string(options_.protocol->name()) + " framer measured a " +
@@ -235,17 +243,17 @@ std::optional<message> connection::receive(const timeout& limit) {
             }
           }
           if (state_ != state::open || finished_) {
-            return std::nullopt;
+            return false;
           }
           if (unit > 0 && !for_user) {
             continue;
           }
         } catch (const message_too_big_error& failure) {
           protocol_failed(failure, true);
-          return std::nullopt;
+          return false;
         } catch (const protocol_error& failure) {
           protocol_failed(failure, false);
-          return std::nullopt;
+          return false;
         }
         if (!for_user) {
           goto need_bytes;
@@ -256,7 +264,7 @@ std::optional<message> connection::receive(const timeout& limit) {
       if (worker_ != nullptr) {
         worker_->counters.messages_in.add(1);
       }
-      return out;
+      return true;
     }
   need_bytes:
     if (peer_ended_) {
@@ -265,7 +273,7 @@ std::optional<message> connection::receive(const timeout& limit) {
             " bytes of it dropped)");
       }
       end_input(close_reason::peer);
-      return std::nullopt;
+      return false;
     }
     if (stopping_ && buffered() == 0) {
       // The server is stopping: serve what already arrived, then end at a message boundary.
@@ -273,7 +281,7 @@ std::optional<message> connection::receive(const timeout& limit) {
         if (state_ == state::open) {
           end_input(close_reason::server_stop);
         }
-        return std::nullopt;
+        return false;
       }
       stop_read_done_ = true;
       continue;

@@ -72,8 +72,9 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
     if (server.handler) {
       server.handler(c);
     } else {
-      while (std::optional<message> received = c.receive()) {
-        server.events.on_message(c, *received);
+      message received;  // one per connection: its capacity is reused for every message
+      while (c.receive(received)) {
+        server.events.on_message(c, received);
       }
     }
     c.close();

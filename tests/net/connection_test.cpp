@@ -210,6 +210,34 @@ TEST(NetConnection, KnowsItsAddressesIdWorkerAndCountsItsTraffic) {
   EXPECT_EQ(counters.bytes_out, 6u);
 }
 
+TEST(NetConnection, ReceiveIntoOneMessageReusesItUntilTheInputEnds) {
+  auto options = local_options();
+  options.protocol = weft::net::text();
+  std::vector<std::string> seen;
+  bool ended_false = false;
+  running_server running(options, [&](weft::net::tcp_server& server) {
+    server.serve([&](connection& c) {
+      weft::net::message m;
+      m.kind = weft::net::message_kind::text;
+      while (c.receive(m)) {
+        seen.push_back(m.data);
+        EXPECT_EQ(m.kind, weft::net::message_kind::binary);
+        c.send(m.data);
+      }
+      ended_false = c.closed_by() == close_reason::peer;
+    });
+  });
+  int fd = connect_to(running.port());
+  send_all(fd, "a long first line\nb\n\n");
+  EXPECT_EQ(read_bytes(fd, 21), "a long first line\nb\n\n");
+  ::close(fd);
+  EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; }));
+  running.stop();
+  running.wait();
+  EXPECT_EQ(seen, (std::vector<std::string>{"a long first line", "b", ""}));
+  EXPECT_TRUE(ended_false);
+}
+
 TEST(NetConnection, ConcurrentReceiveIsAMisuse) {
   auto options = local_options();
   std::atomic<bool> refused{false};

@@ -145,6 +145,9 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // --- receiving (one coroutine at a time) ---
   std::optional<message> receive(const timeout& limit = timeout::never());
+  // The same into a message the caller keeps (true: a message; false: the input has ended),
+  // reusing its string's capacity: a loop over one message allocates nothing per message.
+  bool receive(message& into, const timeout& limit = timeout::never());
   // Stops reading from the socket (the kernel's buffer fills and TCP slows the peer down) until
   // resume_recv(); a receive() meanwhile waits. Idempotent.
   void pause_recv() noexcept;
