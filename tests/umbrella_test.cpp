@@ -67,6 +67,31 @@ TEST(Umbrella, TimeoutsLocksScopesAndTimersWorkThroughTheUmbrellaAlone) {
   EXPECT_EQ(fired, 2);
 }
 
+TEST(Umbrella, NetServerAndClientWorkThroughTheUmbrellaAlone) {
+  std::string reply = weft::run([] {
+    weft::net::tcp_server server({.host = "127.0.0.1", .protocol = weft::net::frame()});
+    server.listen();
+    auto serving = weft::spawn([&] {
+      server.serve([](weft::net::connection& c) {
+        while (auto m = c.receive()) {
+          c.send(m->data + "!");
+        }
+      });
+    });
+    auto client = weft::net::connect("127.0.0.1", server.port(),
+                                     weft::net::connection_options{.protocol = weft::net::frame()});
+    client->send("hi");
+    auto answer = client->receive(weft::timeout(10s));
+    client->close();
+    server.stop(1000ms);
+    serving.await();
+    return answer ? answer->data : std::string();
+  });
+  EXPECT_EQ(reply, "hi!");
+  static_assert(std::is_base_of_v<weft::net::protocol_error, weft::net::message_too_big_error>);
+  EXPECT_STREQ(weft::net::text()->name(), "text");
+}
+
 TEST(Umbrella, ErrorsAndPublicTypesAreReachable) {
   // Types from the headers with nothing to run here without a server or a process.
   static_assert(std::is_base_of_v<std::runtime_error, weft::error>);

@@ -1,5 +1,7 @@
 // weft::pipe: a weft::stream over a unix-domain socket or any pipe-like file descriptor
-// (uv_pipe_t), and weft::pipe::listener for unix-domain servers.
+// (uv_pipe_t), and weft::pipe::listener for unix-domain servers. (weft::net::pipe(a, b), in
+// net/connection.hpp, is another thing: a function forwarding one server connection's messages
+// to another, Workerman's pipe; the namespace and the call shape tell them apart.)
 //
 // Blocking: connect() and accept() suspend only the calling coroutine, take a weft::timeout and
 // are cancellable. Threads, ownership and errors: as for weft::stream (see stream.hpp); errors

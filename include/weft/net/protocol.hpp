@@ -58,6 +58,29 @@ class protocol_error : public error {
   std::uint16_t close_code_;
 };
 
+// A unit larger than link.max_message_size(): the protocol_error a framer throws for it, so that
+// the connection closes with close_reason::too_big rather than protocol_error (stats and logs
+// tell an oversized message from broken bytes). A framer may still throw a plain protocol_error
+// for it; the connection then counts it as a protocol error.
+class message_too_big_error : public protocol_error {
+ public:
+  message_too_big_error(const char* protocol_name, std::size_t size, std::size_t limit,
+                        std::uint16_t close_code = 0)
+      : protocol_error(std::string(protocol_name) + " message of " + std::to_string(size) +
+                           " bytes is over the limit of " + std::to_string(limit) +
+                           " bytes (max_message_size)",
+                       close_code),
+        size_(size),
+        limit_(limit) {}
+  // The size seen so far (at least limit + 1; the whole size when the protocol announces it).
+  std::size_t size() const noexcept { return size_; }
+  std::size_t limit() const noexcept { return limit_; }
+
+ private:
+  std::size_t size_;
+  std::size_t limit_;
+};
+
 // What a framer may ask of the connection it frames.
 class framer_link {
  public:

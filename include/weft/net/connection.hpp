@@ -1,0 +1,326 @@
+// weft::net::connection: one TCP connection of the server framework (or one made by
+// net::connect), with a bounded send buffer, the connection's protocol framer, limits and
+// timeouts, counters and a user context.
+//
+// Threads: a connection belongs to the scheduler (worker thread) it was made on. Every member
+// is for that thread only, from coroutines (or callbacks the connection itself runs, which run
+// in coroutines): receive() and send() may suspend, the others never do. The connection is
+// shared (std::shared_ptr, handle()); its socket is closed once it is closed and no coroutine
+// is left inside it, and a connection object outliving its socket answers every call as closed.
+//
+// Receiving: one coroutine at a time calls receive() (the handler's, or the callback style's read
+// loop); a second concurrent receive is a std::logic_error. receive() returns the next message of
+// the protocol, or std::nullopt once the connection's input has ended for any reason: the peer
+// closed, a limit or timeout cut it, a protocol error, close()/destroy(), the server stopping;
+// closed_by() then says which. It honours the server's idle, handshake and message timeouts
+// (tcp_server.hpp) and its own limit argument (timeout_error, cancelled_error from a token, the
+// connection stays open).
+//
+// Sending and backpressure: a send encodes the payload with the protocol and writes what the
+// socket takes now; the rest waits in the send buffer and is written as the socket drains,
+// writability being watched only while something is queued. A send is accepted while fewer
+// than send_buffer_limit() bytes are queued (so the buffer peaks at the limit plus one message),
+// and the send that reaches the limit fires on_buffer_full; on_buffer_drain follows when the
+// buffer is empty again, so the two alternate. At the limit:
+//   - send() (coroutine style, Go/Tokio-like) waits for room, up to the send timeout; when the
+//     peer does not read for that long it closes the connection (close_reason::send_limit) and
+//     throws weft::timeout_error. A closed connection makes it throw connection_closed_error.
+//   - try_send() (callback style, Workerman-like) never waits: it returns false, counts the
+//     refusal and reports a send_refused_error to on_error. Nothing accepted is dropped: what a
+//     send accepted is written before a graceful close completes, or its loss is reported by the
+//     close reason (destroy(), a reset by the peer, the close timeout).
+// Bytes the framer itself sends (handshake answers, pongs) bypass the limit.
+//
+// Closing: close() stops receiving and sending, writes what is queued (at most the close timeout,
+// then destroys), shuts the socket down for writing and closes it; it never suspends. destroy()
+// drops the queue and closes at once. The first close wins; its reason is closed_by().
+#pragma once
+
+#include <any>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "weft/error.hpp"
+#include "weft/net/protocol.hpp"
+#include "weft/reactor/fd.hpp"
+#include "weft/sched/task.hpp"
+#include "weft/sched/timeout.hpp"
+#include "weft/sync/event.hpp"
+
+namespace weft {
+class scheduler;
+namespace detail {
+class coroutine;
+}
+}  // namespace weft
+
+namespace weft::net {
+
+// Why a connection closed (stats count closes by reason; the log names it).
+enum class close_reason : std::uint8_t {
+  peer,               // the peer closed or reset the connection, or the protocol ended it
+  local,              // the application: close(), destroy(), or the handler returned
+  idle_timeout,       // no bytes from the peer for idle_timeout
+  handshake_timeout,  // no first message (or protocol handshake) within handshake_timeout
+  message_timeout,    // a message started but did not end within message_timeout (slowloris)
+  too_big,            // a message over max_message_size
+  protocol_error,     // bytes that break the protocol
+  send_limit,         // the peer did not read: a send waited past the send timeout
+  close_timeout,      // a graceful close could not flush within close_timeout
+  max_connections,    // accepted over max_connections and closed at once
+  server_stop,        // the server stopped (gracefully, or destroyed at its deadline)
+  error,              // a socket error or an exception from the handler
+};
+inline constexpr std::size_t close_reason_count = 12;
+// "peer", "idle timeout", ... (static strings).
+const char* to_string(close_reason reason) noexcept;
+
+// A send on a closed connection (send(); try_send() returns false instead).
+class connection_closed_error : public error {
+ public:
+  using error::error;
+};
+// What on_error receives when try_send() or send_raw() refuses a send at the limit.
+class send_refused_error : public error {
+ public:
+  using error::error;
+};
+
+struct connection_counters {
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;       // written to the socket
+  std::uint64_t messages_in = 0;     // handed to the user
+  std::uint64_t messages_out = 0;    // accepted sends
+  std::uint64_t sends_refused = 0;   // try_send/send_raw refused at the limit
+  std::size_t send_buffer_high = 0;  // the most bytes ever queued at once
+};
+
+class connection;
+
+// The callbacks of a connection. The server's set (tcp_server::serve) applies to all its
+// connections; a connection's own set (connection::events()) runs after the server's for
+// on_close, on_error, on_buffer_full and on_buffer_drain (on_connect and on_message are the
+// server's only). They run on the connection's thread, inside a coroutine, and may call every
+// member of the connection (close() included); an exception escaping one is reported to
+// on_error (escaping on_error or on_close: to the server's log).
+struct connection_events {
+  std::function<void(connection&)> on_connect{};
+  std::function<void(connection&, message&)> on_message{};  // callback style only
+  std::function<void(connection&, close_reason)> on_close{};
+  std::function<void(connection&, const std::exception&)> on_error{};
+  std::function<void(connection&)> on_buffer_full{};
+  std::function<void(connection&)> on_buffer_drain{};
+};
+
+// The settings of one connection (tcp_server_options carries the same for its connections).
+// A zero duration switches that timeout off.
+struct connection_options {
+  std::shared_ptr<const net::protocol> protocol{};  // null: raw bytes, each read is one message
+  std::size_t max_message_size = std::size_t{1} << 20;
+  std::size_t send_buffer_limit = std::size_t{1} << 20;
+  std::chrono::milliseconds idle_timeout{0};
+  std::chrono::milliseconds handshake_timeout{0};
+  std::chrono::milliseconds message_timeout{0};
+  std::chrono::milliseconds close_timeout{5000};
+  std::chrono::milliseconds send_timeout{30000};
+  bool no_delay = true;  // TCP_NODELAY
+};
+
+namespace detail {
+struct worker_state;
+struct connection_access;
+}  // namespace detail
+
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // --- receiving (one coroutine at a time) ---
+  std::optional<message> receive(const timeout& limit = timeout::never());
+  // The same into a message the caller keeps (true: a message; false: the input has ended),
+  // reusing its string's capacity: a loop over one message allocates nothing per message.
+  bool receive(message& into, const timeout& limit = timeout::never());
+  // Stops reading from the socket (the kernel's buffer fills and TCP slows the peer down) until
+  // resume_recv(); a receive() meanwhile waits. Idempotent.
+  void pause_recv() noexcept;
+  void resume_recv() noexcept;
+  bool recv_paused() const noexcept { return paused_; }
+
+  // --- sending ---
+  // Waits for room (up to the send timeout of the options, or limit), see the file comment.
+  void send(std::string_view payload, message_kind kind = message_kind::binary);
+  void send(std::string_view payload, message_kind kind, const timeout& limit);
+  // Never waits: false when closed or at the limit (reported to on_error).
+  bool try_send(std::string_view payload, message_kind kind = message_kind::binary);
+  // Bytes as they are, not encoded by the protocol, in order with the other sends; never waits
+  // and honours the limit like try_send (unlike framer_link::send_raw, the protocol's own
+  // answers, which bypass it).
+  bool send_raw(std::string_view bytes);
+  std::size_t queued() const noexcept { return out_.size() - out_head_; }
+  std::size_t send_buffer_limit() const noexcept { return options_.send_buffer_limit; }
+  // Zero is std::invalid_argument.
+  void set_send_buffer_limit(std::size_t bytes);
+  std::size_t max_message_size() const noexcept { return options_.max_message_size; }
+  void set_max_message_size(std::size_t bytes);
+
+  // --- closing ---
+  void close() noexcept;
+  void destroy() noexcept;
+  // Suspends until the socket is closed (a graceful close has flushed or given up; see
+  // closed_by()). Returns at once once closed; timeout_error past limit. Closes nothing itself.
+  void wait_closed(const timeout& limit = timeout::never());
+  // Open: not closing or closed (sends are accepted).
+  bool is_open() const noexcept { return state_ == state::open; }
+  // Why it closed, once it has begun closing.
+  std::optional<close_reason> closed_by() const noexcept;
+
+  // --- identity, context, counters ---
+  std::uint64_t id() const noexcept { return id_; }
+  // The index of the worker (0..workers-1) the connection belongs to; 0 for net::connect's.
+  unsigned worker() const noexcept { return worker_index_; }
+  // "127.0.0.1:5000", "[::1]:5000"; "" when unknown.
+  const std::string& peer_address() const noexcept { return peer_address_; }
+  std::string local_address() const;
+  // Anything the application wants to keep with the connection.
+  std::any& context() noexcept { return context_; }
+  const connection_counters& counters() const noexcept { return counters_; }
+  // This connection's own callbacks (see connection_events).
+  connection_events& events();
+  // A shared handle (the connection may be kept past the handler or callback).
+  std::shared_ptr<connection> handle() { return shared_from_this(); }
+  // The socket's fd while it is open (-1 after), for socket options.
+  int native_handle() const noexcept { return fd_; }
+
+ private:
+  friend struct detail::connection_access;
+  enum class state : std::uint8_t { open, closing, closed, released };
+
+  struct private_tag {};
+
+ public:
+  // Made by the server and by net::connect only (the tag is private).
+  connection(private_tag, int fd, const connection_options& options, std::uint64_t id,
+             unsigned worker_index, detail::worker_state* worker, std::string peer_address);
+
+ private:
+  class link final : public framer_link {
+   public:
+    explicit link(connection& owner) noexcept : owner_(owner) {}
+    void send_raw(std::string_view bytes) override;
+    void finish() override;
+    std::size_t max_message_size() const noexcept override;
+
+   private:
+    connection& owner_;
+  };
+
+  // receive
+  bool fill(const timeout& limit);
+  bool wait_input(const timeout& limit);
+  bool read_once();
+  void protocol_failed(const protocol_error& failure, bool too_big);
+  void end_input(close_reason reason);
+  // send
+  void enqueue(std::string_view payload, message_kind kind, bool encode);
+  bool refuse(const char* operation);
+  bool flush_now() noexcept;
+  void after_write() noexcept;
+  void start_flusher();
+  void run_flusher();
+  void write_failed(int error_number) noexcept;
+  // close
+  void begin_close(close_reason reason, bool graceful) noexcept;
+  void shut_down_and_release() noexcept;
+  void try_release() noexcept;
+  void interrupt_reader() noexcept;
+  void interrupt_flusher() noexcept;
+  void report(const std::exception& failure) noexcept;
+  void fire_full() noexcept;
+  void fire_drain() noexcept;
+  void log(std::string_view line) const noexcept;
+  std::size_t buffered() const noexcept { return in_end_ - in_begin_; }
+
+  int fd_;
+  connection_options options_;
+  std::uint64_t id_;
+  unsigned worker_index_;
+  detail::worker_state* worker_;  // null for net::connect's connections
+  std::string peer_address_;
+  fd_registration registration_;
+  std::unique_ptr<framer> framer_;
+  link link_{*this};
+  scheduler* scheduler_;
+
+  // Input: bytes received and not yet consumed are [in_begin_, in_end_) of in_.
+  std::unique_ptr<char[]> in_;
+  std::size_t in_capacity_ = 0;
+  std::size_t in_begin_ = 0;
+  std::size_t in_end_ = 0;
+  // Output: bytes queued are [out_head_, size) of out_.
+  std::string out_;
+  std::size_t out_head_ = 0;
+
+  state state_ = state::open;
+  close_reason reason_ = close_reason::local;
+  bool peer_ended_ = false;  // read() returned 0
+  bool finished_ = false;    // the protocol ended the conversation
+  bool paused_ = false;
+  bool full_ = false;            // on_buffer_full fired, on_buffer_drain not yet
+  bool read_first_ = true;       // the last read filled its buffer: try reading before waiting
+  bool reader_active_ = false;   // a coroutine is inside receive()
+  bool reader_waiting_ = false;  // ... suspended on the fd or on resume_
+  bool reader_interrupt_ = false;
+  bool flusher_running_ = false;
+  bool flusher_waiting_ = false;
+  bool flusher_interrupt_ = false;
+  bool first_message_ = false;  // one message was handed to the user
+  bool stopping_ = false;       // the server is stopping
+  bool stop_read_done_ = false;
+  bool in_callbacks_ = false;
+  weft::detail::coroutine* reader_ = nullptr;
+  task<void> flusher_;
+  event room_;      // set when a send may find room (or the connection closed)
+  event resumed_;   // set while not paused (or closed)
+  event released_;  // set once the socket is closed
+
+  std::chrono::steady_clock::time_point started_at_;
+  std::chrono::steady_clock::time_point last_input_at_;
+  std::chrono::steady_clock::time_point partial_since_;
+  std::chrono::steady_clock::time_point close_deadline_;
+
+  connection_counters counters_;
+  std::any context_;
+  std::unique_ptr<connection_events> own_events_;
+  const connection_events* server_events_ = nullptr;
+
+  // The worker's list of its connections, and the coroutine serving this one (the server's).
+  weft::detail::coroutine* serving_ = nullptr;
+  connection* prev_ = nullptr;
+  connection* next_ = nullptr;
+};
+
+// Connects to host:port (a numeric IPv4 or IPv6 address, or a name resolved through
+// getaddrinfo on libuv's pool) from a coroutine and returns the connection, on the caller's
+// scheduler. io_error naming the address when it fails; timeout_error past limit.
+std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
+                                    const connection_options& options = {},
+                                    const timeout& limit = timeout::never());
+
+// Forwards a's messages to b (b.try_send of each, in order) until a's input ends, then closes b
+// gracefully (what it queued is flushed). Backpressure: b's on_buffer_full pauses a's reading,
+// on_buffer_drain resumes it, so b's buffer stays within its limit plus one message and a's
+// peer is slowed by TCP. b closing ends the pipe too (a is closed). Runs in the calling coroutine
+// (a proxy runs pipe(a, b) and pipe(b, a) in two coroutines); it is a's only reader meanwhile.
+// Returns the bytes forwarded. (Not weft::pipe of io/pipe.hpp, the unix-domain socket stream:
+// this is Workerman's pipe, a forwarding between two connections, and keeps its name.)
+std::uint64_t pipe(connection& a, connection& b);
+
+}  // namespace weft::net

@@ -1,0 +1,155 @@
+// weft::net::tcp_server: a TCP server of N workers, each a thread with its own scheduler and its
+// own SO_REUSEPORT listener (the kernel spreads new connections over them; nothing is shared on
+// the hot path), serving every connection in a coroutine of its own.
+//
+// Two styles over one engine:
+//   - coroutine style (primary): serve([](net::connection& c) { while (auto m = c.receive())
+//     c.send(m->data); }) runs the handler in the connection's coroutine; when it returns the
+//     connection closes gracefully (what it sent is flushed). An exception escaping it is
+//     reported to on_error and closes the connection (close_reason::error).
+//   - callback style (Workerman-like): serve(connection_events{.on_message = ...}); the
+//     connection's coroutine runs on_connect, then on_message for each message, and on_close
+//     when it is closed. Callbacks of one connection never run concurrently.
+// Both may set the other callbacks (connection.hpp says when each runs).
+//
+// Threads: the server object is made and run on any thread. serve() blocks the calling thread
+// until the server has stopped (from inside a weft coroutine it suspends that coroutine instead:
+// the workers are threads of their own either way); a server serves once. stop(), port(),
+// stats() and listening() are thread-safe and may be called at any time from any thread (a
+// handler, a signal-watching thread, a test). Handlers and callbacks run on the workers'
+// threads, concurrently across workers: what they share needs its own synchronisation.
+//
+// Stopping: stop(grace) (or SIGINT/SIGTERM with handle_signals) stops accepting on every worker,
+// ends the connections that are idle (no message partly received: receive() returns nullopt,
+// close_reason::server_stop) and lets the others finish their current message and reply within
+// the grace period; a reply already queued is flushed (within close_timeout). At the end of the
+// grace period, or at a second stop()/signal, what remains is destroyed (handlers cancelled with
+// weft::cancelled_error). serve() returns once every worker's connections are gone.
+//
+// Accept errors: running out of descriptors (EMFILE, ENFILE) or memory (ENOBUFS, ENOMEM) makes a
+// worker back off (accept_retry_delay, doubling up to accept_retry_max_delay) and retry, counted
+// in accept_retries and logged, never spinning or ending the worker.
+//
+// Errors: listen() (and serve(), which listens if needed) throw io_error naming the address
+// (EADDRINUSE...) and std::invalid_argument for a bad option; serve() rethrows the first error
+// that ended a worker (its own bugs; handler exceptions are per connection, see above).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/net/connection.hpp"
+#include "weft/net/protocol.hpp"
+
+namespace weft::net {
+
+struct tcp_server_options {
+  // A numeric IPv4 or IPv6 address to listen on ("0.0.0.0" or "" for all of IPv4, "::" for all
+  // of IPv6), and the port (0: the kernel picks one; port() tells which).
+  std::string host = "0.0.0.0";
+  std::uint16_t port = 0;
+  // Worker threads; 0 means one per core (std::thread::hardware_concurrency).
+  unsigned workers = 1;
+  // The driver of the workers' schedulers ("" for the default; see weft::run_options).
+  std::string driver{};
+  std::shared_ptr<const net::protocol> protocol{};  // null: raw bytes, each read one message
+  int backlog = 1024;
+  // Per worker; 0 for no limit. A connection accepted over it is closed at once and counted
+  // (close_reason::max_connections).
+  std::size_t max_connections = 0;
+  std::size_t max_message_size = std::size_t{1} << 20;
+  std::size_t send_buffer_limit = std::size_t{1} << 20;
+  // Zero switches a timeout off. idle: no bytes from the peer; handshake: from accept until the
+  // first complete message and while the protocol says it is handshaking; message: from the
+  // first byte of a message to its end (slowloris); close: flushing a graceful close; send: a
+  // send() waiting for room (then close_reason::send_limit).
+  std::chrono::milliseconds idle_timeout{0};
+  std::chrono::milliseconds handshake_timeout{0};
+  std::chrono::milliseconds message_timeout{0};
+  std::chrono::milliseconds close_timeout{5000};
+  std::chrono::milliseconds send_timeout{30000};
+  // The grace period of a stop by signal.
+  std::chrono::milliseconds stop_timeout{10000};
+  std::chrono::milliseconds accept_retry_delay{10};
+  std::chrono::milliseconds accept_retry_max_delay{1000};
+  bool no_delay = true;
+  // The workers' run_options::reactor_poll_interval: how often a busy worker polls for I/O
+  // between coroutines. Longer than the scheduler's default (250 us) because a worker wakes
+  // many connections per poll, and a poll before they have all run reports their sockets
+  // again: at 1000 connections 250 us cost 2.4 epoll_ctl per request, 2 ms none. Timers on a
+  // busy worker fire within about this much of their deadline.
+  std::chrono::microseconds reactor_poll_interval{2000};
+  // SIGINT and SIGTERM stop the server gracefully (stop_timeout), a second one forces it.
+  bool handle_signals = false;
+  // Receives one line per notable event: connections closed for a limit, a timeout, a protocol
+  // error or an error; accept failures. Null (the default): quiet, the stats still count them.
+  // Called on the workers' threads. net::log_to_stderr is a ready one.
+  std::function<void(std::string_view line)> log{};
+};
+
+void log_to_stderr(std::string_view line);
+
+struct worker_stats {
+  std::uint64_t connections = 0;                           // open now
+  std::uint64_t accepted = 0;                              // max_connections rejects included
+  std::array<std::uint64_t, close_reason_count> closed{};  // by close_reason
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t messages_in = 0;
+  std::uint64_t messages_out = 0;
+  std::uint64_t send_buffer_high = 0;  // the most any one connection queued
+  std::uint64_t accept_retries = 0;    // accepts retried after EMFILE/ENFILE/ENOBUFS/ENOMEM
+  std::uint64_t sends_refused = 0;
+  std::uint64_t closed_by(close_reason reason) const noexcept {
+    return closed[static_cast<std::size_t>(reason)];
+  }
+};
+
+struct server_stats {
+  std::vector<worker_stats> workers;
+  worker_stats total;  // sums; send_buffer_high is the maximum
+};
+
+namespace detail {
+struct server_state;
+}
+
+class tcp_server {
+ public:
+  explicit tcp_server(tcp_server_options options = {});
+  ~tcp_server();
+  tcp_server(const tcp_server&) = delete;
+  tcp_server& operator=(const tcp_server&) = delete;
+
+  // Binds and listens on every worker's socket now (serve() does it if not done).
+  void listen();
+  bool listening() const noexcept;
+  // The bound port (0 before listen()).
+  std::uint16_t port() const noexcept;
+
+  // Coroutine style; events may add the other callbacks (on_message is ignored).
+  void serve(std::function<void(connection&)> handler, connection_events events = {});
+  // Callback style: on_message is required (std::invalid_argument without it).
+  void serve(connection_events events);
+
+  // Graceful stop within grace (see the file comment); a second call forces. Any thread, any
+  // time (before serve() starts, serve() then returns at once).
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) noexcept;
+
+  server_stats stats() const;
+  const tcp_server_options& options() const noexcept;
+
+ private:
+  std::unique_ptr<detail::server_state> state_;
+};
+
+}  // namespace weft::net

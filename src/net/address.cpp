@@ -1,0 +1,74 @@
+#include "net/address.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+namespace weft::net::detail {
+
+std::string format_address(const sockaddr* address, socklen_t length) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address->sa_family == AF_INET && length >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(address);
+    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+    return std::string(text) + ":" + std::to_string(ntohs(v4->sin_port));
+  }
+  if (address->sa_family == AF_INET6 && length >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address);
+    ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+    return "[" + std::string(text) + "]:" + std::to_string(ntohs(v6->sin6_port));
+  }
+  return {};
+}
+
+std::string local_address_of(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    return {};
+  }
+  return format_address(reinterpret_cast<sockaddr*>(&storage), length);
+}
+
+std::string peer_address_of(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    return {};
+  }
+  return format_address(reinterpret_cast<sockaddr*>(&storage), length);
+}
+
+bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage& storage,
+                   socklen_t& length) {
+  std::memset(&storage, 0, sizeof storage);
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  if (host.empty() || host == "*" || host == "0.0.0.0") {
+    v4->sin_family = AF_INET;
+    v4->sin_addr.s_addr = htonl(INADDR_ANY);
+    v4->sin_port = htons(port);
+    length = sizeof(sockaddr_in);
+    return true;
+  }
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof(sockaddr_in);
+    return true;
+  }
+  std::string bare = host;
+  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') {
+    bare = bare.substr(1, bare.size() - 2);
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (::inet_pton(AF_INET6, bare.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof(sockaddr_in6);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace weft::net::detail

@@ -1,0 +1,492 @@
+// connection: construction and the receive path. The hot path of a request is one read(2) into
+// the input buffer, the framer's measure/decode over it, and, when the socket is drained, one
+// wait on the kept fd registration (no epoll_ctl per request: the registration stays armed for
+// reading). After a read that did not fill the buffer the socket is known to be empty, so the
+// next receive waits first instead of paying a read(2) that would only say EAGAIN (libuv's
+// uv__read reasons the same way).
+#include "weft/net/connection.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "net/address.hpp"
+#include "net/worker_state.hpp"
+#include "weft/sched/scheduler.hpp"
+
+namespace weft::net {
+
+namespace {
+using steady = std::chrono::steady_clock;
+constexpr std::size_t initial_input = 4096;
+constexpr std::size_t max_read = 256 * 1024;  // a read never asks for more than this
+}  // namespace
+
+const char* to_string(close_reason reason) noexcept {
+  switch (reason) {
+    case close_reason::peer:
+      return "peer";
+    case close_reason::local:
+      return "local";
+    case close_reason::idle_timeout:
+      return "idle timeout";
+    case close_reason::handshake_timeout:
+      return "handshake timeout";
+    case close_reason::message_timeout:
+      return "message timeout";
+    case close_reason::too_big:
+      return "too big";
+    case close_reason::protocol_error:
+      return "protocol error";
+    case close_reason::send_limit:
+      return "send limit";
+    case close_reason::close_timeout:
+      return "close timeout";
+    case close_reason::max_connections:
+      return "max connections";
+    case close_reason::server_stop:
+      return "server stop";
+    case close_reason::error:
+      return "error";
+  }
+  return "unknown";
+}
+
+connection::connection(private_tag, int fd, const connection_options& options, std::uint64_t id,
+                       unsigned worker_index, detail::worker_state* worker,
+                       std::string peer_address)
+    : fd_(fd),
+      options_(options),
+      id_(id),
+      worker_index_(worker_index),
+      worker_(worker),
+      peer_address_(std::move(peer_address)),
+      registration_(fd),
+      scheduler_(&current_scheduler()),
+      room_(false),
+      resumed_(true),
+      released_(false) {
+  if (options_.send_buffer_limit == 0) {
+    throw std::invalid_argument("weft::net: send_buffer_limit must be at least 1 byte");
+  }
+  if (options_.max_message_size == 0) {
+    throw std::invalid_argument("weft::net: max_message_size must be at least 1 byte");
+  }
+  if (options_.protocol != nullptr) {
+    framer_ = options_.protocol->make_framer();
+  }
+  if (options_.idle_timeout.count() > 0 || options_.handshake_timeout.count() > 0 ||
+      options_.message_timeout.count() > 0) {
+    started_at_ = steady::now();
+    last_input_at_ = started_at_;
+  }
+  if (options_.no_delay) {
+    int on = 1;
+    // Best effort: a unix socket or an odd socket type refuses it, and nothing depends on it.
+    static_cast<void>(::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on));
+  }
+}
+
+connection::~connection() {
+  if (fd_ >= 0) {
+    // Dropped while open (a net::connect connection nobody holds): no coroutine can be inside
+    // it (each holds a reference), so the socket closes now; nothing is queued, or the flusher
+    // would hold a reference.
+    registration_.reset();
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+std::optional<close_reason> connection::closed_by() const noexcept {
+  if (state_ == state::open) {
+    return std::nullopt;
+  }
+  return reason_;
+}
+
+std::string connection::local_address() const {
+  if (fd_ < 0) {
+    return {};
+  }
+  return detail::local_address_of(fd_);
+}
+
+connection_events& connection::events() {
+  if (own_events_ == nullptr) {
+    own_events_ = std::make_unique<connection_events>();
+  }
+  return *own_events_;
+}
+
+void connection::set_send_buffer_limit(std::size_t bytes) {
+  if (bytes == 0) {
+    throw std::invalid_argument(
+        "weft::net::connection::set_send_buffer_limit: the limit must be "
+        "at least 1 byte");
+  }
+  options_.send_buffer_limit = bytes;
+  if (queued() < bytes && room_.waiting() > 0) {
+    room_.set();
+  }
+}
+
+void connection::set_max_message_size(std::size_t bytes) {
+  if (bytes == 0) {
+    throw std::invalid_argument(
+        "weft::net::connection::set_max_message_size: the limit must be "
+        "at least 1 byte");
+  }
+  options_.max_message_size = bytes;
+}
+
+void connection::pause_recv() noexcept {
+  paused_ = true;
+  resumed_.clear();
+}
+
+void connection::resume_recv() noexcept {
+  paused_ = false;
+  resumed_.set();
+}
+
+std::optional<message> connection::receive(const timeout& limit) {
+  message out;
+  if (!receive(out, limit)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+bool connection::receive(message& out, const timeout& limit) {
+  if (reader_active_) {
+    throw std::logic_error("weft::net::connection::receive: connection " + std::to_string(id_) +
+                           " (" + peer_address_ +
+                           ") is already being received from by another coroutine; one reader "
+                           "at a time");
+  }
+  reader_active_ = true;
+  struct leave {
+    connection& self;
+    ~leave() { self.reader_active_ = false; }
+  } guard{*this};
+
+  for (;;) {
+    if (state_ != state::open || finished_) {
+      return false;
+    }
+    if (paused_ && !stopping_) {
+      reader_waiting_ = true;
+      reader_ = weft::detail::running_coroutine(*scheduler_);
+      try {
+        resumed_.wait(limit);
+      } catch (const cancelled_error&) {
+        reader_waiting_ = false;
+        if (!reader_interrupt_) {
+          throw;
+        }
+        reader_interrupt_ = false;
+        try_release();
+        continue;
+      } catch (...) {
+        reader_waiting_ = false;
+        try_release();
+        throw;
+      }
+      reader_waiting_ = false;
+      try_release();
+      continue;
+    }
+    if (buffered() > 0) {
+      std::string_view input(in_.get() + in_begin_, buffered());
+      if (framer_ == nullptr) {
+        out.data.assign(input);
+        out.kind = message_kind::binary;
+        in_begin_ = in_end_ = 0;
+      } else {
+        bool for_user = false;
+        try {
+          std::size_t unit = framer_->measure(input, link_);
+          if (state_ != state::open || finished_) {
+            return false;
+          }
+          if (unit > input.size()) {
+            throw protocol_error(std::string(options_.protocol->name()) + " framer measured a " +
+                                 std::to_string(unit) + "-byte unit in " +
+                                 std::to_string(input.size()) + " buffered bytes");
+          }
+          if (unit > 0) {
+            for_user = framer_->decode(input.substr(0, unit), out, link_);
+            in_begin_ += unit;
+            if (in_begin_ == in_end_) {
+              in_begin_ = in_end_ = 0;
+            } else if (options_.message_timeout.count() > 0) {
+              partial_since_ = last_input_at_;
+            }
+          }
+          if (unit == 0 && buffered() > options_.max_message_size + 65536) {
+            // A framer that never checks the limit still cannot make the buffer grow unbounded.
+            throw message_too_big_error(options_.protocol->name(), buffered(),
+                                        options_.max_message_size);
+          }
+          if (queued() > 0 && !flusher_running_) {
+            flush_now();  // what the framer sent itself (a handshake answer, a pong)
+            if (queued() > 0 && state_ == state::open) {
+              start_flusher();
+            }
+          }
+          if (state_ != state::open || finished_) {
+            return false;
+          }
+          if (unit > 0 && !for_user) {
+            continue;
+          }
+        } catch (const message_too_big_error& failure) {
+          protocol_failed(failure, true);
+          return false;
+        } catch (const protocol_error& failure) {
+          protocol_failed(failure, false);
+          return false;
+        }
+        if (!for_user) {
+          goto need_bytes;
+        }
+      }
+      first_message_ = true;
+      ++counters_.messages_in;
+      if (worker_ != nullptr) {
+        worker_->counters.messages_in.add(1);
+      }
+      return true;
+    }
+  need_bytes:
+    if (peer_ended_) {
+      if (buffered() > 0) {
+        log("peer closed in the middle of a message (" + std::to_string(buffered()) +
+            " bytes of it dropped)");
+      }
+      end_input(close_reason::peer);
+      return false;
+    }
+    if (stopping_ && buffered() == 0) {
+      // The server is stopping: serve what already arrived, then end at a message boundary.
+      if (stop_read_done_ || !read_once()) {
+        if (state_ == state::open) {
+          end_input(close_reason::server_stop);
+        }
+        return false;
+      }
+      stop_read_done_ = true;
+      continue;
+    }
+    if (!read_first_) {
+      if (!wait_input(limit)) {
+        continue;
+      }
+    }
+    read_once();
+  }
+}
+
+// Waits until the socket is readable. False when the wait was cut short (an interrupt, a server
+// timeout that closed the connection); timeout_error or cancelled_error from the caller's limit.
+bool connection::wait_input(const timeout& limit) {
+  steady::time_point deadline = steady::time_point::max();
+  close_reason which = close_reason::idle_timeout;
+  if (options_.handshake_timeout.count() > 0 &&
+      (!first_message_ || (framer_ != nullptr && framer_->handshaking()))) {
+    deadline = started_at_ + options_.handshake_timeout;
+    which = close_reason::handshake_timeout;
+  }
+  if (options_.message_timeout.count() > 0 && buffered() > 0 &&
+      partial_since_ + options_.message_timeout < deadline) {
+    deadline = partial_since_ + options_.message_timeout;
+    which = close_reason::message_timeout;
+  }
+  if (options_.idle_timeout.count() > 0 && last_input_at_ + options_.idle_timeout < deadline) {
+    deadline = last_input_at_ + options_.idle_timeout;
+    which = close_reason::idle_timeout;
+  }
+  const bool bounded = deadline != steady::time_point::max();
+  reader_waiting_ = true;
+  reader_ = weft::detail::running_coroutine(*scheduler_);
+  try {
+    if (!bounded) {
+      wait_readable(fd_, limit);
+    } else {
+      wait_readable(fd_, limit.capped(deadline - steady::now()));
+    }
+  } catch (const cancelled_error&) {
+    reader_waiting_ = false;
+    if (!reader_interrupt_) {
+      try_release();
+      throw;
+    }
+    reader_interrupt_ = false;
+    try_release();
+    return false;
+  } catch (const timeout_error&) {
+    reader_waiting_ = false;
+    if (bounded && steady::now() >= deadline && state_ == state::open) {
+      auto limit_ms = [](std::chrono::milliseconds value) {
+        return std::to_string(value.count()) + " ms";
+      };
+      if (which == close_reason::idle_timeout) {
+        log("closed: idle timeout (no bytes for " + limit_ms(options_.idle_timeout) + ")");
+      } else if (which == close_reason::handshake_timeout) {
+        log("closed: handshake timeout (no complete first message within " +
+            limit_ms(options_.handshake_timeout) + ")");
+      } else {
+        log("closed: message timeout (a message of which " + std::to_string(buffered()) +
+            " bytes came did not end within " + limit_ms(options_.message_timeout) + ")");
+      }
+      end_input(which);
+      try_release();
+      return false;
+    }
+    try_release();
+    throw;
+  } catch (...) {
+    reader_waiting_ = false;
+    try_release();
+    throw;
+  }
+  reader_waiting_ = false;
+  if (state_ != state::open) {
+    try_release();
+    return false;
+  }
+  return true;
+}
+
+// One read(2) into the input buffer. True when bytes came or the peer ended the stream.
+bool connection::read_once() {
+  if (in_capacity_ - in_end_ < 2048 || (read_first_ && in_end_ == in_capacity_)) {
+    if (in_begin_ > 0) {
+      std::memmove(in_.get(), in_.get() + in_begin_, buffered());
+      in_end_ -= in_begin_;
+      in_begin_ = 0;
+    }
+    if (in_capacity_ - in_end_ < 2048) {
+      std::size_t grown = in_capacity_ == 0 ? initial_input : in_capacity_ * 2;
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+      if (in_end_ > 0) {
+        std::memcpy(bigger.get(), in_.get(), in_end_);
+      }
+      in_ = std::move(bigger);
+      in_capacity_ = grown;
+    }
+  }
+  std::size_t room = in_capacity_ - in_end_;
+  if (room > max_read) {
+    room = max_read;
+  }
+  for (;;) {
+    ssize_t got = ::read(fd_, in_.get() + in_end_, room);
+    if (got > 0) {
+      const auto bytes = static_cast<std::size_t>(got);
+      if (buffered() == 0 && options_.message_timeout.count() > 0) {
+        partial_since_ = steady::now();
+        last_input_at_ = partial_since_;
+      } else if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0) {
+        last_input_at_ = steady::now();
+      }
+      in_end_ += bytes;
+      counters_.bytes_in += bytes;
+      if (worker_ != nullptr) {
+        worker_->counters.bytes_in.add(bytes);
+      }
+      // A full buffer means more may be waiting (and the buffer doubles next time, up to
+      // max_read, for a bulk sender); a short read means the socket is drained.
+      read_first_ = bytes == room;
+      if (read_first_ && in_capacity_ < max_read && in_end_ == in_capacity_) {
+        std::size_t grown = in_capacity_ * 2;
+        auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+        std::memcpy(bigger.get(), in_.get(), in_end_);
+        in_ = std::move(bigger);
+        in_capacity_ = grown;
+      }
+      return true;
+    }
+    if (got == 0) {
+      peer_ended_ = true;
+      return true;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      read_first_ = false;
+      return false;
+    }
+    const int error_number = errno;
+    if (error_number == ECONNRESET) {
+      begin_close(close_reason::peer, false);
+    } else {
+      io_error failure(-error_number, "read", peer_address_, std::strerror(error_number));
+      log(std::string("closed: ") + failure.what());
+      report(failure);
+      begin_close(close_reason::error, false);
+    }
+    return false;
+  }
+}
+
+void connection::protocol_failed(const protocol_error& failure, bool too_big) {
+  log(std::string("closed: ") + (too_big ? "too big: " : "protocol error: ") + failure.what());
+  in_begin_ = in_end_ = 0;  // nothing after a protocol error reaches the user
+  if (framer_ != nullptr && failure.close_code() != 0 && state_ == state::open) {
+    try {
+      framer_->encode_close(failure.close_code(), failure.what(), out_);
+    } catch (const std::exception& encode_failure) {
+      log(std::string("encode_close failed: ") + encode_failure.what());
+    }
+  }
+  report(failure);
+  if (state_ == state::open) {
+    begin_close(too_big ? close_reason::too_big : close_reason::protocol_error, true);
+  }
+}
+
+void connection::end_input(close_reason reason) { begin_close(reason, true); }
+
+void connection::link::send_raw(std::string_view bytes) {
+  if (owner_.state_ == state::open || owner_.state_ == state::closing) {
+    owner_.out_.append(bytes);
+    if (owner_.queued() > owner_.counters_.send_buffer_high) {
+      owner_.counters_.send_buffer_high = owner_.queued();
+    }
+  }
+}
+
+void connection::link::finish() {
+  owner_.finished_ = true;
+  owner_.begin_close(close_reason::peer, true);
+}
+
+std::size_t connection::link::max_message_size() const noexcept {
+  return owner_.options_.max_message_size;
+}
+
+void connection::log(std::string_view line) const noexcept {
+  if (worker_ == nullptr || worker_->log == nullptr || !*worker_->log) {
+    return;
+  }
+  try {
+    std::string text = "weft.net worker " + std::to_string(worker_index_) + " connection " +
+                       std::to_string(id_) + " " + peer_address_ + ": ";
+    text += line;
+    (*worker_->log)(text);
+  } catch (...) {
+    // A logger that throws cannot be told about it; the stats still count the close.
+  }
+}
+
+}  // namespace weft::net

@@ -1,0 +1,259 @@
+// connection: closing, and the callbacks. The socket is closed only once the connection is
+// closed and no coroutine is suspended on its fd (the reader in receive, the flusher): closing a
+// fd under a wait would leave that wait hanging on the epoll drivers and could hand the number
+// to a new socket while the old wait still watches it. A close wakes those coroutines by
+// cancelling their wait (flagged, so they tell it from a real cancellation of the coroutine);
+// the last one to leave releases the socket.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "net/worker_state.hpp"
+#include "weft/net/connection.hpp"
+#include "weft/sched/this_coroutine.hpp"
+
+namespace weft::net {
+
+namespace {
+constexpr const char* interrupt_reason = "weft.net: connection state changed";
+}
+
+void connection::close() noexcept { begin_close(close_reason::local, true); }
+
+void connection::destroy() noexcept { begin_close(close_reason::local, false); }
+
+void connection::wait_closed(const timeout& limit) {
+  while (state_ != state::released) {
+    released_.wait(limit);
+  }
+}
+
+void connection::begin_close(close_reason reason, bool graceful) noexcept {
+  if (state_ == state::closed || state_ == state::released) {
+    return;
+  }
+  if (state_ == state::open) {
+    reason_ = reason;
+  }
+  if (graceful && state_ == state::open) {
+    state_ = state::closing;
+    close_deadline_ = options_.close_timeout.count() > 0
+                          ? std::chrono::steady_clock::now() + options_.close_timeout
+                          : std::chrono::steady_clock::time_point::max();
+    in_begin_ = in_end_ = 0;
+    room_.set();
+    resumed_.set();
+    interrupt_reader();
+    if (queued() == 0 && !flusher_running_) {
+      shut_down_and_release();
+    } else if (flusher_running_) {
+      interrupt_flusher();  // it waits again, now with the close deadline
+    } else {
+      try {
+        start_flusher();
+      } catch (...) {
+        begin_close(reason, false);  // no coroutine to flush with: close now
+      }
+    }
+    return;
+  }
+  if (graceful) {
+    return;  // already closing
+  }
+  // Now: what is queued is dropped (the close reason reports it).
+  state_ = state::closed;
+  out_.clear();
+  out_head_ = 0;
+  in_begin_ = in_end_ = 0;
+  // Wakes the coroutines waiting on the fd (both ways ready) on every driver; the socket itself
+  // closes when they have left.
+  ::shutdown(fd_, SHUT_RDWR);
+  room_.set();
+  resumed_.set();
+  interrupt_reader();
+  interrupt_flusher();
+  try_release();
+}
+
+void connection::shut_down_and_release() noexcept {
+  // FIN after the last queued byte; then read what the peer sent meanwhile, so that close(2)
+  // finds nothing unread and does not answer with a reset that could destroy replies still in
+  // flight to the peer.
+  ::shutdown(fd_, SHUT_WR);
+  char sink[4096];
+  for (int round = 0; round < 16; ++round) {
+    ssize_t got = ::read(fd_, sink, sizeof sink);
+    if (got <= 0 && !(got < 0 && errno == EINTR)) {
+      break;
+    }
+  }
+  state_ = state::closed;
+  room_.set();
+  resumed_.set();
+  interrupt_reader();
+  try_release();
+}
+
+void connection::try_release() noexcept {
+  if (state_ != state::closed || reader_waiting_ || flusher_running_) {
+    return;
+  }
+  state_ = state::released;
+  registration_.reset();
+  ::close(fd_);
+  fd_ = -1;
+  in_.reset();
+  in_capacity_ = in_begin_ = in_end_ = 0;
+  std::string().swap(out_);
+  out_head_ = 0;
+  if (worker_ != nullptr) {
+    worker_->counters.closed[static_cast<std::size_t>(reason_)].add(1);
+    worker_->counters.connections.subtract(1);
+  }
+  released_.set();
+  const close_reason reason = reason_;
+  auto call = [&](const connection_events* events) {
+    if (events == nullptr || !events->on_close) {
+      return;
+    }
+    try {
+      events->on_close(*this, reason);
+    } catch (const std::exception& failure) {
+      log(std::string("on_close threw: ") + failure.what());
+    } catch (...) {
+      log("on_close threw a non-std exception");
+    }
+  };
+  call(server_events_);
+  call(own_events_.get());
+}
+
+void connection::interrupt_reader() noexcept {
+  if (reader_waiting_ && !reader_interrupt_ && reader_ != nullptr) {
+    reader_interrupt_ = true;
+    try {
+      weft::detail::cancel_coroutine(*scheduler_, *reader_, interrupt_reason);
+    } catch (...) {
+      reader_interrupt_ = false;  // another thread: cannot happen, a connection is one thread's
+    }
+  }
+}
+
+void connection::interrupt_flusher() noexcept {
+  if (flusher_waiting_ && !flusher_interrupt_ && flusher_.valid()) {
+    flusher_interrupt_ = true;
+    try {
+      flusher_.cancel(interrupt_reason);
+    } catch (...) {
+      flusher_interrupt_ = false;
+    }
+  }
+}
+
+void connection::report(const std::exception& failure) noexcept {
+  auto call = [&](const connection_events* events) {
+    if (events == nullptr || !events->on_error) {
+      return;
+    }
+    try {
+      events->on_error(*this, failure);
+    } catch (const std::exception& nested) {
+      log(std::string("on_error threw: ") + nested.what());
+    } catch (...) {
+      log("on_error threw a non-std exception");
+    }
+  };
+  call(server_events_);
+  call(own_events_.get());
+}
+
+void connection::fire_full() noexcept {
+  full_ = true;
+  auto call = [&](const connection_events* events) {
+    if (events == nullptr || !events->on_buffer_full) {
+      return;
+    }
+    try {
+      events->on_buffer_full(*this);
+    } catch (const std::exception& failure) {
+      report(failure);
+    }
+  };
+  call(server_events_);
+  call(own_events_.get());
+}
+
+void connection::fire_drain() noexcept {
+  full_ = false;
+  auto call = [&](const connection_events* events) {
+    if (events == nullptr || !events->on_buffer_drain) {
+      return;
+    }
+    try {
+      events->on_buffer_drain(*this);
+    } catch (const std::exception& failure) {
+      report(failure);
+    }
+  };
+  call(server_events_);
+  call(own_events_.get());
+}
+
+namespace detail {
+
+void connection_access::stop(connection& c) noexcept {
+  c.stopping_ = true;
+  if (c.buffered() == 0) {
+    c.interrupt_reader();
+  }
+}
+
+void connection_access::destroy(connection& c, close_reason reason) noexcept {
+  c.begin_close(reason, false);
+}
+
+void connection_access::close(connection& c, close_reason reason) noexcept {
+  c.begin_close(reason, true);
+}
+
+void connection_access::wait_released(connection& c) {
+  protect([&] {
+    while (c.state_ != connection::state::released) {
+      c.released_.wait();
+    }
+  });
+}
+
+bool connection_access::released(const connection& c) noexcept {
+  return c.state_ == connection::state::released;
+}
+
+void link_connection(worker_state& worker, connection& c) noexcept {
+  connection_access::next(c) = worker.first;
+  connection_access::prev(c) = nullptr;
+  if (worker.first != nullptr) {
+    connection_access::prev(*worker.first) = &c;
+  }
+  worker.first = &c;
+  ++worker.live;
+}
+
+void unlink_connection(worker_state& worker, connection& c) noexcept {
+  connection* before = connection_access::prev(c);
+  connection* after = connection_access::next(c);
+  if (before != nullptr) {
+    connection_access::next(*before) = after;
+  } else {
+    worker.first = after;
+  }
+  if (after != nullptr) {
+    connection_access::prev(*after) = before;
+  }
+  connection_access::prev(c) = connection_access::next(c) = nullptr;
+  --worker.live;
+}
+
+}  // namespace detail
+}  // namespace weft::net

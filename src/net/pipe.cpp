@@ -1,0 +1,107 @@
+// net::pipe and net::connect.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "net/address.hpp"
+#include "net/worker_state.hpp"
+#include "weft/io/dns.hpp"
+#include "weft/net/connection.hpp"
+#include "weft/reactor/fd.hpp"
+
+namespace weft::net {
+
+std::uint64_t pipe(connection& a, connection& b) {
+  std::shared_ptr<connection> keep_a = a.handle();
+  std::shared_ptr<connection> keep_b = b.handle();
+  connection_events& hooks = b.events();
+  // b's own callbacks are borrowed for the pipe's duration and given back after.
+  struct restore {
+    connection_events& hooks;
+    connection_events saved;
+    ~restore() {
+      hooks.on_buffer_full = std::move(saved.on_buffer_full);
+      hooks.on_buffer_drain = std::move(saved.on_buffer_drain);
+      hooks.on_close = std::move(saved.on_close);
+    }
+  } guard{hooks, {}};
+  guard.saved.on_buffer_full = std::move(hooks.on_buffer_full);
+  guard.saved.on_buffer_drain = std::move(hooks.on_buffer_drain);
+  guard.saved.on_close = std::move(hooks.on_close);
+  connection_events* saved = &guard.saved;
+  hooks.on_buffer_full = [&a, saved](connection& full) {
+    a.pause_recv();
+    if (saved->on_buffer_full) {
+      saved->on_buffer_full(full);
+    }
+  };
+  hooks.on_buffer_drain = [&a, saved](connection& drained) {
+    a.resume_recv();
+    if (saved->on_buffer_drain) {
+      saved->on_buffer_drain(drained);
+    }
+  };
+  hooks.on_close = [&a, saved](connection& closed, close_reason reason) {
+    a.close();  // nobody to forward to any more
+    if (saved->on_close) {
+      saved->on_close(closed, reason);
+    }
+  };
+  std::uint64_t forwarded = 0;
+  while (std::optional<message> received = a.receive()) {
+    // b's buffer had room when a was last resumed (a pauses at b's full), so this is accepted
+    // unless b closed meanwhile.
+    if (!b.try_send(received->data, received->kind)) {
+      a.close();
+      break;
+    }
+    forwarded += received->data.size();
+  }
+  b.close();
+  return forwarded;
+}
+
+std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
+                                    const connection_options& options, const timeout& limit) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (!detail::parse_numeric(host, port, address, length) || host.empty() || host == "*") {
+    std::vector<dns::address> found = dns::resolve(host, port, limit);
+    if (found.empty() || !detail::parse_numeric(found.front().ip, port, address, length)) {
+      throw io_error(-EHOSTUNREACH, "connect", host + ":" + std::to_string(port),
+                     "the name resolved to no usable address");
+    }
+  }
+  const std::string where = detail::format_address(reinterpret_cast<sockaddr*>(&address), length);
+  int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    const int error_number = errno;
+    throw io_error(-error_number, "socket", where, std::strerror(error_number));
+  }
+  try {
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+      if (errno != EINPROGRESS) {
+        const int error_number = errno;
+        throw io_error(-error_number, "connect", where, std::strerror(error_number));
+      }
+      wait_writable(fd, limit);
+      int error_number = 0;
+      socklen_t size = sizeof error_number;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error_number, &size);
+      if (error_number != 0) {
+        throw io_error(-error_number, "connect", where, std::strerror(error_number));
+      }
+    }
+    return detail::connection_access::make(fd, options, 0, nullptr, where);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+}  // namespace weft::net

@@ -1,0 +1,294 @@
+// connection: the send path. A send with nothing queued writes straight to the socket (raw bytes
+// without a copy; a framed message after encoding it into the buffer); only what the socket did
+// not take stays queued, and only then does a flusher coroutine watch writability and write the
+// rest. So an echo costs one send(2) per reply and never touches the fd's watch for writing.
+// send(2) with MSG_NOSIGNAL rather than write(2): the same system call cost, and a peer that
+// reset the connection gives EPIPE instead of killing the process with SIGPIPE.
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "net/worker_state.hpp"
+#include "weft/net/connection.hpp"
+#include "weft/reactor/fd.hpp"
+#include "weft/sched/task.hpp"
+
+namespace weft::net {
+
+namespace {
+// An emptied buffer above this size gives its memory back (a connection that once queued a
+// burst should not keep a megabyte for the rest of its life).
+constexpr std::size_t keep_capacity = 256 * 1024;
+}  // namespace
+
+void connection::send(std::string_view payload, message_kind kind) {
+  if (state_ == state::open && queued() < options_.send_buffer_limit) {
+    enqueue(payload, kind, true);
+    return;
+  }
+  send(payload, kind,
+       options_.send_timeout.count() > 0 ? timeout(options_.send_timeout) : timeout::never());
+}
+
+void connection::send(std::string_view payload, message_kind kind, const timeout& limit) {
+  for (;;) {
+    if (state_ != state::open) {
+      throw connection_closed_error("weft::net::connection::send to " + peer_address_ +
+                                    ": the connection is closed (" + to_string(reason_) + ")");
+    }
+    if (queued() < options_.send_buffer_limit) {
+      enqueue(payload, kind, true);
+      return;
+    }
+    room_.clear();
+    try {
+      room_.wait(limit);
+    } catch (const wait_cancelled_error&) {
+      throw;
+    } catch (const timeout_error&) {
+      const std::size_t waiting = queued();
+      log("closed: send limit (" + std::to_string(waiting) + " bytes queued, limit " +
+          std::to_string(options_.send_buffer_limit) + "; the peer does not read)");
+      begin_close(close_reason::send_limit, false);
+      throw timeout_error("weft::net::connection::send to " + peer_address_ +
+                          ": the send buffer stayed at its limit (" + std::to_string(waiting) +
+                          " bytes queued, limit " + std::to_string(options_.send_buffer_limit) +
+                          "): the peer does not read; connection closed (send limit), " +
+                          weft::detail::timed_out_after(limit));
+    }
+  }
+}
+
+bool connection::try_send(std::string_view payload, message_kind kind) {
+  if (state_ != state::open || queued() >= options_.send_buffer_limit) {
+    return refuse("try_send");
+  }
+  enqueue(payload, kind, true);
+  return true;
+}
+
+bool connection::send_raw(std::string_view bytes) {
+  if (state_ != state::open || queued() >= options_.send_buffer_limit) {
+    return refuse("send_raw");
+  }
+  enqueue(bytes, message_kind::binary, false);
+  return true;
+}
+
+bool connection::refuse(const char* operation) {
+  ++counters_.sends_refused;
+  if (worker_ != nullptr) {
+    worker_->counters.sends_refused.add(1);
+  }
+  if (state_ != state::open) {
+    report(connection_closed_error(std::string("weft::net::connection::") + operation + " to " +
+                                   peer_address_ + ": the connection is closed (" +
+                                   to_string(reason_) + ")"));
+  } else {
+    report(send_refused_error(std::string("weft::net::connection::") + operation + " to " +
+                              peer_address_ + ": the send buffer is full (" +
+                              std::to_string(queued()) + " bytes queued, limit " +
+                              std::to_string(options_.send_buffer_limit) +
+                              "); wait for on_buffer_drain, or use send() to wait for room"));
+  }
+  return false;
+}
+
+void connection::enqueue(std::string_view payload, message_kind kind, bool encode) {
+  const bool was_empty = queued() == 0;
+  if (framer_ != nullptr && encode) {
+    framer_->encode(payload, kind, out_);  // may throw (a payload the protocol cannot carry)
+  } else if (was_empty && !flusher_running_) {
+    // Nothing queued: straight from the caller's bytes, and only the rest is copied.
+    std::size_t done = 0;
+    while (done < payload.size()) {
+      ssize_t wrote = ::send(fd_, payload.data() + done, payload.size() - done, MSG_NOSIGNAL);
+      if (wrote > 0) {
+        done += static_cast<std::size_t>(wrote);
+        continue;
+      }
+      if (wrote < 0 && errno == EINTR) {
+        continue;
+      }
+      if (wrote < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        ++counters_.messages_out;
+        counters_.bytes_out += done;
+        if (worker_ != nullptr) {
+          worker_->counters.messages_out.add(1);
+          worker_->counters.bytes_out.add(done);
+        }
+        write_failed(errno);
+        return;
+      }
+      break;
+    }
+    counters_.bytes_out += done;
+    if (worker_ != nullptr) {
+      worker_->counters.bytes_out.add(done);
+    }
+    payload.remove_prefix(done);
+    out_.append(payload);
+  } else {
+    out_.append(payload);
+  }
+  ++counters_.messages_out;
+  if (worker_ != nullptr) {
+    worker_->counters.messages_out.add(1);
+  }
+  if (was_empty && !flusher_running_ && queued() > 0 && !flush_now()) {
+    return;  // the socket failed; the connection is closed
+  }
+  const std::size_t now_queued = queued();
+  if (now_queued == 0) {
+    return;
+  }
+  if (now_queued > counters_.send_buffer_high) {
+    counters_.send_buffer_high = now_queued;
+    if (worker_ != nullptr) {
+      worker_->counters.send_buffer_high.raise_to(now_queued);
+    }
+  }
+  if (!flusher_running_) {
+    start_flusher();
+  }
+  if (now_queued >= options_.send_buffer_limit && !full_) {
+    fire_full();
+  }
+}
+
+bool connection::flush_now() noexcept {
+  while (out_head_ < out_.size()) {
+    ssize_t wrote = ::send(fd_, out_.data() + out_head_, out_.size() - out_head_, MSG_NOSIGNAL);
+    if (wrote > 0) {
+      const auto bytes = static_cast<std::size_t>(wrote);
+      out_head_ += bytes;
+      counters_.bytes_out += bytes;
+      if (worker_ != nullptr) {
+        worker_->counters.bytes_out.add(bytes);
+      }
+      continue;
+    }
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    if (wrote < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    }
+    write_failed(wrote < 0 ? errno : EIO);
+    return false;
+  }
+  after_write();
+  return true;
+}
+
+void connection::after_write() noexcept {
+  if (out_head_ == out_.size()) {
+    if (out_.capacity() > keep_capacity) {
+      std::string().swap(out_);
+    } else {
+      out_.clear();
+    }
+    out_head_ = 0;
+  } else if (out_head_ >= 65536 && out_head_ * 2 >= out_.size()) {
+    out_.erase(0, out_head_);  // keep the copy amortised: at most once per half a buffer
+    out_head_ = 0;
+  }
+  if (queued() < options_.send_buffer_limit && room_.waiting() > 0) {
+    room_.set();
+  }
+  if (queued() == 0 && full_) {
+    fire_drain();
+  }
+}
+
+void connection::write_failed(int error_number) noexcept {
+  const std::size_t lost = queued();
+  out_.clear();
+  out_head_ = 0;
+  if (state_ == state::closed || state_ == state::released) {
+    return;
+  }
+  const bool by_peer = error_number == EPIPE || error_number == ECONNRESET;
+  try {
+    io_error failure(-error_number, "write", peer_address_,
+                     std::string(std::strerror(error_number)) +
+                         (lost > 0 ? "; " + std::to_string(lost) + " queued bytes not delivered"
+                                   : std::string()));
+    log(std::string("closed: ") + failure.what());
+    report(failure);
+  } catch (...) {
+    // Out of memory building the report: the close reason still says what happened.
+  }
+  begin_close(by_peer ? close_reason::peer : close_reason::error, false);
+}
+
+void connection::start_flusher() {
+  flusher_running_ = true;
+  try {
+    // The coroutine keeps the connection alive while it runs (a net::connect connection may be
+    // dropped with bytes queued), but not through its stored callable: the connection holds the
+    // task, so a reference kept there would be a cycle. It moves into the running frame.
+    flusher_ = weft::spawn(
+        [self = shared_from_this()]() mutable {
+          std::shared_ptr<connection> keep = std::move(self);
+          keep->run_flusher();
+        },
+        spawn_options{.name = "weft.net flusher"});
+  } catch (...) {
+    flusher_running_ = false;
+    throw;
+  }
+}
+
+// Writes the queue as the socket drains; ends once it is empty (watching writability no more),
+// or the connection is closed. While closing it has the close deadline.
+void connection::run_flusher() {
+  for (;;) {
+    if (state_ == state::closed || state_ == state::released) {
+      break;
+    }
+    if (!flush_now()) {
+      break;
+    }
+    if (queued() == 0) {
+      if (state_ == state::closing) {
+        shut_down_and_release();
+      }
+      break;
+    }
+    flusher_waiting_ = true;
+    try {
+      if (state_ == state::closing) {
+        wait_writable(fd_, timeout::at(close_deadline_));
+      } else {
+        wait_writable(fd_);
+      }
+    } catch (const timeout_error&) {
+      flusher_waiting_ = false;
+      log("closed: close timeout (" + std::to_string(queued()) +
+          " queued bytes not written within " + std::to_string(options_.close_timeout.count()) +
+          " ms)");
+      reason_ = close_reason::close_timeout;
+      begin_close(close_reason::close_timeout, false);
+      break;
+    } catch (const cancelled_error&) {
+      flusher_waiting_ = false;
+      if (flusher_interrupt_) {
+        flusher_interrupt_ = false;
+        continue;
+      }
+      // The worker is being torn down: nothing will write the queue any more.
+      begin_close(close_reason::server_stop, false);
+      flusher_running_ = false;
+      try_release();
+      throw;
+    }
+    flusher_waiting_ = false;
+  }
+  flusher_running_ = false;
+  try_release();
+}
+
+}  // namespace weft::net

@@ -1,0 +1,232 @@
+// Helpers for the net tests: a server serving on a thread of its own, and plain blocking
+// sockets for clients (a client written without weft checks the server from outside).
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "weft/weft.hpp"
+
+namespace net_test {
+
+using namespace std::chrono_literals;
+
+inline weft::net::tcp_server_options local_options() {
+  weft::net::tcp_server_options options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  return options;
+}
+
+// A server serving on its own thread; the destructor stops it (gracefully, short grace) and
+// joins, so a test ends with every worker's scheduler closed. wait() joins and rethrows what
+// serve() threw.
+class running_server {
+ public:
+  template <class Serve>
+  running_server(weft::net::tcp_server_options options, Serve serve) : server_(std::move(options)) {
+    server_.listen();
+    thread_ = std::thread([this, serve = std::move(serve)]() mutable {
+      try {
+        serve(server_);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
+  }
+  ~running_server() {
+    if (thread_.joinable()) {
+      server_.stop(200ms);
+      thread_.join();
+    }
+  }
+  weft::net::tcp_server& server() { return server_; }
+  std::uint16_t port() const { return server_.port(); }
+  void stop(std::chrono::milliseconds grace = 1000ms) { server_.stop(grace); }
+  void wait() {
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    if (error_) {
+      std::rethrow_exception(error_);
+    }
+  }
+
+ private:
+  weft::net::tcp_server server_;
+  std::thread thread_;
+  std::exception_ptr error_;
+};
+
+// receive_buffer > 0 shrinks the client's receive buffer (SO_RCVBUF, set before connecting so
+// that the window is small from the start): a server then cannot push much at once.
+inline int connect_to(std::uint16_t port, int receive_buffer = 0) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ADD_FAILURE() << "socket: " << std::strerror(errno);
+    return -1;
+  }
+  if (receive_buffer > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ADD_FAILURE() << "connect: " << std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  int on = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  return fd;
+}
+
+inline void send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t wrote = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    ASSERT_GT(wrote, 0) << "send: " << std::strerror(errno);
+    bytes.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+}
+
+// Reads until `count` bytes came, the peer closed, or `limit` passed (then fails the test).
+inline std::string read_bytes(int fd, std::size_t count,
+                              std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  char buffer[65536];
+  while (got.size() < count) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ADD_FAILURE() << "read_bytes: only " << got.size() << " of " << count
+                    << " bytes within the limit";
+      break;
+    }
+    pollfd wait{.fd = fd, .events = POLLIN, .revents = 0};
+    if (::poll(&wait, 1, static_cast<int>(left.count())) <= 0) {
+      continue;
+    }
+    ssize_t n = ::recv(fd, buffer, std::min(sizeof buffer, count - got.size()), 0);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;  // closed (or reset)
+    }
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+// Reads everything until the peer closes (or `limit` passes: fails the test).
+inline std::string read_to_end(int fd,
+                               std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  char buffer[65536];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ADD_FAILURE() << "read_to_end: the peer did not close within the limit";
+      return got;
+    }
+    pollfd wait{.fd = fd, .events = POLLIN, .revents = 0};
+    if (::poll(&wait, 1, static_cast<int>(left.count())) <= 0) {
+      continue;
+    }
+    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return got;
+    }
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+// Polls `condition` (a read of the server's stats from this thread) until it holds or a generous
+// limit passes. Not a sleep as synchronisation: each round re-checks the real state.
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds limit = 5000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Shrinks a server-side socket's send buffer, so that little fits in the kernel.
+inline void small_send_buffer(int fd, int bytes = 16384) {
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+}
+
+inline std::string frame_of(std::string_view payload) {
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  std::string out = {static_cast<char>(length >> 24), static_cast<char>(length >> 16),
+                     static_cast<char>(length >> 8), static_cast<char>(length)};
+  out.append(payload);
+  return out;
+}
+
+// A thread-safe log that tests read.
+class log_lines {
+ public:
+  std::function<void(std::string_view)> sink() {
+    return [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.emplace_back(line);
+    };
+  }
+  bool contains(std::string_view needle) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& line : lines_) {
+      if (line.find(needle) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::string all() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string out;
+    for (const std::string& line : lines_) {
+      out += line + "\n";
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace net_test
