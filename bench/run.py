@@ -429,7 +429,7 @@ SUITES: dict[str, Suite] = {
         timeout_s=120,
         smoke_timeout_s=30,
         client="bench/bench_net_load_client",
-        weft_pending=True,
+        weft_pending=False,
         note=(
             "Every row is measured by one load client (bench/net/load_client.c) pinned to its "
             "own core against each program running as a server on 127.0.0.1 pinned to the "

@@ -1,0 +1,216 @@
+// bench_net_weft: weft's program of suite net (contract: bench/net/README.md).
+//
+// `--port N --mode echo|ws|pipe [--target Q] --style coroutine|callback`: a weft::net::tcp_server
+// on 127.0.0.1:N with one worker (run.py pins the process to one core), backlog 1024,
+// TCP_NODELAY on the accepted sockets. Once listening it prints `READY <port>`; the main thread
+// then blocks reading its standard input and, at end of file, exits 0 (no graceful close is
+// needed), so watching stdin adds nothing to the worker's I/O path.
+//
+// Modes:
+//   echo: no protocol (raw bytes: each read is one message); every message is sent back as it
+//     came, in order.
+//   ws: weft::net::websocket; every message is sent back as one frame of the same opcode.
+//   pipe: for every accepted connection, a connection to 127.0.0.1:Q (the sink), and
+//     net::pipe both ways: the client's bytes go to the sink in order, each side's full/drain
+//     pausing and resuming the other's reading, each end of stream passed on.
+// Styles (everything else identical):
+//   coroutine: server.serve(handler), the handler looping receive() / send() as straight-line
+//     code (pipe: the handler connects and runs pipe(client, upstream), a coroutine it spawns
+//     runs pipe(upstream, client)).
+//   callback: server.serve(connection_events) with on_message sending the reply (try_send, which
+//     never waits: at the send limit it refuses and the refusal is reported by on_error, which
+//     closes the connection; the load client has one message in flight so it never happens);
+//     pipe: on_connect connects and spawns the upstream-to-client pipe, on_message forwards to
+//     the upstream, whose on_buffer_full / on_buffer_drain pause and resume the client.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <weft/weft.hpp>
+
+namespace {
+
+enum class mode { echo, ws, pipe };
+enum class style { coroutine, callback };
+
+struct settings {
+  int port = -1;
+  int target = -1;
+  mode serving = mode::echo;
+  style written = style::coroutine;
+};
+
+[[noreturn]] void usage(const char* program, const char* problem) {
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s --port N --mode echo|ws|pipe [--target Q] "
+               "--style coroutine|callback\n",
+               program, problem, program);
+  std::exit(2);
+}
+
+int parse_port(const char* program, const char* text) {
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 65535) {
+    usage(program, "a port is a number from 0 to 65535");
+  }
+  return static_cast<int>(value);
+}
+
+settings parse(int argc, char** argv) {
+  settings parsed;
+  bool style_given = false;
+  bool mode_given = false;
+  for (int index = 1; index < argc; ++index) {
+    std::string_view flag = argv[index];
+    if (index + 1 >= argc) {
+      usage(argv[0], "every flag takes a value");
+    }
+    std::string_view value = argv[++index];
+    if (flag == "--port") {
+      parsed.port = parse_port(argv[0], argv[index]);
+    } else if (flag == "--target") {
+      parsed.target = parse_port(argv[0], argv[index]);
+    } else if (flag == "--mode") {
+      mode_given = true;
+      if (value == "echo") {
+        parsed.serving = mode::echo;
+      } else if (value == "ws") {
+        parsed.serving = mode::ws;
+      } else if (value == "pipe") {
+        parsed.serving = mode::pipe;
+      } else {
+        usage(argv[0], "unknown --mode");
+      }
+    } else if (flag == "--style") {
+      style_given = true;
+      if (value == "coroutine") {
+        parsed.written = style::coroutine;
+      } else if (value == "callback") {
+        parsed.written = style::callback;
+      } else {
+        usage(argv[0], "unknown --style");
+      }
+    } else {
+      usage(argv[0], "unknown flag");
+    }
+  }
+  if (parsed.port < 0 || !mode_given || !style_given) {
+    usage(argv[0], "--port, --mode and --style are required");
+  }
+  if ((parsed.serving == mode::pipe) != (parsed.target >= 0)) {
+    usage(argv[0], "--target goes with --mode pipe, and only with it");
+  }
+  return parsed;
+}
+
+// Blocks until standard input reaches end of file (at once if it is not a pipe, socket or tty).
+void wait_for_stdin_end() {
+  struct stat info {};
+  if (fstat(0, &info) != 0 || !(S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode) || isatty(0))) {
+    return;
+  }
+  char buffer[256];
+  for (;;) {
+    ssize_t got = read(0, buffer, sizeof buffer);
+    if (got == 0 || (got < 0 && errno != EINTR)) {
+      return;
+    }
+  }
+}
+
+std::shared_ptr<weft::net::connection> connect_upstream(int target) {
+  return weft::net::connect("127.0.0.1", static_cast<std::uint16_t>(target));
+}
+
+void serve_coroutine(weft::net::tcp_server& server, const settings& chosen) {
+  if (chosen.serving == mode::pipe) {
+    server.serve([target = chosen.target](weft::net::connection& client) {
+      std::shared_ptr<weft::net::connection> upstream = connect_upstream(target);
+      std::shared_ptr<weft::net::connection> held = client.handle();
+      weft::task<std::uint64_t> back =
+          weft::spawn([upstream, held] { return weft::net::pipe(*upstream, *held); });
+      weft::net::pipe(client, *upstream);
+      back.await();
+    });
+    return;
+  }
+  server.serve([](weft::net::connection& client) {
+    while (std::optional<weft::net::message> received = client.receive()) {
+      client.send(received->data, received->kind);
+    }
+  });
+}
+
+void serve_callback(weft::net::tcp_server& server, const settings& chosen) {
+  weft::net::connection_events events;
+  events.on_error = [](weft::net::connection& client, const std::exception&) { client.destroy(); };
+  if (chosen.serving == mode::pipe) {
+    events.on_connect = [target = chosen.target](weft::net::connection& client) {
+      std::shared_ptr<weft::net::connection> upstream = connect_upstream(target);
+      std::shared_ptr<weft::net::connection> held = client.handle();
+      upstream->events().on_buffer_full = [held](weft::net::connection&) { held->pause_recv(); };
+      upstream->events().on_buffer_drain = [held](weft::net::connection&) { held->resume_recv(); };
+      client.context() = upstream;
+      weft::spawn([upstream, held] { weft::net::pipe(*upstream, *held); });
+    };
+    events.on_message = [](weft::net::connection& client, weft::net::message& received) {
+      auto& upstream = std::any_cast<std::shared_ptr<weft::net::connection>&>(client.context());
+      upstream->try_send(received.data, received.kind);
+    };
+    events.on_close = [](weft::net::connection& client, weft::net::close_reason) {
+      if (auto* upstream =
+              std::any_cast<std::shared_ptr<weft::net::connection>>(&client.context())) {
+        (*upstream)->close();
+      }
+    };
+  } else {
+    events.on_message = [](weft::net::connection& client, weft::net::message& received) {
+      client.try_send(received.data, received.kind);
+    };
+  }
+  server.serve(std::move(events));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  settings chosen = parse(argc, argv);
+  weft::net::tcp_server_options options;
+  options.host = "127.0.0.1";
+  options.port = static_cast<std::uint16_t>(chosen.port);
+  options.workers = 1;
+  options.backlog = 1024;
+  options.no_delay = true;
+  if (chosen.serving == mode::ws) {
+    options.protocol = std::make_shared<weft::net::websocket>();
+  }
+  weft::net::tcp_server server(options);
+  try {
+    server.listen();
+  } catch (const std::exception& failure) {
+    std::fprintf(stderr, "bench_net_weft: %s\n", failure.what());
+    return 1;
+  }
+  std::printf("READY %u\n", static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+  std::thread watcher([] {
+    wait_for_stdin_end();
+    std::fflush(nullptr);
+    std::_Exit(0);
+  });
+  watcher.detach();
+  if (chosen.written == style::coroutine) {
+    serve_coroutine(server, chosen);
+  } else {
+    serve_callback(server, chosen);
+  }
+  return 0;
+}
