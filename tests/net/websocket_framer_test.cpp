@@ -51,7 +51,12 @@ std::uint16_t close_code_for(const std::string& bytes, std::size_t limit = 1 << 
   try {
     driver.feed(bytes);
   } catch (const protocol_error& error) {
-    EXPECT_EQ(std::string(error.what()).rfind("websocket: ", 0), 0u) << error.what();
+    // Every error names the protocol; one over the message limit is a message_too_big_error
+    // (the connection counts it as close_reason::too_big).
+    EXPECT_EQ(std::string(error.what()).rfind("websocket", 0), 0u) << error.what();
+    if (dynamic_cast<const weft::net::message_too_big_error*>(&error) != nullptr) {
+      EXPECT_EQ(error.close_code(), websocket::message_too_big);
+    }
     EXPECT_EQ(driver.link.finishes, 0);
     return error.close_code();
   }
@@ -179,6 +184,19 @@ TEST(WebsocketFramer, MessageOverTheLinkLimitIs1009FromItsHeaderAlone) {
   // Only the 4-byte header (126 + 16-bit length): the limit is known before the payload.
   EXPECT_EQ(close_code_for(frame.substr(0, 4), 1000), websocket::message_too_big);
   EXPECT_EQ(close_code_for(client_frame(binary, std::string(1000, 'x')), 1000), 0);
+}
+
+TEST(WebsocketFramer, OverTheLinkLimitIsAMessageTooBigErrorWithSizeAndLimit) {
+  websocket protocol;
+  open_driver driver(protocol, 1000);
+  try {
+    driver.feed(client_frame(binary, std::string(1001, 'x')).substr(0, 4));
+    ADD_FAILURE() << "a 1001-byte message passed a 1000-byte limit";
+  } catch (const weft::net::message_too_big_error& error) {
+    EXPECT_EQ(error.size(), 1001u);
+    EXPECT_EQ(error.limit(), 1000u);
+    EXPECT_EQ(error.close_code(), websocket::message_too_big);
+  }
 }
 
 TEST(WebsocketFramer, FragmentedMessageOverTheLimitIs1009AtTheFragmentThatCrossesIt) {

@@ -1,5 +1,7 @@
 // WebSocket frames (RFC 6455 section 5): the header rules checked by measure(), decoding with
 // unmasking, control frames, and encoding. The contract is in include/weft/net/websocket.hpp.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -144,9 +146,11 @@ bool websocket_framer::parse_header(std::string_view input, frame_header& header
     const std::uint64_t so_far = header.opcode == op_continuation ? fragments_.size() : 0;
     const std::size_t limit = link.max_message_size();
     if (header.payload_size > limit || so_far + header.payload_size > limit) {
-      fail("message of at least " + std::to_string(so_far + header.payload_size) +
-               " bytes over the limit of " + std::to_string(limit),
-           websocket::message_too_big);
+      // message_too_big_error: the connection counts it as close_reason::too_big.
+      throw message_too_big_error(
+          "websocket",
+          static_cast<std::size_t>(std::min<std::uint64_t>(so_far + header.payload_size, SIZE_MAX)),
+          limit, websocket::message_too_big);
     }
   }
   header.header_size = 2 + extended + 4;

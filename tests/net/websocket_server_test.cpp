@@ -1,0 +1,196 @@
+// weft::net::tcp_server speaking WebSocket to clients no one here wrote: Node's ws and Go's
+// gorilla/websocket run their scripted echo sessions (tests/net/clients/) against a server in
+// each style, and a raw socket checks that broken or oversized frames close that connection with
+// the right code and close reason, and that nothing of them reaches the handler.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <sys/wait.h>
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "net/net_support.hpp"
+#include "net/websocket_wire.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using net_test::running_server;
+using weft::net::close_reason;
+using weft::net::connection;
+using weft::net::websocket;
+
+struct client_run {
+  int exit_status = -1;
+  std::string output;  // standard output and standard error together
+};
+
+// Runs a shell command (a client program) to its end; the server runs on its own thread.
+client_run run_command(const std::string& command) {
+  client_run run;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed for " << command;
+    return run;
+  }
+  std::array<char, 4096> chunk{};
+  while (std::size_t got = std::fread(chunk.data(), 1, chunk.size(), pipe)) {
+    run.output.append(chunk.data(), got);
+  }
+  const int status = ::pclose(pipe);
+  run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+weft::net::tcp_server_options websocket_server_options() {
+  weft::net::tcp_server_options options = net_test::local_options();
+  weft::net::websocket_options protocol;
+  protocol.path = "/echo";
+  options.protocol = std::make_shared<websocket>(protocol);
+  return options;
+}
+
+void serve_echo(weft::net::tcp_server& server, bool callbacks) {
+  if (callbacks) {
+    weft::net::connection_events events;
+    events.on_message = [](connection& c, weft::net::message& m) {
+      EXPECT_TRUE(c.try_send(m.data, m.kind));
+    };
+    server.serve(std::move(events));
+    return;
+  }
+  server.serve([](connection& c) {
+    weft::net::message m;
+    while (c.receive(m)) {
+      c.send(m.data, m.kind);
+    }
+  });
+}
+
+std::string expected_lines(std::initializer_list<const char*> checks) {
+  std::string expected;
+  for (const char* check : checks) {
+    expected += std::string("ok ") + check + "\n";
+  }
+  return expected;
+}
+
+// The session ended with the client's close frame: the server counted the messages both ways
+// and closed the connection as ended by the peer, and nothing else.
+void expect_clean_session(running_server& running, std::uint64_t messages) {
+  ASSERT_TRUE(net_test::eventually([&] {
+    return running.server().stats().total.closed_by(close_reason::peer) == 1;
+  })) << "the close handshake did not end the connection";
+  const weft::net::worker_stats total = running.server().stats().total;
+  EXPECT_EQ(total.accepted, 1u);
+  EXPECT_EQ(total.messages_in, messages);
+  EXPECT_EQ(total.messages_out, messages);
+  EXPECT_EQ(total.closed_by(close_reason::protocol_error), 0u);
+  EXPECT_EQ(total.closed_by(close_reason::too_big), 0u);
+}
+
+std::string node_client(std::uint16_t port) {
+  return "env NODE_PATH=/usr/share/nodejs node " + std::string(WEFT_TEST_SOURCE_DIR) +
+         "/net/clients/ws_client.js ws://127.0.0.1:" + std::to_string(port) + "/echo";
+}
+
+std::string gorilla_client(std::uint16_t port) {
+  return std::string(WEFT_TEST_WS_CLIENT_GO) + " ws://127.0.0.1:" + std::to_string(port) + "/echo";
+}
+
+TEST(WebsocketServer, NodeWsSessionPassesAgainstTheCoroutineStyle) {
+  ASSERT_EQ(::access("/usr/share/nodejs/ws/package.json", R_OK), 0)
+      << "Node's ws package is missing: install node-ws (scripts/install-deps)";
+  running_server running(websocket_server_options(),
+                         [](weft::net::tcp_server& server) { serve_echo(server, false); });
+  const client_run client = run_command(node_client(running.port()));
+  EXPECT_EQ(client.exit_status, 0) << client.output;
+  EXPECT_EQ(client.output, expected_lines({"handshake", "text", "binary", "empty", "fragmented",
+                                           "1MiB", "ping", "close"}));
+  expect_clean_session(running, 5);
+}
+
+TEST(WebsocketServer, GorillaSessionPassesAgainstTheCallbackStyle) {
+  ASSERT_EQ(::access(WEFT_TEST_WS_CLIENT_GO, X_OK), 0)
+      << "the gorilla/websocket client was not built: install golang-go and "
+         "golang-github-gorilla-websocket-dev (scripts/install-deps), then re-run cmake";
+  running_server running(websocket_server_options(),
+                         [](weft::net::tcp_server& server) { serve_echo(server, true); });
+  const client_run client = run_command(gorilla_client(running.port()));
+  EXPECT_EQ(client.exit_status, 0) << client.output;
+  EXPECT_EQ(client.output, expected_lines({"handshake", "text", "binary", "empty", "fragmented",
+                                           "1MiB", "after-ping", "ping", "close"}));
+  expect_clean_session(running, 6);
+}
+
+// Sends the handshake, then bytes; returns the frames the server sent after its 101, up to its
+// close of the connection.
+std::vector<weft_ws_test::server_frame> answer_to(std::uint16_t port, const std::string& bytes) {
+  const int fd = net_test::connect_to(port);
+  if (fd < 0) {
+    return {};
+  }
+  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
+  net_test::send_all(fd, bytes);
+  const std::string reply = net_test::read_to_end(fd);
+  ::close(fd);
+  const std::size_t head_end = reply.find("\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 101 ", 0), 0u) << reply.substr(0, 200);
+  if (head_end == std::string::npos) {
+    return {};
+  }
+  return weft_ws_test::parse_server_frames(std::string_view(reply).substr(head_end + 4));
+}
+
+TEST(WebsocketServer, BrokenAndOversizedFramesCloseOnlyTheirConnection) {
+  weft::net::tcp_server_options options = websocket_server_options();
+  options.max_message_size = 1000;
+  std::atomic<int> handled{0};
+  running_server running(options, [&](weft::net::tcp_server& server) {
+    server.serve([&](connection& c) {
+      weft::net::message m;
+      while (c.receive(m)) {
+        handled.fetch_add(1);
+        c.send(m.data, m.kind);
+      }
+    });
+  });
+  // A well-behaved client keeps being served across the others' failures.
+  const int good = net_test::connect_to(running.port());
+  ASSERT_GE(good, 0);
+  net_test::send_all(good, weft_ws_test::handshake_request({}, "/echo"));
+  std::string head;
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    const std::string byte = net_test::read_bytes(good, 1);
+    ASSERT_EQ(byte.size(), 1u) << "the reply head ended early: " << head;
+    head += byte;
+  }
+  ASSERT_EQ(head.rfind("HTTP/1.1 101 ", 0), 0u) << head;
+
+  weft_ws_test::frame_bits unmasked;
+  unmasked.masked = false;
+  auto frames = answer_to(running.port(), weft_ws_test::client_frame(0x1, "plain", unmasked));
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back().opcode, 0x8);
+  EXPECT_EQ(weft_ws_test::close_code_of(frames.back()), websocket::protocol_violation);
+
+  frames = answer_to(running.port(), weft_ws_test::client_frame(0x2, std::string(1001, 'x')));
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(weft_ws_test::close_code_of(frames.back()), websocket::message_too_big);
+
+  net_test::send_all(good, weft_ws_test::client_frame(0x1, "still here"));
+  const std::string echo = net_test::read_bytes(good, 12);
+  EXPECT_EQ(echo, std::string("\x81\x0astill here", 12));
+  ::close(good);
+
+  ASSERT_TRUE(net_test::eventually([&] {
+    const auto total = running.server().stats().total;
+    return total.closed_by(close_reason::protocol_error) == 1 &&
+           total.closed_by(close_reason::too_big) == 1;
+  })) << "the broken and the oversized connection were not counted by their reasons";
+  EXPECT_EQ(handled.load(), 1) << "only the good client's message may reach the handler";
+}
+
+}  // namespace
