@@ -6,6 +6,7 @@
 #include "weft/error.hpp"
 #include "weft/http/headers.hpp"
 #include "weft/http/message.hpp"
+#include "weft/http/parser.hpp"
 #include "weft/http/status.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
