@@ -61,12 +61,19 @@ inline bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
-// The hash the header index keys on: case-folded, so "Host" and "host" hash alike. Only a filter
-// in front of iequals, never trusted alone.
+// The key the header index filters on: the name's length and its first, middle and last
+// bytes, case-folded, so "Host" and "host" key alike. Only a filter in front of iequals, never
+// trusted alone. O(1) on purpose: a hash over every byte (FNV) is a serial multiply chain that
+// cost the parser a sixth to a third of a request (bench/http/parser_bench.cpp, CPU time:
+// hello 129 -> 105 ns, browser 298 -> 204 ns), and names that share their length and those
+// three bytes are rare in one message.
 inline std::uint32_t name_hash(std::string_view name) noexcept {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : name) h = (h ^ ascii_lower(c)) * 16777619u;
-  return h;
+  std::size_t n = name.size();
+  if (n == 0) return 0;
+  auto at = [&](std::size_t i) {
+    return static_cast<std::uint32_t>(ascii_lower(static_cast<unsigned char>(name[i])));
+  };
+  return static_cast<std::uint32_t>(n) << 24 ^ at(0) << 16 ^ at(n / 2) << 8 ^ at(n - 1);
 }
 
 // OWS (RFC 9110 5.6.3) trimmed from both ends.

@@ -129,11 +129,7 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
       return false;
     }
     const char* name = p;
-    std::uint32_t hash = 2166136261u;
-    while (is_token_char(static_cast<unsigned char>(*p))) {
-      hash = (hash ^ ascii_lower(static_cast<unsigned char>(*p))) * 16777619u;
-      ++p;
-    }
+    while (is_token_char(static_cast<unsigned char>(*p))) ++p;
     std::size_t name_size = static_cast<std::size_t>(p - name);
     if (*p != ':') {
       if (name_size == 0) {
@@ -187,8 +183,8 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
            "more than " + std::to_string(limits_.max_header_fields) + " fields in a section");
       return false;
     }
-    fields_builder::index(fields, hash, static_cast<std::size_t>(name - base), name_size,
-                          static_cast<std::size_t>(value - base), field_value.size());
+    fields_builder::index(fields, name_hash(field_name), static_cast<std::size_t>(name - base),
+                          name_size, static_cast<std::size_t>(value - base), field_value.size());
     p += 2;
     if (!framing) continue;
     switch (name_size) {

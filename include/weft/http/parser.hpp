@@ -59,10 +59,10 @@
 // Why weft's own parser and not Debian's libhttp-parser 2.9.4 (the maintained Debian parser
 // issue 21 asked to consider first): bench/http/parser_bench.cpp parses the same requests with
 // both, reusing one parser per connection, on the 2-core EPYC machine CI runs on (CPU time,
-// median of 5): wrk's "GET /hello" with 5 fields 129 ns against 209 ns, a 12-field browser
-// request 298 against 506, a POST with a Content-Length body 110 against 212, a chunked upload
-// with a trailer 128 against 185; the memmem floor that only finds the end of the headers
-// takes 38 ns on the first. And `bench_http_parser --probe` shows http-parser accepting 9 of the
+// median of 5): wrk's "GET /hello" with 5 fields 105 ns against 207 ns, a 12-field browser
+// request 204 against 517, a POST with a Content-Length body 88 against 218, a chunked upload
+// with a trailer 117 against 184; the memmem floor that only finds the end of the headers
+// takes 36 ns on the first. And `bench_http_parser --probe` shows http-parser accepting 9 of the
 // 19 smuggling cases weft refuses (obs-fold, bare LF line ends, whitespace before the colon,
 // an unknown coding before chunked, chunked in HTTP/1.0, extra spaces in the request line,
 // missing or doubled Host), each of which would need a second pass over its output; upstream
