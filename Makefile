@@ -4,7 +4,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CHAOS_SEEDS ?= 1 2 3
 
-.PHONY: all deps build demo test check-layers test-release test-asan test-chaos test-install tsan bench bench-smoke format clean
+.PHONY: all deps build demo test check-layers test-release test-asan test-chaos test-install test-fuzz tsan bench bench-smoke format clean
 
 all: build
 
@@ -27,7 +27,7 @@ demo: build
 	build/release/examples/tour
 
 # The benchmark smoke run and the install check go first so that the last lines are ctest's.
-test: check-layers bench-smoke test-install test-release test-asan test-chaos
+test: check-layers bench-smoke test-install test-fuzz test-release test-asan test-chaos
 
 # No file of the library includes a header of a higher layer (docs/architecture.md).
 check-layers:
@@ -39,18 +39,36 @@ check-layers:
 test-release: build
 	ctest --preset release
 
-# ASan+UBSan on the libuv driver and on the poll driver (the one with no library under it).
+# ASan+UBSan on the libuv driver and on the poll driver (the one with no library under it), and
+# the driver-independent tests (tests/CMakeLists.txt: run once, label driver-independent).
 test-asan: deps build/asan/build.ninja
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -L '^driver-(uv|poll)$$'
+	ctest --preset asan -L '^driver-(uv|poll|independent)$$'
 
 # The whole suite again with a random choice of the next ready coroutine, several seeds, on
-# every driver.
+# every driver (the driver-independent tests run no scheduler, so chaos order changes nothing
+# for them).
 test-chaos: build
 	@for seed in $(CHAOS_SEEDS); do \
 	  echo "== chaos order, seed $$seed"; \
-	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release || exit 1; \
+	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release -LE '^driver-independent$$' \
+	    || exit 1; \
 	done
+
+# libFuzzer over the HTTP parsers (tests/http/fuzz/parser_fuzz.cpp, which says how to run it for
+# an hour) for FUZZ_SECONDS, from the committed seeds; new inputs go to build/fuzz/corpus.
+FUZZ_SECONDS ?= 45
+test-fuzz: deps
+	cmake -S tests/http/fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	cmake --build build/fuzz -j $(JOBS)
+	mkdir -p build/fuzz/corpus build/fuzz/artifacts
+	@echo "== fuzzing the HTTP parsers for $(FUZZ_SECONDS) s (log: build/fuzz/last-run.log)"
+	@build/fuzz/http_parser_fuzz -dict=tests/http/fuzz/http.dict \
+	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=build/fuzz/artifacts/ build/fuzz/corpus tests/http/fuzz/corpus \
+	  >build/fuzz/last-run.log 2>&1 || { tail -n 60 build/fuzz/last-run.log; exit 1; }
+	@grep -E '^#[0-9]+.*(DONE|cov:)' build/fuzz/last-run.log | tail -n 1
+	@grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz/last-run.log
 
 # Installs into a scratch prefix and builds examples/consumer against it with find_package(weft)
 # and pkg-config.

@@ -4,6 +4,10 @@
 
 #include "weft/context/stack.hpp"
 #include "weft/error.hpp"
+#include "weft/http/headers.hpp"
+#include "weft/http/message.hpp"
+#include "weft/http/parser.hpp"
+#include "weft/http/status.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"

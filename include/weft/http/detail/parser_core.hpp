@@ -1,0 +1,130 @@
+// The state and the steps the request and response parsers share (parser.hpp): finding the end
+// of a field section, parsing field lines, the framing fields, and the body (Content-Length,
+// chunked with extensions and trailers, or until the connection closes). Not for users: the
+// public API is request_parser and response_parser.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "weft/http/headers.hpp"
+#include "weft/http/status.hpp"
+
+namespace weft::http {
+
+// Bounds on what a parser accepts; each violation is an error with the status given.
+struct parser_limits {
+  // The request target; longer: 414 URI Too Long.
+  std::size_t max_target_size = 8 * 1024;
+  // The start line and the header fields together, and the trailer section; larger: 431
+  // Request Header Fields Too Large. Sections must stay far below 4 GiB (the field index
+  // keeps 32-bit offsets): larger values are clamped to 64 MiB.
+  std::size_t max_header_size = 16 * 1024;
+  // Header (or trailer) field lines; more: 431.
+  std::size_t max_header_fields = 100;
+  // The body, however framed; larger: 413 Content Too Large (as soon as Content-Length says
+  // so, or when the chunks add up past it). Default as nginx's client_max_body_size.
+  std::uint64_t max_body_size = 1024 * 1024;
+  // A chunk-size line with its extensions; longer: 400.
+  std::size_t max_chunk_line_size = 1024;
+};
+
+// What one parse() call found.
+enum class parse_event : std::uint8_t {
+  need_more,         // every byte given is consumed or must be given again with more after it
+  headers_complete,  // the start line and the header fields are in message()
+  body,              // result.body is the next piece of the body (a view into the input)
+  message_complete,  // the message (body and trailers included) is complete
+  error,             // error_status() and error_reason() say why; the parser stays failed
+};
+
+struct parse_result {
+  parse_event event = parse_event::need_more;
+  // How many bytes at the start of the input this call consumed; the caller drops them and
+  // passes the rest (with any new bytes appended) to the next call. Never more than the input.
+  std::size_t consumed = 0;
+  // The body piece of a parse_event::body, pointing into the input given to this call.
+  std::string_view body;
+};
+
+namespace detail {
+
+class parser_core {
+ public:
+  status error_status() const noexcept { return error_status_; }
+  const std::string& error_reason() const noexcept { return error_reason_; }
+  bool failed() const noexcept { return phase_ == phase::failed; }
+  const parser_limits& limits() const noexcept { return limits_; }
+
+ protected:
+  enum class phase : std::uint8_t {
+    start,         // before (or inside) the start line and header fields
+    headers_done,  // headers_complete was returned; the body (or the end) comes next
+    body_length,   // Content-Length bytes left: remaining_
+    chunk_size,    // a chunk-size line is next
+    chunk_data,    // remaining_ bytes of the current chunk are next
+    chunk_crlf,    // the CRLF after a chunk's data is next
+    trailers,      // the trailer section is next
+    until_close,   // a response body that ends when the connection does
+    complete,      // message_complete is next
+    idle,          // message_complete was returned; the next byte starts a new message
+    failed,
+  };
+  enum class body_kind : std::uint8_t { none, length, chunked, until_close };
+
+  explicit parser_core(const parser_limits& limits) noexcept;
+
+  // Starts a new message: forgets everything of the last one (keeps capacities).
+  void begin_message() noexcept;
+  // Looks for the empty line that ends a field section starting at input[0]. Resumable: it
+  // remembers how far it looked, so bytes arriving one at a time cost linear time in all.
+  // Returns the section's size (past the empty line), 0 when it needs more, or npos after
+  // fail(). first_line_limit: the most the first line may take before it is complete
+  // (0: no separate bound), with the status to fail with when it does.
+  std::size_t find_section_end(std::string_view input, std::size_t first_line_limit,
+                               status first_line_status);
+  // Parses the field lines of a complete section from offset `from` (a line start) to its
+  // empty line into fields. framing: whether these are header fields whose framing fields
+  // (Content-Length, Transfer-Encoding, Host, Connection) must be noted. False after fail().
+  bool parse_fields(std::string_view section, std::size_t from, headers& fields, bool framing);
+  // Checks the framing fields (RFC 9112 6.1-6.3) and picks how the body is framed.
+  bool choose_request_body(int version_minor);
+  bool choose_response_body(int version_minor, std::uint16_t code, bool head_request,
+                            bool connect_request);
+  // After headers_complete: the body events and message_complete.
+  parse_result parse_body(std::string_view input, headers& trailers);
+  // The end of the input: completes a close-delimited body, else fails a partial message.
+  parse_result finish_input();
+  // Records the error and turns the parser failed.
+  parse_result fail(status s, std::string reason);
+  bool keep_alive_of(int version_minor) const noexcept;
+
+  parser_limits limits_;
+  phase phase_ = phase::idle;
+  body_kind body_ = body_kind::none;
+  // find_section_end's resume points: the start of the line it is in, how far it looked, and
+  // how many lines it passed.
+  std::size_t line_start_ = 0;
+  std::size_t scanned_ = 0;
+  std::size_t lines_ = 0;
+  bool started_ = false;  // a byte of the current message has been seen
+  std::uint64_t remaining_ = 0;
+  std::uint64_t body_total_ = 0;
+  // Framing fields seen in the header section.
+  std::uint32_t content_length_fields_ = 0;
+  std::uint32_t host_fields_ = 0;
+  std::uint64_t content_length_ = 0;
+  bool transfer_encoding_ = false;
+  bool te_chunked_ = false;       // chunked is among the codings
+  bool te_chunked_last_ = false;  // and is the last one so far
+  bool connection_close_ = false;
+  bool connection_keep_alive_ = false;
+  std::string te_unknown_;  // the first coding weft does not implement
+  status error_status_ = status::ok;
+  std::string error_reason_;
+};
+
+}  // namespace detail
+}  // namespace weft::http

@@ -1,0 +1,196 @@
+// weft::http::request / response: methods, target splitting and percent-decoding.
+#include "weft/http/message.hpp"
+
+#include <stdexcept>
+
+#include "http/chars.hpp"
+
+namespace weft::http {
+
+std::string_view method_name(method m) noexcept {
+  switch (m) {
+    case method::get:
+      return "GET";
+    case method::head:
+      return "HEAD";
+    case method::post:
+      return "POST";
+    case method::put:
+      return "PUT";
+    case method::delete_:
+      return "DELETE";
+    case method::connect:
+      return "CONNECT";
+    case method::options:
+      return "OPTIONS";
+    case method::trace:
+      return "TRACE";
+    case method::patch:
+      return "PATCH";
+  }
+  return "GET";
+}
+
+std::optional<method> parse_method(std::string_view name) noexcept {
+  switch (name.size()) {
+    case 3:
+      if (name == "GET") return method::get;
+      if (name == "PUT") return method::put;
+      break;
+    case 4:
+      if (name == "HEAD") return method::head;
+      if (name == "POST") return method::post;
+      break;
+    case 5:
+      if (name == "PATCH") return method::patch;
+      if (name == "TRACE") return method::trace;
+      break;
+    case 6:
+      if (name == "DELETE") return method::delete_;
+      break;
+    case 7:
+      if (name == "OPTIONS") return method::options;
+      if (name == "CONNECT") return method::connect;
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::string percent_decode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%') {
+      if (i + 2 >= text.size()) {
+        throw std::invalid_argument("http: malformed percent escape at offset " +
+                                    std::to_string(i) + " of '" + std::string(text) +
+                                    "' ('%' must be followed by two hex digits)");
+      }
+      unsigned char h = static_cast<unsigned char>(text[i + 1]);
+      unsigned char l = static_cast<unsigned char>(text[i + 2]);
+      if (!detail::is_hex_digit(h) || !detail::is_hex_digit(l)) {
+        throw std::invalid_argument("http: malformed percent escape at offset " +
+                                    std::to_string(i) + " of '" + std::string(text) +
+                                    "' ('%' must be followed by two hex digits)");
+      }
+      out.push_back(static_cast<char>(detail::hex_value(h) * 16 + detail::hex_value(l)));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string percent_encode(std::string_view text, bool keep_slash) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+    if (unreserved) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(digits[c >> 4]);
+      out.push_back(digits[c & 15]);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The path-and-query part of a target: origin-form as is, absolute-form after its authority.
+std::string_view path_and_query(std::string_view target) noexcept {
+  if (target.empty() || target.front() == '/' || target == "*") return target;
+  std::size_t scheme_end = target.find("://");
+  if (scheme_end == std::string_view::npos) return {};  // authority-form (CONNECT)
+  std::string_view rest = target.substr(scheme_end + 3);
+  std::size_t path_start = rest.find_first_of("/?");
+  if (path_start == std::string_view::npos) return {};
+  return rest.substr(path_start);
+}
+
+}  // namespace
+
+std::string_view request::raw_path() const noexcept {
+  std::string_view pq = path_and_query(target);
+  std::string_view path = pq.substr(0, pq.find('?'));
+  if (path.empty() && !pq.empty()) return "/";  // "http://h?x": the path of an empty path is /
+  if (path.empty() && target.find("://") != std::string_view::npos) return "/";
+  return path;
+}
+
+std::string request::path() const { return percent_decode(raw_path()); }
+
+std::vector<std::string> request::path_segments() const {
+  std::string_view path = raw_path();
+  std::vector<std::string> segments;
+  if (path.empty() || path.front() != '/') return segments;
+  path.remove_prefix(1);
+  while (true) {
+    std::size_t slash = path.find('/');
+    segments.push_back(percent_decode(path.substr(0, slash)));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return segments;
+}
+
+std::string_view request::raw_query() const noexcept {
+  std::string_view pq = path_and_query(target);
+  std::size_t mark = pq.find('?');
+  return mark == std::string_view::npos ? std::string_view() : pq.substr(mark + 1);
+}
+
+std::vector<std::pair<std::string, std::string>> request::query() const {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::string_view q = raw_query();
+  while (!q.empty()) {
+    std::size_t amp = q.find('&');
+    std::string_view element = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    if (element.empty()) continue;
+    std::size_t eq = element.find('=');
+    std::string_view name = element.substr(0, eq);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : element.substr(eq + 1);
+    pairs.emplace_back(percent_decode(name, true), percent_decode(value, true));
+  }
+  return pairs;
+}
+
+std::optional<std::string> request::query(std::string_view name) const {
+  for (auto& [n, v] : query()) {
+    if (n == name) return std::move(v);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool keep_alive_of(int version_minor, const headers& fields) noexcept {
+  if (fields.has_token("Connection", "close")) return false;
+  if (version_minor >= 1) return true;
+  return fields.has_token("Connection", "keep-alive");
+}
+
+}  // namespace
+
+bool request::keep_alive() const noexcept { return keep_alive_of(version_minor, headers); }
+
+bool request::expects_continue() const noexcept {
+  std::optional<std::string_view> expect = headers.get("Expect");
+  return expect && detail::iequals(*expect, "100-continue");
+}
+
+bool response::keep_alive() const noexcept { return keep_alive_of(version_minor, headers); }
+
+}  // namespace weft::http
