@@ -252,8 +252,17 @@ void loop_core::dispatch(session& s) {
     }
     std::int64_t now = timers_.empty() ? 0 : clock_now();
     if (has_work(now)) {
+      fd_callbacks_ran_ = false;
       run_tick(now);
       fds_.settle();
+      if (fd_callbacks_ran_ && !fds_.probes_pending()) {
+        // Look again at once: a callback's write often readies another watched fd (the two
+        // ends of a pipe, a proxy), and a fd still ready runs again in the next tick, as
+        // level-triggered readiness does. When the poll finds nothing the dispatcher idles
+        // below. (With probes pending the next tick makes a system call anyway, and polls
+        // after it.)
+        weft::detail::current_core()->poll_reactor_now();
+      }
       compact_if_worth_it();
       weft::yield();  // other coroutines, and the reactor when its poll is due
       continue;
@@ -263,7 +272,7 @@ void loop_core::dispatch(session& s) {
 }
 
 bool loop_core::has_work(std::int64_t now) {
-  if (!defers_.empty() || !pending_errors_.empty() || fds_.poll_needed() || !fds_.dead().empty() ||
+  if (!defers_.empty() || !pending_errors_.empty() || fds_.any_ready() || !fds_.dead().empty() ||
       signals_.any_pending()) {
     return true;
   }
@@ -283,6 +292,7 @@ void loop_core::drop_stale_top() noexcept {
 }
 
 void loop_core::idle(session& s) {
+  fds_.settle();  // registrations made outside a tick (by other coroutines)
   compact_if_worth_it();
   arm_driver_timer();
   weft::detail::wait_source* sources[2] = {&s.wakeup, nullptr};

@@ -292,7 +292,7 @@ watcher_id loop_core::add_fd(int fd, fd_direction direction, callback&& fn, cons
       std::move(fn), fd);
   watcher_id id = watchers_.id_of(slot);
   try {
-    fds_.watch(fd, direction, id, operation);
+    fds_.watch(fd, direction, id, operation, tick_);
   } catch (...) {
     watcher& w = watchers_.at(slot);
     w.referenced = false;
@@ -379,6 +379,12 @@ bool loop_core::set_referenced(watcher_id id, bool referenced) {
   w->referenced = referenced;
   if (w->kind == watcher_kind::delay || w->kind == watcher_kind::repeat) {
     referenced ? ++referenced_timers_ : --referenced_timers_;
+  } else if (w->kind == watcher_kind::readable || w->kind == watcher_kind::writable) {
+    // Only a referenced fd watcher keeps the driver alive (and so holds off a deadlock report).
+    fds_.set_referenced(
+        w->target,
+        w->kind == watcher_kind::readable ? fd_direction::readable : fd_direction::writable,
+        referenced);
   }
   if (referenced) {
     add_reference();

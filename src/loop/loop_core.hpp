@@ -7,13 +7,15 @@
 //     one driver timer_entry (driver_timer_) armed for the earliest node while the dispatcher is
 //     idle;
 //   - defers_: ids queued for the next tick;
-//   - fds_, signals_: the readiness seams (src/loop/fd_source.hpp, signal_source.hpp);
+//   - fds_, signals_: the readiness seams (src/loop/fd_source.hpp: native watches of the
+//     driver; signal_source.hpp: weft::signals::wait);
 //   - session_: who dispatches right now (run() outside weft, run() in a coroutine, or a
 //     coroutine parked in suspension::suspend()), with the gate the dispatcher idles on.
 //
 // The dispatcher (dispatch.cpp) runs ticks back to back, yielding to the scheduler between
 // them, and parks on session_->wakeup when nothing is due; whatever makes work for it (the
-// driver timer, a helper, a registration from another coroutine, stop) signals that gate.
+// driver timer, an fd watch's report, a signal helper, a registration from another coroutine,
+// stop) signals that gate.
 #pragma once
 
 #include <atomic>
@@ -187,7 +189,7 @@ class loop_core final : private readiness_listener {
   void run_timers(std::int64_t now);
   void run_fd_check(std::uint32_t slot, std::int64_t now);
   void run_fds();
-  bool run_fd(int fd, fd_direction direction);
+  void run_fd(int fd, fd_direction direction);
   void report_dead_fds();
   void run_signals();
   void run_once(std::uint32_t slot);
@@ -221,6 +223,7 @@ class loop_core final : private readiness_listener {
   gate takeover_gate_{"weft::loop run(), taking the dispatching over from a suspended coroutine"};
   std::uint64_t tick_ = 0;
   int in_callback_ = 0;
+  bool fd_callbacks_ran_ = false;  // in the current tick
   driver_timer driver_timer_;
 
   // standalone run: the foreground coroutine that keeps weft::run going while referenced
