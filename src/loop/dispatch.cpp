@@ -250,7 +250,13 @@ void loop_core::dispatch(session& s) {
     if (s.kind == session_kind::standalone && referenced_ == 0 && keeper_alive_) {
       keeper_gate_.signal();  // nothing referenced: the keeper may end (it re-checks)
     }
-    std::int64_t now = timers_.empty() ? 0 : clock_now();
+    std::int64_t now = 0;
+    if (!timers_.empty() || !unstarted_.empty()) {
+      now = clock_now();
+      if (!unstarted_.empty()) {
+        start_timers(now);
+      }
+    }
     if (has_work(now)) {
       fd_callbacks_ran_ = false;
       run_tick(now);

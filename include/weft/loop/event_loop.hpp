@@ -25,16 +25,21 @@
 // fd readiness reaches a busy loop within the scheduler's reactor_poll_interval (250 us).
 //
 // TIMERS. delay(d, fn) runs fn once, d after the call; repeat(i, fn) runs fn every i. Durations
-// are double seconds or any std::chrono duration. Nothing fires early: the deadline is
-// taken from the clock at the call and rounded up to the nanosecond, and the driver's own timer
-// is rounded up to its resolution. A one-shot timer leaves timer_count() (and its id stops
-// working) just before its callback runs. A repeat is re-armed at the tick's start + i once per
-// tick, before its callback runs: after a stall it fires once, not once per missed interval,
-// and a zero interval runs it once per tick. Huge durations (1e300 s, hours::max(), infinity)
-// saturate to "never": the timer stays registered, never fires, and can be removed. Negative or
-// NaN durations are std::invalid_argument naming the value. Timers are kept in the loop's own
-// heap with one driver timer for the earliest, and their slots are reused: setting one
-// allocates nothing once the loop has grown to its peak.
+// are double seconds or any std::chrono duration. Nothing fires early: the deadline is d
+// (rounded up to the nanosecond) after a clock reading taken after the call, and the driver's
+// own timer is rounded up to its resolution. The loop does not read the clock at each call (a
+// reading costs as much as the rest of delay()): timers set between two readings start from
+// the later one, which the loop takes before its next tick (or after a million such calls).
+// So a timer may start up to the rest of the current tick late, never early (libuv's uv_now,
+// read at the tick's start, would let it fire early by as much), and timers set together fire
+// by duration, equal durations in the order they were set. A one-shot timer leaves timer_count()
+// (and its id stops working) just before its callback runs. A repeat is re-armed at the tick's
+// start + i once per tick, before its callback runs: after a stall it fires once, not once per
+// missed interval, and a zero interval runs it once per tick. Huge durations (1e300 s,
+// hours::max(), infinity) saturate to "never": the timer stays registered, never fires, and can be
+// removed. Negative or NaN durations are std::invalid_argument naming the value. Timers are kept in
+// the loop's own heap with one driver timer for the earliest, and their slots are reused: setting
+// one allocates nothing once the loop has grown to its peak.
 //
 // FDS. on_readable(fd, fn) / on_writable(fd, fn): level-triggered, like poll(2): fn runs in
 // every tick that follows a look at the fd that found it ready (do the non-blocking read or
