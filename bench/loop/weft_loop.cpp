@@ -8,10 +8,10 @@
 //   is a one-shot delay of 1 + i * 10 / N ms whose callback increments a counter, all set before
 //   run(). The value is ms from just before the first timer is set until run() returned (the
 //   last one fired). All N must fire.
-// timer_churn: N one-shot timers (1M, 100k with --smoke) set with delays of
-//   1000 + (draw % 59001) ms, draws from bench::splitmix64(bench::sleep_seed) in order (1 to
-//   60 s), then every one cancelled, in the order they were set, before any could fire. The
-//   value is ms for the sets and cancels; run() then returns at once (not timed).
+// timer_churn: N one-shot timers (1M, 10k with --smoke), timer i set with a delay of
+//   60000 + i * 10 / N ms (none can fire), then every one cancelled in the order they were
+//   set, then run() (it returns at once). The value is ms from just before the first is set
+//   until run() returned, as the peers (bench/peers/loop/loop_peer.h).
 // loop_tick: one deferred callback that defers itself again, N times (10M, 100k with --smoke):
 //   one callback per tick and nothing else to do. The value is ticks per second over run().
 // fd_pingpong: a unix socketpair (SOCK_STREAM, both ends non-blocking). Each end has a persistent
@@ -65,19 +65,14 @@ void timers_10m(bool smoke) {
 }
 
 void timer_churn(bool smoke) {
-  const std::uint64_t count = smoke ? 100'000 : 1'000'000;
-  bench::splitmix64 random(bench::sleep_seed);
-  std::vector<std::int64_t> delays_ms(count);
-  for (auto& delay : delays_ms) {
-    delay = 1000 + static_cast<std::int64_t>(random.next() % 59'001);
-  }
+  const std::uint64_t count = smoke ? 10'000 : 1'000'000;
   std::vector<weft::loop::watcher_id> ids(count);
   bool fired = false;
   event_loop loop;
   auto start = bench::clock::now();
   for (std::uint64_t index = 0; index < count; ++index) {
-    ids[index] =
-        loop.delay(std::chrono::milliseconds(delays_ms[index]), [&fired] { fired = true; });
+    auto after = std::chrono::milliseconds(60'000 + index * 10 / count);
+    ids[index] = loop.delay(after, [&fired] { fired = true; });
   }
   for (weft::loop::watcher_id id : ids) {
     if (!loop.off_delay(id)) {
@@ -85,8 +80,8 @@ void timer_churn(bool smoke) {
       std::exit(1);
     }
   }
-  double elapsed = bench::milliseconds_between(start, bench::clock::now());
   loop.run();
+  double elapsed = bench::milliseconds_between(start, bench::clock::now());
   if (fired || loop.timer_count() != 0) {
     std::fprintf(stderr, "timer_churn: a cancelled timer fired or was left behind\n");
     std::exit(1);
