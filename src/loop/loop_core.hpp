@@ -175,6 +175,7 @@ class loop_core final : private readiness_listener {
   void dispatcher_main(session& s);
   void keep_alive(session& s);
   void spawn_keeper();
+  std::exception_ptr run_session(session& s);
   void begin_session(session& s);
   void end_session(session& s);
   void dispatch(session& s);
