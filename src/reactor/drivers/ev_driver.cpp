@@ -32,6 +32,11 @@
 namespace weft::detail {
 namespace {
 
+// A watch's ev_io, and whether it waits in queued_ or dropping_ (see drop_closed).
+struct queued_io : ev_io {
+  bool queued = false;
+};
+
 class ev_driver final : public embedding_driver {
  public:
   const char* name() const noexcept override { return ev_driver_name; }
@@ -64,7 +69,7 @@ class ev_driver final : public embedding_driver {
 
   int native_watch(fd_watch& watch) override {
     if (!watch.watched) {
-      auto* io = new ev_io;
+      auto* io = new queued_io;
       ev_io_init(io, &ev_driver::on_io, watch.fd, 0);
       io->data = &watch;
       watch.slot = io;
@@ -73,12 +78,13 @@ class ev_driver final : public embedding_driver {
       watch.armed = 0;
     }
     if (watch.events != watch.armed) {
-      auto* io = static_cast<ev_io*>(watch.slot);
+      auto* io = static_cast<queued_io*>(watch.slot);
       ev_io_stop(loop_, io);
       if (watch.events != 0) {
         ev_io_modify(io, to_ev(watch.events));
         ev_io_start(loop_, io);
-        if (std::find(queued_.begin(), queued_.end(), io) == queued_.end()) {
+        if (!io->queued) {
+          io->queued = true;
           queued_.push_back(io);  // checked before the next wait (see drop_closed)
         }
       }
@@ -91,12 +97,14 @@ class ev_driver final : public embedding_driver {
     if (!watch.watched) {
       return;
     }
-    auto* io = static_cast<ev_io*>(watch.slot);
+    auto* io = static_cast<queued_io*>(watch.slot);
     ev_io_stop(loop_, io);  // also clears a pending event of this turn
-    for (std::vector<ev_io*>* list : {&queued_, &dropping_}) {
-      if (auto found = std::find(list->begin(), list->end(), io); found != list->end()) {
-        *found = list->back();
-        list->pop_back();
+    if (io->queued) {       // rare: unwatched before the poll after its change
+      for (std::vector<queued_io*>* list : {&queued_, &dropping_}) {
+        if (auto found = std::find(list->begin(), list->end(), io); found != list->end()) {
+          *found = list->back();
+          list->pop_back();
+        }
       }
     }
     delete io;
@@ -113,19 +121,22 @@ class ev_driver final : public embedding_driver {
   // which libev then applies without a syscall, and reported as an error condition: ready
   // both ways, armed 0 (see fd_watch).
   void drop_closed() {
-    for (ev_io* io : queued_) {
+    for (queued_io* io : queued_) {
       auto& watch = *static_cast<fd_watch*>(io->data);
       if (watch.armed != 0 && ::fcntl(watch.fd, F_GETFD) < 0 && errno == EBADF) {
         ev_io_stop(loop_, io);
-        dropping_.push_back(io);
+        dropping_.push_back(io);  // stays marked queued: unwatch looks for it there
+      } else {
+        io->queued = false;
       }
     }
     queued_.clear();
     // One at a time from the member list: ready() may unwatch (and free) a watch still in it,
     // and native_unwatch takes it out.
     while (!dropping_.empty()) {
-      ev_io* io = dropping_.back();
+      queued_io* io = dropping_.back();
       dropping_.pop_back();
+      io->queued = false;
       report_ready(*static_cast<fd_watch*>(io->data), fd_watch::readable | fd_watch::writable,
                    true);
     }
@@ -182,9 +193,9 @@ class ev_driver final : public embedding_driver {
   struct ev_loop* loop_ = nullptr;
   ev_timer timer_{};
   timer_clock::time_point timer_for_ = timer_clock::time_point::max();
-  watch_list registered_;         // every watched fd_watch
-  std::vector<ev_io*> queued_;    // watchers started since the last wait (unwatch removes them)
-  std::vector<ev_io*> dropping_;  // found closed, not yet reported (unwatch removes them)
+  watch_list registered_;             // every watched fd_watch
+  std::vector<queued_io*> queued_;    // started since the last wait (unwatch removes them)
+  std::vector<queued_io*> dropping_;  // found closed, not yet reported (unwatch removes them)
 };
 
 }  // namespace
