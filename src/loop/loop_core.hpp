@@ -214,13 +214,13 @@ class loop_core final : private readiness_listener {
   // tick): a deadline from a time read before the call fires up to a tick early measured from
   // the call; a time read after it can only make the timer late, by at most the time until
   // that reading (the rest of the tick: a timer cannot fire before the next tick anyway), and
-  // never early: nothing fires before call time + d. A timer cancelled before it starts never
-  // reaches the heap.
+  // never early: nothing fires before call time + d.
   struct unstarted_timer {
+    std::int64_t interval;  // the watcher's, copied: starting it does not touch the watcher
     std::uint64_t sequence;
     std::uint32_t slot;
   };
-  static constexpr std::size_t unstarted_limit = std::size_t{1} << 20;  // 16 MiB
+  static constexpr std::size_t unstarted_limit = std::size_t{1} << 20;  // 24 MiB
   std::vector<unstarted_timer> unstarted_;
   std::uint64_t next_sequence_ = 1;
   std::size_t stale_nodes_ = 0;
