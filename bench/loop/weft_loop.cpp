@@ -17,11 +17,11 @@
 // fd_pingpong: a unix socketpair (SOCK_STREAM, both ends non-blocking). Each end has a persistent
 //   readable callback that reads the byte and registers a writable callback on its own end; the
 //   writable callback writes one byte and removes itself. A round trip: A writes, B reads and
-//   writes back, A reads. 1,000 warm-up round trips, then N timed (200k, 2,000 with --smoke);
-//   round trips per second. After the last one the loop is stopped (stop()).
+//   writes back, A reads. Round trips per second over the suite's measuring window (0.25 s of
+//   warm-up, then 2 s; 0.01 s and 0.05 s with --smoke), as the peers; then the loop is stopped.
 // many_fds: fd_pingpong while 10,000 other fds (5,000 socketpairs, both ends; 50 pairs with
-//   --smoke, as the peers) are registered readable and stay idle. Same counts; round trips per
-//   second.
+//   --smoke, as the peers) are registered readable and stay idle. Same window; round trips
+//   per second.
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -114,15 +114,20 @@ void loop_tick(bool smoke) {
   bench::report("loop_tick", "ticks/s", static_cast<double>(count) / seconds);
 }
 
-// The ping-pong of fd_pingpong and many_fds on loop; returns round trips per second.
+// The ping-pong of fd_pingpong and many_fds on loop; returns round trips per second over the
+// suite's measuring window (bench/loop/README.md, peer_meter_* in loop_peer.h): counting
+// starts at the first round trip at least 0.25 s (0.01 s) after the loop started and ends at
+// the first at least 2 s (0.05 s) after that, the clock read at every round trip.
 double pingpong(event_loop& loop, bool smoke) {
-  const std::uint64_t warmup = 1000;
-  const std::uint64_t timed = smoke ? 2000 : 200'000;
+  const auto warmup = std::chrono::duration<double>(smoke ? 0.01 : 0.25);
+  const auto window = std::chrono::duration<double>(smoke ? 0.05 : 2.0);
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends) != 0) {
     fail("socketpair");
   }
-  std::uint64_t trips = 0;
+  std::uint64_t counted = 0;
+  bool counting = false;
+  bench::clock::time_point warmup_end{};
   bench::clock::time_point start{};
   bench::clock::time_point end{};
   auto writable = [&loop](int fd) {
@@ -147,31 +152,35 @@ double pingpong(event_loop& loop, bool smoke) {
         fail("read");
       }
       if (counts) {  // end A counts a round trip per byte it reads
-        ++trips;
-        if (trips == warmup) {
-          start = bench::clock::now();
-        }
-        if (trips == warmup + timed) {
-          end = bench::clock::now();
-          loop.off_readable(ends[0]);
-          loop.off_readable(ends[1]);
-          loop.stop();  // many_fds' idle watchers are still registered
-          return;
+        auto now = bench::clock::now();
+        if (counting) {
+          ++counted;
+          if (now - start >= window) {
+            end = now;
+            loop.off_readable(ends[0]);
+            loop.off_readable(ends[1]);
+            loop.stop();  // many_fds' idle watchers are still registered
+            return;
+          }
+        } else if (now >= warmup_end) {
+          counting = true;
+          start = now;
         }
       }
       loop.on_writable(fd, writable(fd));
     });
   }
   loop.on_writable(ends[0], writable(ends[0]));
+  warmup_end = bench::clock::now() + std::chrono::duration_cast<bench::clock::duration>(warmup);
   loop.run();
   double seconds = bench::nanoseconds_between(start, end) / 1e9;
   ::close(ends[0]);
   ::close(ends[1]);
-  if (trips != warmup + timed) {
-    std::fprintf(stderr, "pingpong: %llu round trips\n", static_cast<unsigned long long>(trips));
+  if (counted == 0 || seconds <= 0) {
+    std::fprintf(stderr, "pingpong: the measuring window never closed\n");
     std::exit(1);
   }
-  return static_cast<double>(timed) / seconds;
+  return static_cast<double>(counted) / seconds;
 }
 
 void fd_pingpong(bool smoke) {
