@@ -8,19 +8,20 @@
 //   is a one-shot delay of 1 + i * 10 / N ms whose callback increments a counter, all set before
 //   run(). The value is ms from just before the first timer is set until run() returned (the
 //   last one fired). All N must fire.
-// timer_churn: N one-shot timers (1M, 100k with --smoke) set with delays of
-//   1000 + (draw % 59001) ms, draws from bench::splitmix64(bench::sleep_seed) in order (1 to
-//   60 s), then every one cancelled, in the order they were set, before any could fire. The
-//   value is ms for the sets and cancels; run() then returns at once (not timed).
+// timer_churn: N one-shot timers (1M, 10k with --smoke), timer i set with a delay of
+//   60000 + i * 10 / N ms (none can fire), then every one cancelled in the order they were
+//   set, then run() (it returns at once). The value is ms from just before the first is set
+//   until run() returned, as the peers (bench/peers/loop/loop_peer.h).
 // loop_tick: one deferred callback that defers itself again, N times (10M, 100k with --smoke):
 //   one callback per tick and nothing else to do. The value is ticks per second over run().
 // fd_pingpong: a unix socketpair (SOCK_STREAM, both ends non-blocking). Each end has a persistent
 //   readable callback that reads the byte and registers a writable callback on its own end; the
 //   writable callback writes one byte and removes itself. A round trip: A writes, B reads and
-//   writes back, A reads. 1,000 warm-up round trips, then N timed (200k, 2,000 with --smoke);
-//   round trips per second. After the last one the loop is stopped (stop()).
-// many_fds: fd_pingpong while 10,000 other fds (5,000 socketpairs, both ends) are registered
-//   readable and stay idle. Same counts; round trips per second.
+//   writes back, A reads. Round trips per second over the suite's measuring window (0.25 s of
+//   warm-up, then 2 s; 0.01 s and 0.05 s with --smoke), as the peers; then the loop is stopped.
+// many_fds: fd_pingpong while 10,000 other fds (5,000 socketpairs, both ends; 50 pairs with
+//   --smoke, as the peers) are registered readable and stay idle. Same window; round trips
+//   per second.
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -64,19 +65,14 @@ void timers_10m(bool smoke) {
 }
 
 void timer_churn(bool smoke) {
-  const std::uint64_t count = smoke ? 100'000 : 1'000'000;
-  bench::splitmix64 random(bench::sleep_seed);
-  std::vector<std::int64_t> delays_ms(count);
-  for (auto& delay : delays_ms) {
-    delay = 1000 + static_cast<std::int64_t>(random.next() % 59'001);
-  }
+  const std::uint64_t count = smoke ? 10'000 : 1'000'000;
   std::vector<weft::loop::watcher_id> ids(count);
   bool fired = false;
   event_loop loop;
   auto start = bench::clock::now();
   for (std::uint64_t index = 0; index < count; ++index) {
-    ids[index] =
-        loop.delay(std::chrono::milliseconds(delays_ms[index]), [&fired] { fired = true; });
+    auto after = std::chrono::milliseconds(60'000 + index * 10 / count);
+    ids[index] = loop.delay(after, [&fired] { fired = true; });
   }
   for (weft::loop::watcher_id id : ids) {
     if (!loop.off_delay(id)) {
@@ -84,8 +80,8 @@ void timer_churn(bool smoke) {
       std::exit(1);
     }
   }
-  double elapsed = bench::milliseconds_between(start, bench::clock::now());
   loop.run();
+  double elapsed = bench::milliseconds_between(start, bench::clock::now());
   if (fired || loop.timer_count() != 0) {
     std::fprintf(stderr, "timer_churn: a cancelled timer fired or was left behind\n");
     std::exit(1);
@@ -118,15 +114,20 @@ void loop_tick(bool smoke) {
   bench::report("loop_tick", "ticks/s", static_cast<double>(count) / seconds);
 }
 
-// The ping-pong of fd_pingpong and many_fds on loop; returns round trips per second.
+// The ping-pong of fd_pingpong and many_fds on loop; returns round trips per second over the
+// suite's measuring window (bench/loop/README.md, peer_meter_* in loop_peer.h): counting
+// starts at the first round trip at least 0.25 s (0.01 s) after the loop started and ends at
+// the first at least 2 s (0.05 s) after that, the clock read at every round trip.
 double pingpong(event_loop& loop, bool smoke) {
-  const std::uint64_t warmup = 1000;
-  const std::uint64_t timed = smoke ? 2000 : 200'000;
+  const auto warmup = std::chrono::duration<double>(smoke ? 0.01 : 0.25);
+  const auto window = std::chrono::duration<double>(smoke ? 0.05 : 2.0);
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends) != 0) {
     fail("socketpair");
   }
-  std::uint64_t trips = 0;
+  std::uint64_t counted = 0;
+  bool counting = false;
+  bench::clock::time_point warmup_end{};
   bench::clock::time_point start{};
   bench::clock::time_point end{};
   auto writable = [&loop](int fd) {
@@ -151,31 +152,35 @@ double pingpong(event_loop& loop, bool smoke) {
         fail("read");
       }
       if (counts) {  // end A counts a round trip per byte it reads
-        ++trips;
-        if (trips == warmup) {
-          start = bench::clock::now();
-        }
-        if (trips == warmup + timed) {
-          end = bench::clock::now();
-          loop.off_readable(ends[0]);
-          loop.off_readable(ends[1]);
-          loop.stop();  // many_fds' idle watchers are still registered
-          return;
+        auto now = bench::clock::now();
+        if (counting) {
+          ++counted;
+          if (now - start >= window) {
+            end = now;
+            loop.off_readable(ends[0]);
+            loop.off_readable(ends[1]);
+            loop.stop();  // many_fds' idle watchers are still registered
+            return;
+          }
+        } else if (now >= warmup_end) {
+          counting = true;
+          start = now;
         }
       }
       loop.on_writable(fd, writable(fd));
     });
   }
   loop.on_writable(ends[0], writable(ends[0]));
+  warmup_end = bench::clock::now() + std::chrono::duration_cast<bench::clock::duration>(warmup);
   loop.run();
   double seconds = bench::nanoseconds_between(start, end) / 1e9;
   ::close(ends[0]);
   ::close(ends[1]);
-  if (trips != warmup + timed) {
-    std::fprintf(stderr, "pingpong: %llu round trips\n", static_cast<unsigned long long>(trips));
+  if (counted == 0 || seconds <= 0) {
+    std::fprintf(stderr, "pingpong: the measuring window never closed\n");
     std::exit(1);
   }
-  return static_cast<double>(timed) / seconds;
+  return static_cast<double>(counted) / seconds;
 }
 
 void fd_pingpong(bool smoke) {
@@ -184,7 +189,7 @@ void fd_pingpong(bool smoke) {
 }
 
 void many_fds(bool smoke) {
-  const int pairs = 5000;
+  const int pairs = smoke ? 50 : 5000;  // as the peers (bench/peers/loop/loop_peer.h)
   // 10,000 idle fds, the active pair, the loop's own and stdio: more than the usual soft limit.
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {

@@ -99,14 +99,7 @@ void loop_core::stop() {
 
 void loop_core::run_embedded() {
   session s(session_kind::embedded);
-  begin_session(s);
-  std::exception_ptr failure;
-  try {
-    dispatch(s);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  end_session(s);
+  std::exception_ptr failure = run_session(s);
   stop_requested_ = false;
   if (failure) {
     std::rethrow_exception(failure);
@@ -140,16 +133,8 @@ void loop_core::run_standalone() {
 // The dispatcher of a standalone run: a background coroutine, so that the run ends once the
 // keeper (referenced watchers) and every coroutine the callbacks started have ended.
 void loop_core::dispatcher_main(session& s) {
-  begin_session(s);
-  std::exception_ptr failure;
-  try {
-    dispatch(s);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  bool cancelled = failure && weft::detail::is_cancellation(failure);
-  end_session(s);
-  if (cancelled) {
+  std::exception_ptr failure = run_session(s);
+  if (failure && weft::detail::is_cancellation(failure)) {
     return;  // the run is ending (nothing keeps it) or was shut down: nothing to add
   }
   // stop() or a callback error without a handler: end the whole run now.
@@ -180,6 +165,22 @@ void loop_core::spawn_keeper() {
 }
 
 // --- sessions --------------------------------------------------------------------------------
+
+// One dispatch session, begun and always ended, returning what it threw. Not an RAII guard:
+// end_session may suspend (it waits for the signal helpers it cancelled), and a destructor
+// running during unwinding would then switch coroutines with an exception in flight, which the
+// file comment rules out. The caller rethrows once the session is over.
+std::exception_ptr loop_core::run_session(session& s) {
+  std::exception_ptr failure;
+  try {
+    begin_session(s);
+    dispatch(s);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  end_session(s);
+  return failure;
+}
 
 void loop_core::begin_session(session& s) {
   s.nudge = std::make_unique<weft::trigger>();
@@ -215,14 +216,7 @@ void loop_core::end_session(session& s) {
 void loop_core::dispatch_until(suspension_state& state) {
   session s(session_kind::suspension);
   s.until = &state;
-  begin_session(s);
-  std::exception_ptr failure;
-  try {
-    dispatch(s);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  end_session(s);
+  std::exception_ptr failure = run_session(s);
   if (failure) {
     std::rethrow_exception(failure);
   }
@@ -250,10 +244,25 @@ void loop_core::dispatch(session& s) {
     if (s.kind == session_kind::standalone && referenced_ == 0 && keeper_alive_) {
       keeper_gate_.signal();  // nothing referenced: the keeper may end (it re-checks)
     }
-    std::int64_t now = timers_.empty() ? 0 : clock_now();
+    std::int64_t now = 0;
+    if (!timers_.empty() || !unstarted_.empty()) {
+      now = clock_now();
+      if (!unstarted_.empty()) {
+        start_timers(now);
+      }
+    }
     if (has_work(now)) {
+      fd_callbacks_ran_ = false;
       run_tick(now);
       fds_.settle();
+      if (fd_callbacks_ran_ && !fds_.probes_pending()) {
+        // Look again at once: a callback's write often readies another watched fd (the two
+        // ends of a pipe, a proxy), and a fd still ready runs again in the next tick, as
+        // level-triggered readiness does. When the poll finds nothing the dispatcher idles
+        // below. (With probes pending the next tick makes a system call anyway, and polls
+        // after it.)
+        weft::detail::current_core()->poll_reactor_now();
+      }
       compact_if_worth_it();
       weft::yield();  // other coroutines, and the reactor when its poll is due
       continue;
@@ -263,7 +272,7 @@ void loop_core::dispatch(session& s) {
 }
 
 bool loop_core::has_work(std::int64_t now) {
-  if (!defers_.empty() || !pending_errors_.empty() || fds_.poll_needed() || !fds_.dead().empty() ||
+  if (!defers_.empty() || !pending_errors_.empty() || fds_.any_ready() || !fds_.dead().empty() ||
       signals_.any_pending()) {
     return true;
   }
@@ -283,6 +292,7 @@ void loop_core::drop_stale_top() noexcept {
 }
 
 void loop_core::idle(session& s) {
+  fds_.settle();  // registrations made outside a tick (by other coroutines)
   compact_if_worth_it();
   arm_driver_timer();
   weft::detail::wait_source* sources[2] = {&s.wakeup, nullptr};

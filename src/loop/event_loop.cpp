@@ -175,6 +175,27 @@ void loop_core::arm_timer(std::uint32_t slot, watcher& w, std::int64_t deadline)
   w.armed_sequence = sequence;
 }
 
+void loop_core::arm_after_call(std::uint32_t slot, watcher& w) {
+  std::uint64_t sequence = next_sequence_++;
+  unstarted_.push_back(unstarted_timer{w.interval, sequence, slot});
+  w.armed_sequence = sequence;
+  if (unstarted_.size() >= unstarted_limit) {
+    start_timers(clock_now());  // bounds the list; a clock read per unstarted_limit timers
+  }
+}
+
+void loop_core::start_timers(std::int64_t now) {
+  // now was read after every call that armed these: see unstarted_ in loop_core.hpp. When
+  // everything is cancelled (timer_churn), nothing is looked at; otherwise the nodes go to the
+  // heap without a look at their watchers (a cancelled one is a stale node like any other):
+  // with ten million timers that look is a second pass over 640 MB of slots.
+  compact_if_worth_it();
+  for (const unstarted_timer& timer : unstarted_) {
+    timers_.push(timer_node{deadline_after(now, timer.interval), timer.sequence, timer.slot});
+  }
+  unstarted_.clear();
+}
+
 void loop_core::add_reference() {
   if (referenced_++ == 0) {
     if (session_ != nullptr && session_->kind == session_kind::standalone && !keeper_alive_ &&
@@ -194,9 +215,10 @@ void loop_core::compact_if_worth_it() {
   if (stale_nodes_ < 4096) {
     return;
   }
-  std::size_t live = timers_.size() - stale_nodes_;
+  std::size_t live = timers_.size() + unstarted_.size() - stale_nodes_;
   if (live == 0) {
     timers_.clear();  // everything was cancelled: nothing to look at
+    unstarted_.clear();
     stale_nodes_ = 0;
     return;
   }
@@ -206,11 +228,18 @@ void loop_core::compact_if_worth_it() {
   // cancels (a callback dropping its timeouts) then often leaves nothing live, which costs no
   // look at all.
   if (stale_nodes_ > 3 * live) {
-    timers_.retain([this](const timer_node& node) {
-      return watchers_.at(node.slot).armed_sequence == node.sequence;
-    });
-    stale_nodes_ = 0;
+    drop_stale_nodes();
   }
+}
+
+void loop_core::drop_stale_nodes() {
+  auto live = [this](std::uint64_t sequence, std::uint32_t slot) {
+    return watchers_.at(slot).armed_sequence == sequence;
+  };
+  timers_.retain([&](const timer_node& node) { return live(node.sequence, node.slot); });
+  std::erase_if(unstarted_,
+                [&](const unstarted_timer& timer) { return !live(timer.sequence, timer.slot); });
+  stale_nodes_ = 0;
 }
 
 void loop_core::source_failed(std::exception_ptr error) noexcept {
@@ -229,12 +258,11 @@ watcher_id loop_core::add_timer(std::int64_t nanoseconds, bool repeating, callba
   const char* operation = repeating ? "repeat" : "delay";
   check_thread(operation);
   check_callback(fn, operation);
-  std::int64_t deadline = deadline_after(clock_now(), nanoseconds);
   std::uint32_t slot =
       new_watcher(repeating ? watcher_kind::repeat : watcher_kind::delay, std::move(fn), -1);
   watcher& w = watchers_.at(slot);
   w.interval = nanoseconds;
-  arm_timer(slot, w, deadline);
+  arm_after_call(slot, w);
   ++timer_count_;
   ++referenced_timers_;
   add_reference();
@@ -256,20 +284,23 @@ std::size_t loop_core::delete_all_timers() {
   check_thread("delete_all_timers");
   std::vector<std::uint32_t> doomed;
   doomed.reserve(timer_count_);
-  for (const timer_node& node : timers_.nodes()) {
-    const watcher& w = watchers_.at(node.slot);
-    if (w.armed_sequence == node.sequence &&
+  auto collect = [&](std::uint64_t sequence, std::uint32_t slot) {
+    const watcher& w = watchers_.at(slot);
+    if (w.armed_sequence == sequence &&
         (w.kind == watcher_kind::delay || w.kind == watcher_kind::repeat)) {
-      doomed.push_back(node.slot);
+      doomed.push_back(slot);
     }
+  };
+  for (const timer_node& node : timers_.nodes()) {
+    collect(node.sequence, node.slot);
+  }
+  for (const unstarted_timer& timer : unstarted_) {
+    collect(timer.sequence, timer.slot);
   }
   for (std::uint32_t slot : doomed) {
     release(slot);
   }
-  timers_.retain([this](const timer_node& node) {
-    return watchers_.at(node.slot).armed_sequence == node.sequence;
-  });
-  stale_nodes_ = 0;
+  drop_stale_nodes();
   return doomed.size();
 }
 
@@ -280,7 +311,8 @@ void loop_core::ensure_fd_check() {
   fd_check_slot_ = new_watcher(watcher_kind::fd_check, callback(), -1);
   watcher& w = watchers_.at(fd_check_slot_);
   w.referenced = false;  // the loop's own chore: keeps nothing alive
-  arm_timer(fd_check_slot_, w, deadline_after(clock_now(), closed_fd_check_interval));
+  w.interval = closed_fd_check_interval;
+  arm_after_call(fd_check_slot_, w);
 }
 
 watcher_id loop_core::add_fd(int fd, fd_direction direction, callback&& fn, const char* operation) {
@@ -292,7 +324,7 @@ watcher_id loop_core::add_fd(int fd, fd_direction direction, callback&& fn, cons
       std::move(fn), fd);
   watcher_id id = watchers_.id_of(slot);
   try {
-    fds_.watch(fd, direction, id, operation);
+    fds_.watch(fd, direction, id, operation, tick_);
   } catch (...) {
     watcher& w = watchers_.at(slot);
     w.referenced = false;
@@ -379,6 +411,12 @@ bool loop_core::set_referenced(watcher_id id, bool referenced) {
   w->referenced = referenced;
   if (w->kind == watcher_kind::delay || w->kind == watcher_kind::repeat) {
     referenced ? ++referenced_timers_ : --referenced_timers_;
+  } else if (w->kind == watcher_kind::readable || w->kind == watcher_kind::writable) {
+    // Only a referenced fd watcher keeps the driver alive (and so holds off a deadlock report).
+    fds_.set_referenced(
+        w->target,
+        w->kind == watcher_kind::readable ? fd_direction::readable : fd_direction::writable,
+        referenced);
   }
   if (referenced) {
     add_reference();

@@ -1,8 +1,7 @@
 #include "loop/fd_source.hpp"
 
-#include <sys/epoll.h>
+#include <poll.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,359 +11,388 @@
 #include <utility>
 
 #include "weft/error.hpp"
-#include "weft/reactor/fd.hpp"
 
 namespace weft::loop::detail {
 namespace {
 
-// One epoll_wait returns at most this many fds; a full batch asks for another poll at once.
-constexpr int poll_batch = 256;
-
-constexpr std::uint32_t readable_events = EPOLLIN | EPOLLRDHUP;
-constexpr std::uint32_t writable_events = EPOLLOUT;
+using weft::detail::fd_subscription;
 
 std::string call_name(const char* operation) {
   return std::string("weft::loop::event_loop::") + operation;
 }
 
-[[noreturn]] void throw_errno(const char* operation, int fd, int code, const char* what) {
-  throw weft::io_error(-code, call_name(operation), "fd " + std::to_string(fd),
-                       std::string(what) + ": " + std::strerror(code));
+bool watching(const watcher_id (&ids)[2]) noexcept {
+  return ids[0] != watcher_id::none || ids[1] != watcher_id::none;
 }
 
 }  // namespace
 
-fd_source::~fd_source() {
-  // No session is active (the loop refuses to be destroyed during one), so no helper waits on
-  // any of these.
-  for (int retired : retired_epolls_) {
-    ::close(retired);
-  }
-  if (epoll_fd_ >= 0) {
-    ::close(epoll_fd_);
-  }
+int fd_source::wanted(const watched_fd& e) noexcept {
+  return (e.ids[0] != watcher_id::none ? fd_subscription::readable : 0) |
+         (e.ids[1] != watcher_id::none ? fd_subscription::writable : 0);
 }
 
-std::uint32_t fd_source::wanted(const entry& e) noexcept {
-  return (e.ids[0] != watcher_id::none ? readable_events : 0) |
-         (e.ids[1] != watcher_id::none ? writable_events : 0);
+int fd_source::fate(const watched_fd& e) noexcept {
+  struct stat status {};
+  if (::fstat(e.fd, &status) != 0) {
+    return errno;
+  }
+  return status.st_dev != e.device || status.st_ino != e.inode ? ESTALE : 0;
 }
 
-void fd_source::ensure_epoll(const char* operation) {
-  if (epoll_fd_ >= 0) {
-    return;
-  }
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) {
-    int code = errno;
-    throw weft::io_error(
-        -code, call_name(operation), "",
-        std::string("cannot create the loop's epoll instance: ") + std::strerror(code));
-  }
-  events_.resize(poll_batch);
-}
-
-void fd_source::watch(int fd, fd_direction direction, watcher_id id, const char* operation) {
+void fd_source::watch(int fd, fd_direction direction, watcher_id id, const char* operation,
+                      std::uint64_t tick) {
   if (fd < 0) {
     throw std::invalid_argument(call_name(operation) + " needs an open fd, got " +
                                 std::to_string(fd));
   }
-  ensure_epoll(operation);
   auto index = static_cast<std::size_t>(fd);
   if (index >= entries_.size()) {
     entries_.resize(std::max(index + 1, entries_.size() * 2));
   }
-  entry& e = entries_[index];
-  if (e.registered == 0) {
-    // A new fd: check it now, so that a bad one fails the call that brought it.
-    struct stat status {};
-    if (::fstat(fd, &status) != 0) {
-      int code = errno;
-      if (code == EBADF) {
-        throw std::invalid_argument(call_name(operation) + ": fd " + std::to_string(fd) +
-                                    " is not open");
-      }
-      throw_errno(operation, fd, code, "cannot inspect it");
-    }
-    if (S_ISREG(status.st_mode) || S_ISDIR(status.st_mode)) {
-      throw std::invalid_argument(
-          call_name(operation) + ": fd " + std::to_string(fd) + " is a " +
-          (S_ISDIR(status.st_mode) ? "directory" : "regular file") +
-          ", which is always ready; read or write it directly (watch sockets, pipes, FIFOs, "
-          "ttys, eventfds and the like)");
-    }
-    entry fresh;
-    fresh.ids[static_cast<int>(direction)] = id;
-    epoll_event event{};
-    event.events = wanted(fresh);
-    event.data.fd = fd;
-    int result = ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    if (result != 0 && errno == EEXIST) {
-      // Still in the set from before: a registration the kernel kept because the file was
-      // duplicated when its number was closed. Take it over.
-      result = ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event);
-    }
-    if (result != 0) {
-      int code = errno;
-      if (code == EPERM) {
-        throw std::invalid_argument(call_name(operation) + ": fd " + std::to_string(fd) +
-                                    " does not support readiness notification (epoll refuses "
-                                    "it); read or write it directly");
-      }
-      throw_errno(operation, fd, code, "cannot watch it");
-    }
-    fresh.registered = event.events;
-    fresh.device = status.st_dev;
-    fresh.inode = status.st_ino;
-    e = fresh;
-    ++watched_;
-  } else {
-    e.ids[static_cast<int>(direction)] = id;
-    if (wanted(e) != e.registered && !e.dirty) {
-      e.dirty = true;
-      dirty_.push_back(fd);
-    }
+  std::unique_ptr<watched_fd>& slot = entries_[index];
+  if (slot == nullptr) {
+    auto created = std::make_unique<watched_fd>();
+    created->owner = this;
+    created->fd = fd;
+    created->ready = &fd_source::on_ready;
+    // Every entry may be queued and dirty once at a time: room for all of them now, so that
+    // neither ready() (inside the driver's poll) nor a noexcept unwatch ever allocates.
+    std::size_t entries = ++entry_count_;
+    dirty_.reserve(entries);
+    reported_.reserve(entries);
+    taking_.reserve(entries);
+    probes_.reserve(entries);
+    probing_.reserve(entries);
+    slot = std::move(created);
   }
-  // It may be ready already: look at the next tick rather than wait for the helper's wake.
-  poll_needed_ = true;
-  if (listener_ != nullptr && !helper_.valid()) {
-    spawn_helper();
+  watched_fd& e = *slot;
+  const int side = static_cast<int>(direction);
+  const int bit = side == 0 ? fd_subscription::readable : fd_subscription::writable;
+  auto start_probe = [&] {
+    e.probing |= bit;
+    e.probe_tick = tick;
+    if (!e.probe_queued) {
+      e.probe_queued = true;
+      probes_.push_back(fd);  // reserved: see above
+    }
+  };
+  if (watching(e.ids)) {
+    bool had = e.ids[side] != watcher_id::none;
+    e.ids[side] = id;
+    e.referenced[side] = true;
+    if (core_ != nullptr) {
+      if (had) {
+        mark_dirty(e);  // a replacement: only the reference may change
+      } else {
+        start_probe();
+      }
+    }
+    return;
+  }
+  // A new fd: check it now, so that a bad one fails the call that brought it.
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) {
+    int code = errno;
+    if (code == EBADF) {
+      throw std::invalid_argument(call_name(operation) + ": fd " + std::to_string(fd) +
+                                  " is not open");
+    }
+    throw weft::io_error(-code, call_name(operation), "fd " + std::to_string(fd),
+                         std::string("cannot inspect it: ") + std::strerror(code));
+  }
+  if (S_ISREG(status.st_mode) || S_ISDIR(status.st_mode)) {
+    throw std::invalid_argument(
+        call_name(operation) + ": fd " + std::to_string(fd) + " is a " +
+        (S_ISDIR(status.st_mode) ? "directory" : "regular file") +
+        ", which is always ready; read or write it directly (watch sockets, pipes, FIFOs, "
+        "ttys, eventfds and the like)");
+  }
+  e.device = status.st_dev;
+  e.inode = status.st_ino;
+  e.ids[side] = id;
+  e.referenced[side] = true;
+  e.reported = 0;
+  e.stopped = false;
+  ++watched_;
+  if (core_ == nullptr) {
+    return;  // subscribed when the loop is next dispatched
+  }
+  int started = 0;
+  try {
+    // Registered with the driver now, so that a fd it refuses fails this call, but polling for
+    // nothing until its probe (see the file comment).
+    e.events = 0;
+    e.fd_subscription::referenced = true;
+    started = weft::detail::subscribe_fd(*core_, e);
+  } catch (...) {
+    e.ids[side] = watcher_id::none;
+    e.referenced[side] = false;
+    --watched_;
+    throw;
+  }
+  if (started >= 0) {
+    start_probe();
+    return;
+  }
+  {
+    e.ids[side] = watcher_id::none;
+    e.referenced[side] = false;
+    --watched_;
+    std::string what = call_name(operation) + ": fd " + std::to_string(fd);
+    if (started == -EBADF) {
+      throw std::invalid_argument(what + " is not open");
+    }
+    if (started == -EPERM) {
+      throw std::invalid_argument(what + " does not support readiness notification (the " +
+                                  core_->driver().name() +
+                                  " driver refuses it); read or write it directly");
+    }
+    throw weft::io_error(started, call_name(operation), "fd " + std::to_string(fd),
+                         std::string("the ") + core_->driver().name() +
+                             " driver cannot watch it: " + std::strerror(-started));
   }
 }
 
 void fd_source::unwatch(int fd, fd_direction direction) noexcept {
-  if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) {
+  if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size() ||
+      entries_[static_cast<std::size_t>(fd)] == nullptr) {
     return;
   }
-  entry& e = entries_[static_cast<std::size_t>(fd)];
-  if (e.registered == 0) {
+  watched_fd& e = *entries_[static_cast<std::size_t>(fd)];
+  const int side = static_cast<int>(direction);
+  if (e.ids[side] == watcher_id::none) {
     return;
   }
-  e.ids[static_cast<int>(direction)] = watcher_id::none;
-  if (wanted(e) == 0) {
-    // Out of the set now, so that the caller may close the fd right away. It fails harmlessly
-    // when the fd was closed already (EBADF) or its number reused (ENOENT).
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    e = entry{};  // a queued dirty mark is skipped by poll()
-    --watched_;
+  e.ids[side] = watcher_id::none;
+  e.referenced[side] = false;
+  e.probing &= ~(side == 0 ? fd_subscription::readable : fd_subscription::writable);
+  if (watching(e.ids)) {
+    if (core_ != nullptr) {
+      mark_dirty(e);  // polled for the other direction only from the next settle()
+    }
     return;
   }
-  if (wanted(e) != e.registered && !e.dirty) {
-    e.dirty = true;
-    dirty_.push_back(fd);
+  forget(e);
+  --watched_;
+}
+
+void fd_source::set_referenced(int fd, fd_direction direction, bool referenced) noexcept {
+  if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size() ||
+      entries_[static_cast<std::size_t>(fd)] == nullptr) {
+    return;
+  }
+  watched_fd& e = *entries_[static_cast<std::size_t>(fd)];
+  e.referenced[static_cast<int>(direction)] = referenced;
+  if (core_ != nullptr && watching(e.ids)) {
+    mark_dirty(e);
   }
 }
 
-void fd_source::mark_dead(int fd, entry& e, int code) {
+void fd_source::mark_dirty(watched_fd& e) {
+  if (!e.dirty) {
+    e.dirty = true;
+    dirty_.push_back(e.fd);  // reserved: see watch()
+  }
+}
+
+void fd_source::forget(watched_fd& e) noexcept {
+  // Out of the driver now, so that the caller may close the fd right away.
+  if (core_ != nullptr && e.entry != nullptr) {
+    weft::detail::unsubscribe_fd(*core_, e);
+  }
+  e.reported = 0;
+  e.stopped = false;
+  e.probing = 0;  // a queued probe entry is skipped
+}
+
+void fd_source::apply(watched_fd& e) {
+  e.events = wanted(e) & ~e.probing;
+  e.fd_subscription::referenced = (e.ids[0] != watcher_id::none && e.referenced[0]) ||
+                                  (e.ids[1] != watcher_id::none && e.referenced[1]);
+  int status = weft::detail::subscribe_fd(*core_, e);
+  if (status < 0) {
+    // EBADF: closed under its watchers (libevent's epoll_ctl, the uv driver's check); a refusal
+    // of a file that is still the one first watched is reported with the driver's own code.
+    int code = fate(e);
+    mark_dead(e, code != 0 ? code : -status);
+  }
+}
+
+void fd_source::mark_dead(watched_fd& e, int code) {
   dead_fd found;
-  found.fd = fd;
+  found.fd = e.fd;
   found.code = code;
   found.watchers[0] = e.ids[0];
   found.watchers[1] = e.ids[1];
   dead_.push_back(found);
 }
 
-const std::vector<ready_fd>& fd_source::poll() {
+void fd_source::on_ready(fd_subscription& subscription, int events) {
+  auto& e = static_cast<watched_fd&>(subscription);
+  fd_source& self = *e.owner;
+  e.reported |= events & (fd_subscription::readable | fd_subscription::writable);
+  if ((events & fd_subscription::stopped) != 0) {
+    e.stopped = true;
+  }
+  if (!e.queued) {
+    e.queued = true;
+    self.reported_.push_back(e.fd);  // reserved: see watch()
+  }
+  if (self.listener_ != nullptr) {
+    self.listener_->readiness_arrived();
+  }
+}
+
+const std::vector<ready_fd>& fd_source::take_ready(std::uint64_t tick) {
   ready_.clear();
-  poll_needed_ = false;
-  if (epoll_fd_ < 0) {
-    return ready_;
-  }
-  for (int fd : dirty_) {
-    entry& e = entries_[static_cast<std::size_t>(fd)];
-    if (!e.dirty) {
-      continue;  // unwatched meanwhile
+  taking_.clear();
+  taking_.swap(reported_);  // what the driver reports from now on goes to the next tick
+  for (int fd : taking_) {
+    watched_fd& e = *entries_[static_cast<std::size_t>(fd)];
+    e.queued = false;
+    int directions = e.reported;
+    e.reported = 0;
+    if (!watching(e.ids) || directions == 0) {
+      continue;  // unwatched since it was reported
     }
-    e.dirty = false;
-    std::uint32_t events = wanted(e);
-    if (events == e.registered) {
-      continue;  // changed and changed back: no syscall
-    }
-    epoll_event event{};
-    event.events = events;
-    event.data.fd = fd;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event) != 0) {
-      // EBADF: closed under its watchers; ENOENT: closed and the number reused by a file that
-      // is not in the set.
-      mark_dead(fd, e, errno);
-      continue;
-    }
-    e.registered = events;
-  }
-  dirty_.clear();
-  int count = ::epoll_wait(epoll_fd_, events_.data(), poll_batch, 0);
-  if (count < 0) {
-    poll_needed_ = true;  // EINTR: try again next tick
-    return ready_;
-  }
-  if (count == poll_batch) {
-    poll_needed_ = true;
-  }
-  bool stuck = false;
-  for (int index = 0; index < count; ++index) {
-    const epoll_event& event = events_[static_cast<std::size_t>(index)];
-    int fd = event.data.fd;
-    if (static_cast<std::size_t>(fd) >= entries_.size() ||
-        entries_[static_cast<std::size_t>(fd)].registered == 0) {
-      // A registration the kernel kept for a duplicated file whose number we let go of. When
-      // the number no longer names that file, nothing can delete it (see the file comment).
-      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
-        stuck = true;
+    if (e.stopped) {
+      // The driver stopped polling it after an error condition: a closed fd (POLLNVAL, a change
+      // refused), or a live one in error (POLLERR), which is polled again from the next settle.
+      e.stopped = false;
+      int code = fate(e);
+      if (code != 0) {
+        mark_dead(e, code);
+        continue;
       }
-      continue;
+      mark_dirty(e);
     }
-    std::uint32_t flags = event.events;
-    ready_.push_back(ready_fd{fd, (flags & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0,
-                              (flags & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0});
+    ready_.push_back(ready_fd{fd, (directions & fd_subscription::readable) != 0,
+                              (directions & fd_subscription::writable) != 0});
   }
-  if (stuck) {
-    rebuild();
+  if (!probes_.empty()) {
+    probe(tick);
   }
   return ready_;
 }
 
-void fd_source::rebuild() {
-  int fresh = ::epoll_create1(EPOLL_CLOEXEC);
-  if (fresh < 0) {
-    return;  // out of descriptors: keep the old set (stale events wake the loop, harmlessly)
-  }
-  for (std::size_t index = 0; index < entries_.size(); ++index) {
-    entry& e = entries_[index];
-    if (e.registered == 0) {
+void fd_source::probe(std::uint64_t tick) {
+  probing_.clear();
+  probing_.swap(probes_);
+  probe_set_.clear();
+  for (int fd : probing_) {
+    watched_fd& e = *entries_[static_cast<std::size_t>(fd)];
+    if (e.probing == 0) {
+      e.probe_queued = false;  // unwatched since
       continue;
     }
-    int fd = static_cast<int>(index);
-    epoll_event event{};
-    event.events = wanted(e);
-    event.data.fd = fd;
-    e.dirty = false;
-    e.registered = event.events;
-    if (::epoll_ctl(fresh, EPOLL_CTL_ADD, fd, &event) != 0) {
-      mark_dead(fd, e, errno);  // closed under its watchers: reported, then unwatched
+    if (e.probe_tick >= tick) {
+      probes_.push_back(fd);  // registered during this tick: probed in the next
+      continue;
+    }
+    e.probe_queued = false;
+    pollfd asked{};
+    asked.fd = fd;
+    asked.events = static_cast<short>(((e.probing & fd_subscription::readable) != 0 ? POLLIN : 0) |
+                                      ((e.probing & fd_subscription::writable) != 0 ? POLLOUT : 0));
+    probe_set_.push_back(asked);
+  }
+  if (probe_set_.empty()) {
+    return;
+  }
+  int found = ::poll(probe_set_.data(), probe_set_.size(), 0);
+  if (found < 0) {
+    found = 0;  // EINTR, ENOMEM: treated as "not ready", so the driver watches them
+    for (pollfd& asked : probe_set_) {
+      asked.revents = 0;
     }
   }
-  dirty_.clear();
-  retired_epolls_.push_back(epoll_fd_);
-  epoll_fd_ = fresh;
-  poll_needed_ = true;
-  if (helper_.valid()) {
-    retire_helper();  // it waits on the old instance
-    spawn_helper();
-  } else {
-    close_retired_epolls();
-  }
-}
-
-void fd_source::close_retired_epolls() noexcept {
-  // A helper still alive may hold a weft registration of an old instance; closing an fd that a
-  // driver polls is what this class exists to avoid.
-  for (const weft::task<void>& retired : retired_) {
-    if (!retired.done()) {
-      return;
+  for (const pollfd& asked : probe_set_) {
+    watched_fd& e = *entries_[static_cast<std::size_t>(asked.fd)];
+    int probed = e.probing;
+    e.probing = 0;
+    mark_dirty(e);  // what is still watched after this tick goes to the driver
+    if ((asked.revents & POLLNVAL) != 0) {
+      int code = fate(e);
+      mark_dead(e, code != 0 ? code : EBADF);
+      continue;
+    }
+    // An error or hang-up counts as ready both ways, as the driver reports it.
+    bool readable = (asked.revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+                    (probed & fd_subscription::readable) != 0;
+    bool writable = (asked.revents & (POLLOUT | POLLHUP | POLLERR)) != 0 &&
+                    (probed & fd_subscription::writable) != 0;
+    if (readable || writable) {
+      ready_.push_back(ready_fd{asked.fd, readable, writable});
     }
   }
-  for (int retired : retired_epolls_) {
-    ::close(retired);
-  }
-  retired_epolls_.clear();
 }
 
 void fd_source::check_closed() {
-  for (std::size_t index = 0; index < entries_.size(); ++index) {
-    entry& e = entries_[index];
-    if (e.registered == 0) {
+  for (const std::unique_ptr<watched_fd>& slot : entries_) {
+    if (slot == nullptr || !watching(slot->ids)) {
       continue;
     }
-    int fd = static_cast<int>(index);
-    struct stat status {};
-    if (::fstat(fd, &status) != 0) {
-      mark_dead(fd, e, errno);
-    } else if (status.st_dev != e.device || status.st_ino != e.inode) {
-      mark_dead(fd, e, ESTALE);
+    if (int code = fate(*slot); code != 0) {
+      mark_dead(*slot, code);
     }
   }
 }
 
 void fd_source::start(readiness_listener& listener) {
   listener_ = &listener;
-  poll_needed_ = true;  // what became ready while nobody dispatched
-  if (watched_ > 0) {
-    spawn_helper();
+  core_ = weft::detail::current_core();
+  dirty_.clear();
+  for (const std::unique_ptr<watched_fd>& slot : entries_) {
+    if (slot == nullptr) {
+      continue;
+    }
+    slot->dirty = false;
+    if (watching(slot->ids)) {
+      apply(*slot);
+    }
   }
 }
 
 void fd_source::settle() {
-  if (listener_ == nullptr) {
+  if (core_ == nullptr || dirty_.empty()) {
     return;
   }
-  if (watched_ == 0 && helper_.valid()) {
-    // Waiting on an empty epoll set would keep the scheduler's reactor alive for nothing
-    // (and hide a deadlock).
-    retire_helper();
-  } else if (watched_ > 0 && !helper_.valid()) {
-    spawn_helper();
+  for (int fd : dirty_) {
+    watched_fd& e = *entries_[static_cast<std::size_t>(fd)];
+    if (!e.dirty) {
+      continue;
+    }
+    e.dirty = false;
+    if (watching(e.ids)) {
+      apply(e);
+    }
   }
+  dirty_.clear();
 }
 
-void fd_source::stop() {
+void fd_source::stop() noexcept {
+  if (core_ != nullptr) {
+    for (const std::unique_ptr<watched_fd>& slot : entries_) {
+      if (slot == nullptr) {
+        continue;
+      }
+      if (slot->entry != nullptr) {
+        weft::detail::unsubscribe_fd(*core_, *slot);
+      }
+      slot->reported = 0;
+      slot->queued = false;
+      slot->stopped = false;
+      slot->dirty = false;
+      slot->probing = 0;
+      slot->probe_queued = false;
+    }
+  }
+  reported_.clear();
+  dirty_.clear();
+  probes_.clear();
+  core_ = nullptr;
   listener_ = nullptr;
-  retire_helper();
-  // Wait until every helper has ended, so that no weft registration of the epoll fd outlives
-  // the session (the loop may be destroyed, and the fd closed, right after run() returns).
-  for (weft::task<void>& retired : retired_) {
-    while (!retired.done()) {
-      try {
-        retired.await();
-      } catch (...) {
-        // The helper's own cancellation, or this coroutine's (the run is ending): either way,
-        // keep waiting for the helper, which is cancelled and finishes at its next turn.
-      }
-    }
-  }
-  retired_.clear();
-  close_retired_epolls();
-}
-
-void fd_source::spawn_helper() {
-  helper_ = weft::spawn([this, epoll_fd = epoll_fd_] { helper_main(*this, epoll_fd); },
-                        {.name = "weft::loop fd readiness", .background = true});
-}
-
-void fd_source::retire_helper() noexcept {
-  if (!helper_.valid()) {
-    return;
-  }
-  try {
-    std::erase_if(retired_, [](const weft::task<void>& retired) { return retired.done(); });
-    if (retired_.empty()) {
-      close_retired_epolls();
-    }
-    helper_.cancel("the event loop no longer needs fd readiness");
-    retired_.push_back(std::move(helper_));
-  } catch (...) {
-    // cancel() throws only from a foreign thread; the loop checked its thread already.
-  }
-  helper_ = weft::task<void>();
-}
-
-void fd_source::helper_main(fd_source& self, int epoll_fd) {
-  try {
-    // Registered for the helper's life: its waits then cost no syscall of the driver.
-    weft::fd_registration keep(epoll_fd);
-    for (;;) {
-      weft::wait_readable(epoll_fd);
-      self.poll_needed_ = true;
-      if (self.listener_ != nullptr) {
-        self.listener_->readiness_arrived();
-      }
-    }
-  } catch (const weft::cancelled_error&) {
-    throw;
-  } catch (...) {
-    if (self.listener_ != nullptr) {
-      self.listener_->source_failed(std::current_exception());
-    }
-  }
 }
 
 }  // namespace weft::loop::detail

@@ -1,65 +1,66 @@
-// fd readiness for the event loop: the seam between the facade and whatever tells it that an fd
-// is ready. Everything the loop knows of fds goes through this class; switching to native
-// callback watches of the driver (when the driver interface grows them) changes this file and
-// fd_source.cpp only.
+// fd readiness for the event loop: the seam between the facade and the driver that tells it an
+// fd is ready. Everything the loop knows of fds goes through this class.
 //
-// How it works today: the loop owns one epoll instance (made on the first fd watch) holding
-// every watched fd, level-triggered. One helper coroutine, spawned while the loop is dispatched
-// and has fds, waits for that epoll fd with weft::wait_readable, which works on every driver;
-// when it fires, the dispatcher calls poll(), one epoll_wait(0) that returns every ready fd.
-// Why not a weft::wait_readable per watched fd:
-//   - one coroutine and one kernel object for any number of fds (10k idle connections cost 10k
-//     epoll entries, not 10k coroutine stacks), and one switch per batch of events, not per
-//     event;
-//   - a closed fd cannot crash the process: the kernel drops a closed fd from the set by itself
-//     and every epoll_ctl error comes back to us, whereas libuv aborts when it re-arms a uv_poll
-//     whose fd the user closed;
-//   - interest changes are batched: off_writable then on_writable in one tick cost no syscall.
-// After a tick that ran fd callbacks the dispatcher polls once more before it goes idle: a
-// callback's write often makes another watched fd ready at once (the two ends of a pipe or a
-// proxy), and that poll then replaces the scheduler's blocking wait, the helper's wake and two
-// switches.
+// How it works: each watched fd has one native watch on the dispatching scheduler's driver, an
+// fd_subscription (src/reactor/fd_subscription.hpp) that shares the driver's one watch per fd
+// with coroutines waiting on the same fd. Its ready() callback runs inside the driver's poll: it
+// records the directions reported, queues the fd once, and wakes the dispatcher if it idles; the
+// next tick takes the queue (take_ready) and runs the callbacks. So an fd event costs no
+// coroutine switch of its own, and on the poll driver the loop uses poll(2) like everything
+// else. Level-triggered: a reported fd whose callback did not consume the readiness (or that was
+// skipped: registered during the tick) is reported again by the driver's next poll.
 //
-// One case the kernel does not clean up: an fd closed while its file is still open elsewhere (a
-// dup, a forked child) stays in the set under its old number, and no epoll_ctl can remove it
-// once the number is closed. Its events would then wake the loop forever; poll() notices an
-// event for a number it does not watch that cannot be deleted, and rebuild() moves every watched
-// fd to a fresh epoll instance.
+// Subscriptions exist only while the loop is dispatched (a session, see loop_core.hpp): start()
+// subscribes every watched fd on the scheduler that dispatches, stop() unsubscribes them all,
+// since a standalone run()'s scheduler (and its driver) ends with the run. That costs one driver
+// watch per fd per session; between sessions registrations are only recorded. Interest changes
+// are batched and applied by settle() at the end of each tick and before the dispatcher idles:
+// a watcher removed and added again in one tick costs nothing. Removing an fd's last watcher
+// unsubscribes it at once, so the caller may close the fd right after.
 //
-// A closed fd: the kernel removes it from the set without telling anyone, so a watcher of it
-// would hang. It is caught two ways: an interest change whose epoll_ctl fails (EBADF, or ENOENT
-// when the number now names another file), and check_closed(), which the loop runs about once a
-// second while it watches fds (one fstat per watched fd, compared with the device and inode seen
-// at the first watch). Each lands in dead(), and the loop removes the fd's watchers (all of
+// Probes: a direction registered while the loop is dispatched is not given to the driver at
+// once. The next tick asks the kernel directly, one poll(2) with a zero timeout for every such
+// fd together, and runs the callback when the fd is ready; only a watcher that is still
+// registered after that (or whose fd was not ready) is subscribed, at the end of the tick. The
+// common "register for writable, write, remove" costs one poll(2) per message instead of two
+// driver changes (an epoll_ctl each on libev and libevent, two on libuv) and the readiness
+// report of a driver poll; an fd closed under a new watcher is found at once (POLLNVAL).
+//
+// A closed fd: the epoll-based drivers forget a closed fd without telling anyone (the poll
+// driver reports it: POLLNVAL), so a watcher of it would hang. It is caught three ways: a report
+// that the driver stopped polling the fd (POLLNVAL, POLLERR, libev refusing a change), after
+// which the fd is looked at (fstat) before it is polled again; an interest change the driver
+// refuses (libevent's epoll_ctl fails with EBADF); and check_closed(), which the loop runs about
+// once a second while it watches fds (one fstat per watched fd, compared with the device and inode
+// seen at the first watch). Each lands in dead(), and the loop removes the fd's watchers (all of
 // them: a watcher registered on the reused number after the close goes too) and reports it.
 //
-// The helper's wait keeps the scheduler's reactor alive, so while any fd is watched (referenced
-// or not) a deadlock is not reported: the scheduler waits for the fds. A native driver watch
-// could follow the watchers' reference flags instead.
+// References: a subscription is referenced while one of its fd's watchers is, and only then
+// keeps the driver alive: a scheduler whose coroutines all wait while the loop has only
+// unreferenced fd watchers is reported deadlocked, as it should be.
 //
-// Threads: the loop's thread only. The helper is a background coroutine of the dispatching
-// scheduler; stop() cancels it and waits until it has ended, so that no weft fd registration of
-// the epoll fd outlives a dispatch session.
+// Threads: the loop's thread only; start()/stop() on the dispatching coroutine.
 #pragma once
 
-#include <sys/epoll.h>
+#include <poll.h>
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <vector>
 
+#include "reactor/fd_subscription.hpp"
 #include "weft/loop/event_loop.hpp"
-#include "weft/sched/task.hpp"
 
 namespace weft::loop::detail {
 
 enum class fd_direction : unsigned char { readable = 0, writable = 1 };
 
-// The dispatcher, as the helpers see it (called from a helper coroutine, on the loop's thread):
-// told when something is ready, and when a helper could not go on (an error of the driver,
-// delivered through the loop's error handling).
+// The dispatcher, as the event sources see it (on the loop's thread): told when something is
+// ready, and when a source could not go on (an error of the driver, delivered through the loop's
+// error handling).
 class readiness_listener {
  public:
   virtual void readiness_arrived() noexcept = 0;
@@ -87,72 +88,88 @@ class fd_source {
   fd_source() = default;
   fd_source(const fd_source&) = delete;
   fd_source& operator=(const fd_source&) = delete;
-  ~fd_source();
+  ~fd_source() = default;  // no session is active (the loop refuses to die in one)
 
   // Starts reporting direction of fd for watcher id (replacing the direction's watcher, whose
-  // id the caller has retired). A new fd is checked at once: std::invalid_argument when it is
-  // closed, a regular file or a directory, or refused by epoll; weft::io_error for other
-  // failures. operation names the caller's call in those messages.
-  void watch(int fd, fd_direction direction, watcher_id id, const char* operation);
-  // Stops reporting it. When the fd has no direction left it leaves the epoll set at once, so
-  // the caller may close it right after.
+  // id the caller has retired), referenced; during a session it is probed in the first tick
+  // after tick (see the file comment). A new fd is checked at once: std::invalid_argument when
+  // it is closed, a regular file or a directory, or refused by the driver (while a session
+  // runs); weft::io_error for other failures. operation names the caller's call.
+  void watch(int fd, fd_direction direction, watcher_id id, const char* operation,
+             std::uint64_t tick);
+  // Stops reporting it. When the fd has no direction left its subscription ends at once, so
+  // the caller may close the fd right after.
   void unwatch(int fd, fd_direction direction) noexcept;
+  // Whether direction's watcher counts for the driver's alive() (see the file comment).
+  void set_referenced(int fd, fd_direction direction, bool referenced) noexcept;
   watcher_id watcher(int fd, fd_direction direction) const noexcept {
-    if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size() ||
+        entries_[static_cast<std::size_t>(fd)] == nullptr) {
       return watcher_id::none;
     }
-    return entries_[static_cast<std::size_t>(fd)].ids[static_cast<int>(direction)];
+    return entries_[static_cast<std::size_t>(fd)]->ids[static_cast<int>(direction)];
   }
   // Fds with at least one watcher.
   std::size_t watched() const noexcept { return watched_; }
 
-  // A dispatch session, on the dispatching coroutine: start() runs the helper while fds are
-  // watched, settle() (at the end of each tick) starts or retires it as their number changes,
-  // stop() retires it and waits for it.
+  // A dispatch session, on the dispatching coroutine: start() subscribes every watched fd on
+  // its scheduler, settle() applies the interest changes made since, stop() unsubscribes all.
   void start(readiness_listener& listener);
   void settle();
-  void stop();
+  void stop() noexcept;
 
-  bool poll_needed() const noexcept { return poll_needed_; }
-  void request_poll() noexcept { poll_needed_ = true; }
-  // Applies the pending interest changes and returns, without blocking, the ready fds.
-  const std::vector<ready_fd>& poll();
+  // Whether the driver reported an fd since the last take_ready(), or a probe is pending.
+  bool any_ready() const noexcept { return !reported_.empty() || !probes_.empty(); }
+  bool probes_pending() const noexcept { return !probes_.empty(); }
+  // The fds ready for tick: those the driver reported since the last call, in the order
+  // reported, then those probed now (registered before tick). Fds the driver stopped polling
+  // are looked at first (dead ones go to dead(), live ones are subscribed again at the next
+  // settle()).
+  const std::vector<ready_fd>& take_ready(std::uint64_t tick);
   // The fstat sweep (see the file comment).
   void check_closed();
   // Fds found dead since the caller last emptied it.
   std::vector<dead_fd>& dead() noexcept { return dead_; }
 
  private:
-  struct entry {
+  struct watched_fd : weft::detail::fd_subscription {
+    fd_source* owner = nullptr;
     watcher_id ids[2] = {watcher_id::none, watcher_id::none};
-    std::uint32_t registered = 0;  // the events the kernel has; 0: not in the epoll set
+    bool referenced[2] = {false, false};
     dev_t device = 0;
     ino_t inode = 0;
-    bool dirty = false;
+    int reported = 0;              // directions the driver reported, not yet taken
+    bool queued = false;           // in reported_
+    bool dirty = false;            // in dirty_
+    bool stopped = false;          // the driver stopped polling it: look at it before polling again
+    int probing = 0;               // directions not yet given to the driver: probed first
+    bool probe_queued = false;     // in probes_
+    std::uint64_t probe_tick = 0;  // the tick its last probed direction was registered in
   };
-  static std::uint32_t wanted(const entry& e) noexcept;
-  void ensure_epoll(const char* operation);
-  void mark_dead(int fd, entry& e, int code);
-  void spawn_helper();
-  void retire_helper() noexcept;
-  void close_retired_epolls() noexcept;
-  void rebuild();
-  static void helper_main(fd_source& self, int epoll_fd);
+  static void on_ready(weft::detail::fd_subscription& subscription, int events);
+  static int wanted(const watched_fd& e) noexcept;
+  void probe(std::uint64_t tick);
+  void mark_dirty(watched_fd& e);
+  void apply(watched_fd& e);
+  void forget(watched_fd& e) noexcept;
+  void mark_dead(watched_fd& e, int code);
+  // errno of what became of e's fd: 0 when it is still the file first watched.
+  static int fate(const watched_fd& e) noexcept;
 
-  std::vector<entry> entries_;  // by fd
+  std::vector<std::unique_ptr<watched_fd>> entries_;  // by fd, kept for reuse
   std::vector<int> dirty_;
+  std::vector<int> reported_;  // reserved for every entry: ready() never allocates
+  std::vector<int> taking_;
+  std::vector<int> probes_;  // reserved for every entry, as reported_
+  std::vector<int> probing_;
+  std::vector<pollfd> probe_set_;
   std::vector<ready_fd> ready_;
   std::vector<dead_fd> dead_;
-  std::vector<epoll_event> events_;
   std::size_t watched_ = 0;
-  int epoll_fd_ = -1;
-  bool poll_needed_ = false;
+  std::size_t entry_count_ = 0;
 
-  readiness_listener* listener_ = nullptr;  // set during a session
-  weft::task<void> helper_;
-  std::vector<weft::task<void>> retired_;  // cancelled helpers not yet awaited
-  // Epoll instances replaced by rebuild(), closed once no helper may still wait on them.
-  std::vector<int> retired_epolls_;
+  weft::detail::scheduler_core* core_ = nullptr;  // the dispatching scheduler, in a session
+  readiness_listener* listener_ = nullptr;
 };
 
 }  // namespace weft::loop::detail

@@ -1,5 +1,5 @@
 // A gate: the one wait source the loop parks coroutines on (the dispatcher while idle, the
-// standalone run's keeper, a suspended coroutine, the fd and signal helpers' owners).
+// standalone run's keeper, a suspended coroutine, the takeover of a run()).
 //
 // signal() wakes the coroutine parked on it, or, when none is, lets the next wait through at
 // once. It carries no count and no value: every user re-checks its own condition after waking,

@@ -7,13 +7,15 @@
 //     one driver timer_entry (driver_timer_) armed for the earliest node while the dispatcher is
 //     idle;
 //   - defers_: ids queued for the next tick;
-//   - fds_, signals_: the readiness seams (src/loop/fd_source.hpp, signal_source.hpp);
+//   - fds_, signals_: the readiness seams (src/loop/fd_source.hpp: native watches of the
+//     driver; signal_source.hpp: weft::signals::wait);
 //   - session_: who dispatches right now (run() outside weft, run() in a coroutine, or a
 //     coroutine parked in suspension::suspend()), with the gate the dispatcher idles on.
 //
 // The dispatcher (dispatch.cpp) runs ticks back to back, yielding to the scheduler between
 // them, and parks on session_->wakeup when nothing is due; whatever makes work for it (the
-// driver timer, a helper, a registration from another coroutine, stop) signals that gate.
+// driver timer, an fd watch's report, a signal helper, a registration from another coroutine,
+// stop) signals that gate.
 #pragma once
 
 #include <atomic>
@@ -148,6 +150,10 @@ class loop_core final : private readiness_listener {
   void release(std::uint32_t slot) noexcept;
   void end_running(std::uint32_t slot) noexcept;
   void arm_timer(std::uint32_t slot, watcher& w, std::int64_t deadline);
+  // Arms w for w.interval after the next clock reading (see unstarted_).
+  void arm_after_call(std::uint32_t slot, watcher& w);
+  void start_timers(std::int64_t now);
+  void drop_stale_nodes();
   void add_reference();
   void drop_reference() noexcept;
   void compact_if_worth_it();
@@ -169,6 +175,7 @@ class loop_core final : private readiness_listener {
   void dispatcher_main(session& s);
   void keep_alive(session& s);
   void spawn_keeper();
+  std::exception_ptr run_session(session& s);
   void begin_session(session& s);
   void end_session(session& s);
   void dispatch(session& s);
@@ -187,7 +194,7 @@ class loop_core final : private readiness_listener {
   void run_timers(std::int64_t now);
   void run_fd_check(std::uint32_t slot, std::int64_t now);
   void run_fds();
-  bool run_fd(int fd, fd_direction direction);
+  void run_fd(int fd, fd_direction direction);
   void report_dead_fds();
   void run_signals();
   void run_once(std::uint32_t slot);
@@ -199,6 +206,22 @@ class loop_core final : private readiness_listener {
 
   watcher_table watchers_;
   timer_heap timers_;
+  // Timers armed by delay(), repeat() and the fd check, not yet in the heap: their deadline is
+  // w.interval after a clock reading taken after the call, the next one the dispatcher makes
+  // (it reads the clock before every tick while timers exist) or, every unstarted_limit timers,
+  // one made at once. Why: a clock read costs 20 to 100 ns, as much as the rest of delay()
+  // and off_delay() together. Why not libuv's uv_now (the time cached at the start of the
+  // tick): a deadline from a time read before the call fires up to a tick early measured from
+  // the call; a time read after it can only make the timer late, by at most the time until
+  // that reading (the rest of the tick: a timer cannot fire before the next tick anyway), and
+  // never early: nothing fires before call time + d.
+  struct unstarted_timer {
+    std::int64_t interval;  // the watcher's, copied: starting it does not touch the watcher
+    std::uint64_t sequence;
+    std::uint32_t slot;
+  };
+  static constexpr std::size_t unstarted_limit = std::size_t{1} << 20;  // 24 MiB
+  std::vector<unstarted_timer> unstarted_;
   std::uint64_t next_sequence_ = 1;
   std::size_t stale_nodes_ = 0;
   std::size_t timer_count_ = 0;
@@ -221,6 +244,7 @@ class loop_core final : private readiness_listener {
   gate takeover_gate_{"weft::loop run(), taking the dispatching over from a suspended coroutine"};
   std::uint64_t tick_ = 0;
   int in_callback_ = 0;
+  bool fd_callbacks_ran_ = false;  // in the current tick
   driver_timer driver_timer_;
 
   // standalone run: the foreground coroutine that keeps weft::run going while referenced

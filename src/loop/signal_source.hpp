@@ -1,15 +1,21 @@
 // Signal deliveries for the event loop: the seam between the facade and whatever tells it that
-// a signal arrived. Switching to native callback watches of the driver changes this file and
+// a signal arrived. Switching to native callback watches changes this file and
 // signal_source.cpp only.
 //
-// How it works today: while the loop is dispatched, one helper coroutine per watched signal
-// number waits in weft::signals::wait (which catches the signal with the driver's own signal
-// machinery: the OS handler only records the delivery, nothing runs inside it), marks the
-// number pending and tells the dispatcher, which runs the callback in its next tick. Deliveries
-// that arrive before that tick coalesce into one. Signals are rare, so a coroutine per number is
-// cheap; removing a watcher cancels its helper. The signal is caught from on_signal() on when a
-// coroutine registers it (a zero-timeout wait installs the handler at once), and from the start
-// of the dispatch otherwise.
+// How it works: while the loop is dispatched, one helper coroutine per watched signal number
+// waits in weft::signals::wait (which catches the signal with libuv's uv_signal_t: the OS
+// handler only records the delivery, nothing runs inside it), marks the number pending and
+// tells the dispatcher, which runs the callback in its next tick. Deliveries that arrive before
+// that tick coalesce into one. Removing a watcher cancels its helper. The signal is caught from
+// on_signal() on when a coroutine registers it (a zero-timeout wait installs the handler at
+// once), and from the start of the dispatch otherwise.
+//
+// Why not a native watch, as fds have (fd_source.hpp): the driver interface has none for
+// signals. Every driver catches them the same way, through uv_signal_t on its libuv loop (the
+// embedded one on ev, event and poll: src/reactor/signals.cpp), since a process has one
+// disposition per signal and libuv's must own it for the rest of weft (child processes need
+// SIGCHLD). A native seam would be a callback variant of that registry; signals are rare, so
+// the one coroutine switch per delivery it would save is not worth a second delivery path.
 //
 // Threads: the loop's thread only. stop() cancels every helper and waits until each has ended.
 #pragma once

@@ -8,9 +8,12 @@
 // looked up by id right before it runs.
 //
 // An error that ends run() leaves the rest of the tick pending: the defers not yet run go back
-// to the front of the queue, due timers stay in the heap, fd readiness is polled again, and
-// signals not yet taken stay pending.
+// to the front of the queue, due timers stay in the heap, signals not yet taken stay pending;
+// fds not yet run are reported again by the driver
+// (level-triggered).
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <utility>
@@ -25,10 +28,15 @@ std::string closed_fd_message(int fd, int code, bool readable, bool writable) {
   std::string watchers = readable && writable ? "readable and writable watchers were"
                          : readable           ? "readable watcher was"
                                               : "writable watcher was";
-  std::string closed = code == EBADF ? "closed" : "closed, and its number reused,";
   std::string calls = readable && writable ? "off_readable/off_writable"
                       : readable           ? "off_readable"
                                            : "off_writable";
+  if (code != EBADF && code != ENOENT && code != ESTALE) {
+    // Refused by the driver while it is still the file first watched.
+    return "could not be watched any more (" + std::string(std::strerror(code)) + ") while its " +
+           watchers + " registered; the loop removed them";
+  }
+  std::string closed = code == EBADF ? "closed" : "closed, and its number reused,";
   return closed + " while its " + watchers + " still registered; the loop removed them (call " +
          calls + "(" + std::to_string(fd) + ") before closing an fd)";
 }
@@ -49,7 +57,7 @@ void loop_core::run_tick(std::int64_t now) {
   if (!fds_.dead().empty()) {
     report_dead_fds();
   }
-  if (fds_.poll_needed()) {
+  if (fds_.any_ready()) {
     run_fds();
   }
   if (signals_.any_pending()) {
@@ -164,47 +172,35 @@ void loop_core::report_dead_fds() {
 }
 
 void loop_core::run_fds() {
-  const std::vector<ready_fd>& ready = fds_.poll();
-  bool ran = false;
-  std::exception_ptr failure;
-  try {
-    if (!fds_.dead().empty()) {
-      report_dead_fds();  // interest changes that found their fd closed
-    }
-    for (std::size_t index = 0; index < ready.size(); ++index) {
-      ready_fd event = ready[index];
-      if (event.readable && run_fd(event.fd, fd_direction::readable)) {
-        ran = true;
-      }
-      if (event.writable && run_fd(event.fd, fd_direction::writable)) {
-        ran = true;
-      }
-    }
-  } catch (...) {
-    failure = std::current_exception();
+  // Those reported before the tick (a report during it, from a callback that lets the scheduler
+  // poll, waits for the next tick).
+  const std::vector<ready_fd>& ready = fds_.take_ready(tick_);
+  if (!fds_.dead().empty()) {
+    report_dead_fds();  // fds the driver stopped polling that were found closed
   }
-  if (ran || failure) {
-    // Look again before idling: a callback's write often readies another watched fd at once,
-    // and an interrupted batch is found again (level-triggered).
-    fds_.request_poll();
-  }
-  if (failure) {
-    std::rethrow_exception(failure);
+  // Level-triggered: an fd left out here (its watcher registered during this tick, or the rest
+  // of a batch an error interrupted) is reported again by the driver's next poll.
+  for (const ready_fd& event : ready) {
+    if (event.readable) {
+      run_fd(event.fd, fd_direction::readable);
+    }
+    if (event.writable) {
+      run_fd(event.fd, fd_direction::writable);
+    }
   }
 }
 
-bool loop_core::run_fd(int fd, fd_direction direction) {
+void loop_core::run_fd(int fd, fd_direction direction) {
   watcher_id id = fds_.watcher(fd, direction);
   watcher* w = watchers_.find(id);
   if (w == nullptr) {
-    return false;  // removed by an earlier callback of this tick
+    return;  // removed by an earlier callback of this tick
   }
+  fd_callbacks_ran_ = true;  // (or due in the next tick: look again right after this one)
   if (w->armed_tick == tick_) {
-    fds_.request_poll();  // registered during this tick: its turn comes in the next
-    return false;
+    return;  // registered during this tick
   }
   invoke_in_place(watcher_table::slot_of(id));
-  return true;
 }
 
 void loop_core::run_signals() {

@@ -1,5 +1,6 @@
 // fd readiness on the driver's fd watches (src/sched/driver.hpp): one watch per fd, shared by
-// every waiter of that fd. The same code runs on every driver.
+// every waiter of that fd and its callback subscription (src/reactor/fd_subscription.hpp). The
+// same code runs on every driver.
 #include "weft/reactor/fd.hpp"
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "reactor/fd_subscription.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -38,6 +40,7 @@ struct fd_entry : fd_watch {
   // not unwatched when its last waiter leaves, and keeps polling for what it polled; on_ready
   // drops an interest once it fires with nobody waiting for it.
   int pinned = 0;
+  fd_subscription* subscriber = nullptr;  // the fd's callback watch, if any
 };
 
 class fd_registry final : public driver_extension {
@@ -47,6 +50,16 @@ class fd_registry final : public driver_extension {
   // fd's entry, watched (not yet polling for anything): io_error naming operation and the fd
   // when the driver cannot watch it (closed, a regular file).
   fd_entry& entry(int fd, const char* operation) {
+    int status = 0;
+    fd_entry* found = try_entry(fd, status);
+    if (found == nullptr) {
+      throw_uv_error(status, operation, "fd " + std::to_string(fd));
+    }
+    return *found;
+  }
+
+  // The same, returning null and the driver's negative errno in status when it cannot.
+  fd_entry* try_entry(int fd, int& status) {
     auto index = static_cast<std::size_t>(fd);
     if (index >= entries_.size()) {
       entries_.resize(index + 1);
@@ -62,35 +75,75 @@ class fd_registry final : public driver_extension {
     if (!found.watched) {
       found.events = 0;
       found.referenced = true;
-      int status = driver_.watch_fd(found);
+      status = driver_.watch_fd(found);
       if (status < 0) {
-        throw_uv_error(status, operation, "fd " + std::to_string(fd));
+        return nullptr;
       }
     }
-    return found;
+    return &found;
   }
 
-  // Polls for what the entry's waiters want, or unwatches it once nobody waits. Returns the
-  // driver's status (a negative errno when it could not poll).
+  // Polls for what the entry's waiters and its subscriber want, or unwatches it once nobody
+  // waits and nothing is subscribed. Returns the driver's status (a negative errno when it
+  // could not poll).
   int update(fd_entry& entry) noexcept {
+    const fd_subscription* subscriber = entry.subscriber;
     int wanted = (entry.readers.empty() ? 0 : fd_watch::readable) |
-                 (entry.writers.empty() ? 0 : fd_watch::writable);
+                 (entry.writers.empty() ? 0 : fd_watch::writable) |
+                 (subscriber != nullptr ? subscriber->events : 0);
+    // Waiters keep the driver alive; a subscriber when it says so. Idle, a pinned entry must
+    // not (nor hide a deadlock).
+    bool referenced = entry.waiters > 0 || (subscriber != nullptr && subscriber->referenced);
+    int status = 0;
     if (entry.pinned > 0) {
       // Registered for the long run: only ever add interests here (each change of the polled
-      // set is a syscall); one nobody waits for goes when it fires (on_ready). Idle, it must not
-      // keep the driver alive (nor hide a deadlock): only waiters do.
-      int status = set_events(entry, entry.events | wanted);
-      bool referenced = entry.waiters > 0;
-      if (entry.referenced != referenced) {
-        driver_.set_fd_referenced(entry, referenced);
-      }
-      return status;
-    }
-    if (entry.waiters == 0) {
+      // set is a syscall); one nobody wants goes when it fires (on_ready).
+      status = set_events(entry, entry.events | wanted);
+    } else if (entry.waiters == 0 && subscriber == nullptr) {
       driver_.unwatch_fd(entry);
       return 0;
+    } else {
+      status = set_events(entry, wanted);
     }
-    return set_events(entry, wanted);
+    if (entry.referenced != referenced) {
+      driver_.set_fd_referenced(entry, referenced);
+    }
+    return status;
+  }
+
+  // fd_subscription (see fd_subscription.hpp).
+  int subscribe(fd_subscription& subscription) {
+    auto* found = static_cast<fd_entry*>(subscription.entry);
+    if (found == nullptr) {
+      int status = 0;
+      found = try_entry(subscription.fd, status);
+      if (found == nullptr) {
+        return status;
+      }
+      if (found->subscriber != nullptr) {
+        update(*found);  // unwatches an entry this call watched
+        return -EEXIST;
+      }
+      found->subscriber = &subscription;
+      subscription.entry = found;
+      int started = update(*found);
+      if (started < 0) {
+        unsubscribe(subscription);
+      }
+      return started;
+    }
+    return update(*found);
+  }
+  void unsubscribe(fd_subscription& subscription) noexcept {
+    auto* found = static_cast<fd_entry*>(subscription.entry);
+    if (found == nullptr) {
+      return;
+    }
+    found->subscriber = nullptr;
+    subscription.entry = nullptr;
+    if (found->watched) {
+      update(*found);
+    }
   }
 
   // Asks the driver to poll for wanted; a call only when that changes what it polls.
@@ -192,39 +245,48 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
       static_cast<fd_wait::link*>(node)->wait->fire();
     }
   };
+  fd_subscription* subscriber = entry.subscriber;
   if (entry.armed == 0) {
     // The driver stopped polling after an error condition (see fd_watch): forget what was
     // polled, so that the next wait starts it again. Ready both ways: the caller's next read
     // or write returns the real error (ECONNRESET, EPIPE) rather than a misleading one here.
     entry.events = 0;
+    if (subscriber != nullptr) {
+      subscriber->ready(*subscriber, fd_subscription::readable | fd_subscription::writable |
+                                         fd_subscription::stopped);
+    }
     wake_all(entry.readers);
     wake_all(entry.writers);
     return;
   }
-  // A pinned entry drops an interest that fired with nobody waiting (level-triggered: it would
-  // fire at every poll); a waiter that comes later adds it back. A waiter woken earlier that has
-  // not run yet (reading/writing count it until it disarms) keeps the interest through a few
-  // such reports: a poll between its wake and its read sees the fd ready again, and dropping
-  // the interest then costs two epoll_ctl calls per request (drop now, add back at its next
-  // wait) for a socket served in a loop. A few, not any number: in a burst of thousands of
-  // woken coroutines the scheduler may poll many times before they all run, and each poll
-  // reports every such fd again (measured: closing 10,000 connections at once took 2.8 s with
-  // no cap, 1.0 s with a cap of one). A server that wakes many coroutines per poll lengthens
-  // its reactor_poll_interval instead (net::tcp_server's workers do).
+  int subscribed = subscriber != nullptr ? subscriber->events : 0;
+  // A pinned entry drops an interest that fired with nobody waiting or subscribed for it
+  // (level-triggered: it would fire at every poll); a waiter that comes later adds it back. A
+  // waiter woken earlier that has not run yet (reading/writing count it until it disarms) keeps
+  // the interest through a few such reports: a poll between its wake and its read sees the fd
+  // ready again, and dropping the interest then costs two epoll_ctl calls per request (drop now,
+  // add back at its next wait) for a socket served in a loop. A few, not any number: in a burst
+  // of thousands of woken coroutines the scheduler may poll many times before they all run, and
+  // each poll reports every such fd again (measured: closing 10,000 connections at once took
+  // 2.8 s with no cap, 1.0 s with a cap of one). A server that wakes many coroutines per poll
+  // lengthens its reactor_poll_interval instead (net::tcp_server's workers do).
   constexpr unsigned max_repeats = 4;
   const bool woken_pending = entry.repeats < max_repeats;
   int unwanted = 0;
   if ((events & fd_watch::readable) != 0 && entry.readers.empty() &&
-      !(entry.reading > 0 && woken_pending)) {
+      (subscribed & fd_watch::readable) == 0 && !(entry.reading > 0 && woken_pending)) {
     unwanted |= fd_watch::readable;
   }
   if ((events & fd_watch::writable) != 0 && entry.writers.empty() &&
-      !(entry.writing > 0 && woken_pending)) {
+      (subscribed & fd_watch::writable) == 0 && !(entry.writing > 0 && woken_pending)) {
     unwanted |= fd_watch::writable;
   }
   const bool wakes = ((events & fd_watch::readable) != 0 && !entry.readers.empty()) ||
                      ((events & fd_watch::writable) != 0 && !entry.writers.empty());
   entry.repeats = wakes ? 0 : entry.repeats + 1;
+  if ((events & subscribed) != 0) {
+    subscriber->ready(*subscriber, events & subscribed);
+  }
   if ((events & fd_watch::readable) != 0) {
     wake_all(entry.readers);
   }
@@ -270,6 +332,17 @@ void wait_for(int fd, bool writing, const timeout& limit) {
 }
 
 }  // namespace
+
+int subscribe_fd(scheduler_core& core, fd_subscription& subscription) {
+  return registry_of(core).subscribe(subscription);
+}
+
+void unsubscribe_fd(scheduler_core& core, fd_subscription& subscription) noexcept {
+  if (subscription.entry != nullptr) {
+    registry_of(core).unsubscribe(subscription);
+  }
+}
+
 }  // namespace weft::detail
 
 namespace weft {

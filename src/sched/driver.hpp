@@ -44,9 +44,12 @@ namespace weft::detail {
 // A fd closed while watched: the poll driver reports it ready both ways (POLLNVAL) and stops
 // polling it. The epoll-based drivers (uv, ev, event) mostly cannot see it: the kernel drops a
 // closed fd from the epoll set silently, so the watch simply never fires again (a wait with a
-// timeout times out). If a change of the watch is still queued when the fd closes, libev
-// reports it as an error (ready both ways, then stopped) while libuv aborts the process (its
-// epoll_ctl fails with EBADF). Unwatch before closing: everything in weft does.
+// timeout times out). A change of the watch still queued when the fd closes would abort the
+// process in libuv and libev (their epoll_ctl fails with EBADF: libuv calls abort(), Debian's
+// libev fails an assertion), so the uv and ev drivers check the fds of the watches changed
+// since their last poll (one fcntl each) before they poll, and report a closed one as an error
+// condition: ready both ways, armed 0. libevent applies a change at once and watch_fd returns
+// the error. Unwatch before closing all the same: everything in weft does.
 struct fd_watch {
   static constexpr int readable = 1;
   static constexpr int writable = 2;

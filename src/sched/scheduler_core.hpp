@@ -175,6 +175,15 @@ class scheduler_core {
   // reactor callbacks, leave and finish handlers), which run while no coroutine is running.
   coroutine& waiter_or_throw(const char* operation) const;
   detail::driver& driver() noexcept { return *reactor_; }
+  // Polls the reactor now, without blocking, as a due poll would (counted in stats(); the next
+  // due poll is an interval from now): for a coroutine that expects an event right away, such
+  // as the event loop after a tick whose fd callbacks wrote to another watched fd. From a
+  // running coroutine; what the poll wakes runs after it yields.
+  void poll_reactor_now() {
+    last_poll_ = std::chrono::steady_clock::now();
+    ++stats_.reactor_polls;
+    reactor_->poll(false);
+  }
   // Whether a coroutine or a microtask is ready to run: a driver that ran callbacks on its way
   // to a blocking wait asks, and returns instead of blocking when they made something ready.
   bool has_ready_work() const noexcept { return !queue_.empty() || !microtasks_.empty(); }

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "loop/loop_support.hpp"
+#include "weft/reactor/fd.hpp"
+#include "weft/sched/task.hpp"
 
 namespace {
 
@@ -317,6 +319,39 @@ TEST(LoopFds, FdWatchersWorkInsideWeft) {
     loop.run();
     writer.await();
     EXPECT_EQ(got, "hello");
+  });
+}
+
+TEST(LoopFds, ALoopWatcherAndACoroutineWaitingOnTheSameFdShareItsWatch) {
+  // One driver watch per fd: the loop's readable watcher and a coroutine's wait_writable on the
+  // same fd go through the same one, each told what it asked for.
+  socket_pair pair;
+  weft_test::run_clean([&] {
+    event_loop loop;
+    std::string got;
+    loop.on_readable(pair.ends[0], [&] {
+      char buffer[16];
+      ssize_t count = ::read(pair.ends[0], buffer, sizeof(buffer));
+      if (count > 0) {
+        got.append(buffer, static_cast<std::size_t>(count));
+      }
+      if (got.size() == 3) {
+        loop.off_readable(pair.ends[0]);
+      }
+    });
+    int waits = 0;
+    auto writer = weft::spawn([&] {
+      for (const char* part : {"a", "b", "c"}) {
+        weft::wait_writable(pair.ends[0]);  // the loop's fd, the other direction
+        ++waits;
+        ASSERT_EQ(::write(pair.ends[1], part, 1), 1);
+        weft::yield();
+      }
+    });
+    loop.run();
+    writer.await();
+    EXPECT_EQ(got, "abc");
+    EXPECT_EQ(waits, 3);
   });
 }
 

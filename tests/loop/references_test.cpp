@@ -3,8 +3,11 @@
 
 #include <chrono>
 #include <csignal>
+#include <string>
+#include <string_view>
 
 #include "loop/loop_support.hpp"
+#include "weft/error.hpp"
 
 namespace {
 
@@ -124,6 +127,32 @@ TEST(LoopReferences, UnreferencingTheLastWatcherEndsAnIdleRunInACoroutine) {
     loop.run();  // returns once the hour-long timer no longer counts
     EXPECT_TRUE(loop.off_delay(far));
   });
+}
+
+TEST(LoopReferences, UnreferencedFdWatchersAloneDoNotHoldOffADeadlockReport) {
+  // An unreferenced watcher keeps nothing alive, the scheduler's driver included: with main
+  // suspended and nothing else to wait for, the run is deadlocked, idle fd or not.
+  socket_pair pair;
+  std::string report;
+  weft::run_options options;
+  options.deadlock_reporter = [&](std::string_view text) { report = text; };
+  EXPECT_THROW(weft_test::run_clean(
+                   [&] {
+                     event_loop loop;
+                     watcher_id idle = loop.on_readable(pair.ends[0], [] {});
+                     EXPECT_TRUE(loop.unreference(idle));
+                     auto parked = loop.suspension<int>();
+                     loop.delay(1ms, [] {});  // a first tick, so that the fd is watched
+                     try {
+                       parked.suspend();
+                     } catch (const weft::cancelled_error&) {
+                       loop.off_readable(pair.ends[0]);
+                       throw;
+                     }
+                   },
+                   std::move(options)),
+               weft::deadlock_error);
+  EXPECT_NE(report.find("weft::loop suspension"), std::string::npos) << report;
 }
 
 }  // namespace

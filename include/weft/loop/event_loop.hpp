@@ -25,31 +25,47 @@
 // fd readiness reaches a busy loop within the scheduler's reactor_poll_interval (250 us).
 //
 // TIMERS. delay(d, fn) runs fn once, d after the call; repeat(i, fn) runs fn every i. Durations
-// are double seconds or any std::chrono duration. Nothing fires early: the deadline is
-// taken from the clock at the call and rounded up to the nanosecond, and the driver's own timer
-// is rounded up to its resolution. A one-shot timer leaves timer_count() (and its id stops
-// working) just before its callback runs. A repeat is re-armed at the tick's start + i once per
-// tick, before its callback runs: after a stall it fires once, not once per missed interval,
-// and a zero interval runs it once per tick. Huge durations (1e300 s, hours::max(), infinity)
-// saturate to "never": the timer stays registered, never fires, and can be removed. Negative or
-// NaN durations are std::invalid_argument naming the value. Timers are kept in the loop's own
-// heap with one driver timer for the earliest, and their slots are reused: setting one
-// allocates nothing once the loop has grown to its peak.
+// are double seconds or any std::chrono duration. Nothing fires early: the deadline is d
+// (rounded up to the nanosecond) after a clock reading taken after the call, and the driver's
+// own timer is rounded up to its resolution. The loop does not read the clock at each call (a
+// reading costs as much as the rest of delay()): timers set between two readings start from
+// the later one, which the loop takes before its next tick (or after a million such calls).
+// So a timer may start up to the rest of the current tick late, never early (libuv's uv_now,
+// read at the tick's start, would let it fire early by as much), and timers set together fire
+// by duration, equal durations in the order they were set. A one-shot timer leaves timer_count()
+// (and its id stops working) just before its callback runs. A repeat is re-armed at the tick's
+// start + i once per tick, before its callback runs: after a stall it fires once, not once per
+// missed interval, and a zero interval runs it once per tick. Huge durations (1e300 s,
+// hours::max(), infinity) saturate to "never": the timer stays registered, never fires, and can be
+// removed. Negative or NaN durations are std::invalid_argument naming the value. Timers are kept in
+// the loop's own heap with one driver timer for the earliest, and their slots are reused: setting
+// one allocates nothing once the loop has grown to its peak.
 //
 // FDS. on_readable(fd, fn) / on_writable(fd, fn): level-triggered, like poll(2): fn runs in
-// every tick in which fd is ready (do the non-blocking read or write; EAGAIN means wait for the
-// next callback). A hang-up or error condition counts as ready both ways, so the next read or
-// write reports the real error. fd must be open and pollable (a socket, pipe, FIFO, tty,
-// eventfd...): a closed fd, a regular file or a directory is std::invalid_argument at once.
+// every tick that follows a look at the fd that found it ready (do the non-blocking read or
+// write; EAGAIN means wait for the next callback). The loop looks through the scheduler's
+// driver: one native watch per fd (a uv_poll_t, an ev_io, a libevent event, a pollfd), shared
+// with coroutines that weft::wait_readable on the same fd; the driver is polled whenever the
+// loop idles, right after a tick that ran fd callbacks, and at least every
+// reactor_poll_interval (250 us) while the loop is busy. A direction registered while the loop
+// runs is first looked at directly, by one poll(2) in the next tick, and given to the driver
+// only if it is still registered after that tick: "register for writable, write, remove" costs
+// the driver nothing. A hang-up or error condition counts as ready both ways, so the next read
+// or write reports the real error. fd must be open and pollable (a socket, pipe, FIFO, tty,
+// eventfd...): a closed fd, a regular file or a directory is std::invalid_argument at once, as
+// is one the driver refuses (while the loop runs; otherwise when it next runs, through the
+// error handler as below). On the uv driver the fd is made non-blocking (uv_poll_init does).
 // Call off_readable/off_writable before closing an fd. An fd closed while a watcher of it is
 // still registered is reported, not ignored: within about a second (sooner when the loop next
-// touches the fd) its watchers are removed and the error handler gets a weft::io_error "fd N
-// was closed while its readable watcher was registered" (see ERRORS for what happens without a
-// handler). Readiness is multiplexed through one epoll instance of the loop, watched by one
-// coroutine, so any number of fds cost one kernel object and one coroutine, on every driver.
-// Caveat of epoll: when the fd had been duplicated (dup, fork) closing it does not end the
-// kernel's interest, and its events keep being reported for the number until every copy is
-// closed.
+// touches the fd, and at once on the poll driver) its watchers are removed and the error
+// handler gets a weft::io_error "fd N was closed while its readable watcher was registered"
+// (see ERRORS for what happens without a handler). Caveat of epoll (the uv, ev and event
+// drivers): when the fd had been duplicated (dup, fork) closing it does not end the kernel's
+// interest, and while the file stays ready its events can keep waking the driver until every
+// copy is closed (no epoll_ctl can remove them once the number is closed); the watchers are
+// reported and removed all the same. Only a referenced fd watcher keeps the scheduler's
+// driver alive: coroutines all waiting while the loop has only unreferenced fd watchers are
+// a deadlock, reported as such.
 //
 // SIGNALS. on_signal(signo, fn) runs fn on the loop's thread, from a tick, never inside the OS
 // signal handler (any code may run there). Deliveries that arrive between two ticks coalesce into

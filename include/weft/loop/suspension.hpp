@@ -27,8 +27,9 @@
 //   - A loop that runs dry while the owner is suspended (nothing left that could resume it: no
 //     referenced watcher, no other coroutine able to run) is a deadlock: weft::run ends with
 //     weft::deadlock_error, whose report names the suspension, and suspend() unwinds with
-//     weft::cancelled_error. An fd watcher, even unreferenced, counts as something that could:
-//     while one is registered the loop waits for its fd instead of reporting a deadlock.
+//     weft::cancelled_error. A referenced fd watcher counts as something that could: while one
+//     is registered the loop waits for its fd instead of reporting a deadlock; an unreferenced
+//     one does not.
 //   - T is the type of the value resume() hands over; suspension<> (T = void) carries none:
 //     resume() takes no argument and suspend() returns nothing. T must be move-constructible.
 //     A value is handed over by move, never copied.

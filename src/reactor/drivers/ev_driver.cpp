@@ -10,11 +10,15 @@
 // before the deadline. Everything libuv-only runs on the embedded libuv loop
 // (embedding_driver.hpp), whose backend fd is one more ev_io.
 //
-// Errors: libev reports a fd it could not (re)register (EBADF: closed before libev applied a
-// change) as EV_ERROR after stopping the watcher: ready both ways, and stopped. A fd closed
+// Errors: libev reports a fd it could not (re)register as EV_ERROR after stopping the watcher:
+// ready both ways, and stopped. A fd closed before libev applied a change (EBADF) would trip an
+// assertion of Debian's libev, which aborts the process: drop_closed catches it first. A fd closed
 // after libev registered it leaves epoll silently (see fd_watch in src/sched/driver.hpp).
 #include <ev.h>
+#include <fcntl.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -27,6 +31,11 @@
 
 namespace weft::detail {
 namespace {
+
+// A watch's ev_io, and whether it waits in queued_ or dropping_ (see drop_closed).
+struct queued_io : ev_io {
+  bool queued = false;
+};
 
 class ev_driver final : public embedding_driver {
  public:
@@ -60,7 +69,7 @@ class ev_driver final : public embedding_driver {
 
   int native_watch(fd_watch& watch) override {
     if (!watch.watched) {
-      auto* io = new ev_io;
+      auto* io = new queued_io;
       ev_io_init(io, &ev_driver::on_io, watch.fd, 0);
       io->data = &watch;
       watch.slot = io;
@@ -69,11 +78,15 @@ class ev_driver final : public embedding_driver {
       watch.armed = 0;
     }
     if (watch.events != watch.armed) {
-      auto* io = static_cast<ev_io*>(watch.slot);
+      auto* io = static_cast<queued_io*>(watch.slot);
       ev_io_stop(loop_, io);
       if (watch.events != 0) {
         ev_io_modify(io, to_ev(watch.events));
         ev_io_start(loop_, io);
+        if (!io->queued) {
+          io->queued = true;
+          queued_.push_back(io);  // checked before the next wait (see drop_closed)
+        }
       }
       watch.armed = watch.events;
     }
@@ -84,8 +97,16 @@ class ev_driver final : public embedding_driver {
     if (!watch.watched) {
       return;
     }
-    auto* io = static_cast<ev_io*>(watch.slot);
+    auto* io = static_cast<queued_io*>(watch.slot);
     ev_io_stop(loop_, io);  // also clears a pending event of this turn
+    if (io->queued) {       // rare: unwatched before the poll after its change
+      for (std::vector<queued_io*>* list : {&queued_, &dropping_}) {
+        if (auto found = std::find(list->begin(), list->end(), io); found != list->end()) {
+          *found = list->back();
+          list->pop_back();
+        }
+      }
+    }
     delete io;
     registered_.remove(watch);
     watch.slot = nullptr;
@@ -93,7 +114,38 @@ class ev_driver final : public embedding_driver {
     watch.armed = 0;
   }
 
+  // libev applies a change at its next turn, and Debian's libev fails an assertion (aborting
+  // the process) when that epoll_ctl fails with EBADF: a fd closed between a change of its
+  // watch and the next wait (by code that ran in between) must not get there. So every watcher
+  // started since the last wait is checked first (one fcntl each); a closed one is stopped,
+  // which libev then applies without a syscall, and reported as an error condition: ready
+  // both ways, armed 0 (see fd_watch).
+  void drop_closed() {
+    for (queued_io* io : queued_) {
+      auto& watch = *static_cast<fd_watch*>(io->data);
+      if (watch.armed != 0 && ::fcntl(watch.fd, F_GETFD) < 0 && errno == EBADF) {
+        ev_io_stop(loop_, io);
+        dropping_.push_back(io);  // stays marked queued: unwatch looks for it there
+      } else {
+        io->queued = false;
+      }
+    }
+    queued_.clear();
+    // One at a time from the member list: ready() may unwatch (and free) a watch still in it,
+    // and native_unwatch takes it out.
+    while (!dropping_.empty()) {
+      queued_io* io = dropping_.back();
+      dropping_.pop_back();
+      io->queued = false;
+      report_ready(*static_cast<fd_watch*>(io->data), fd_watch::readable | fd_watch::writable,
+                   true);
+    }
+  }
+
   void native_wait(timer_clock::time_point until) override {
+    if (!queued_.empty()) {
+      drop_closed();
+    }
     timer_clock::time_point now = timer_clock::now();
     if (until <= now) {
       ev_run(loop_, EVRUN_NOWAIT);
@@ -141,7 +193,9 @@ class ev_driver final : public embedding_driver {
   struct ev_loop* loop_ = nullptr;
   ev_timer timer_{};
   timer_clock::time_point timer_for_ = timer_clock::time_point::max();
-  watch_list registered_;  // every watched fd_watch
+  watch_list registered_;             // every watched fd_watch
+  std::vector<queued_io*> queued_;    // started since the last wait (unwatch removes them)
+  std::vector<queued_io*> dropping_;  // found closed, not yet reported (unwatch removes them)
 };
 
 }  // namespace

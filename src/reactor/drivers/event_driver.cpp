@@ -3,11 +3,13 @@
 // Native here: fd readiness (one persistent event per watch, made on the first watch_fd and
 // freed by unwatch_fd; a change of interests is event_del, event_assign, event_add, i.e. one
 // epoll_ctl), the blocking wait (event_base_loop with EVLOOP_ONCE, with EVLOOP_NONBLOCK added for a
-// non-blocking poll) and one timer event armed for the earliest deadline, rounded up to the
-// microsecond. The base is made with EVENT_BASE_FLAG_PRECISE_TIMER: by default libevent reads
-// CLOCK_MONOTONIC_COARSE (4 ms ticks on many kernels), which fires timers up to a tick late;
-// the precise timer reads CLOCK_MONOTONIC and sleeps through a timerfd, at the cost of one
-// timerfd_settime per turn of the loop. EVENT_BASE_FLAG_NOLOCK: the base belongs to one
+// non-blocking poll) and one timerfd, watched by a persistent read event, armed with the
+// earliest deadline as an absolute CLOCK_MONOTONIC time. Not a libevent timer: libevent reads
+// CLOCK_MONOTONIC_COARSE by default (4 ms ticks on many kernels), which fires timers up to a
+// tick late, and its EVENT_BASE_FLAG_PRECISE_TIMER sleeps through a timerfd of its own that it
+// sets at every turn of the loop (one timerfd_settime per wait, two per round trip of a
+// ping-pong); this one is set only when the earliest deadline changes, and read when it
+// fires. EVENT_BASE_FLAG_NOLOCK: the base belongs to one
 // thread (other threads reach the scheduler through libuv's uv_async on the embedded loop).
 // Everything libuv-only runs on the embedded libuv loop (embedding_driver.hpp), whose backend
 // fd is one more event.
@@ -17,9 +19,13 @@
 // on such a fd fails in event_add (EBADF), which watch_fd returns (libevent also prints a
 // warning on stderr).
 #include <event2/event.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -49,21 +55,24 @@ class event_driver final : public embedding_driver {
     }
     event_config* config = event_config_new();
     if (config != nullptr) {
-      event_config_set_flag(config, EVENT_BASE_FLAG_NOLOCK | EVENT_BASE_FLAG_PRECISE_TIMER);
+      event_config_set_flag(config, EVENT_BASE_FLAG_NOLOCK);
       base_ = event_base_new_with_config(config);
       event_config_free(config);
     }
-    if (base_ != nullptr) {
-      timer_ = evtimer_new(
-          base_,
-          [](evutil_socket_t, short, void*) {
-            // Only ends event_base_loop(EVLOOP_ONCE): the embedding driver fires what is due.
-          },
-          nullptr);
+    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (base_ != nullptr && timer_fd_ >= 0) {
+      timer_ = event_new(base_, timer_fd_, EV_READ | EV_PERSIST, &event_driver::on_timer, this);
+      if (timer_ != nullptr && event_add(timer_, nullptr) != 0) {
+        event_free(timer_);
+        timer_ = nullptr;
+      }
     }
     if (base_ == nullptr || timer_ == nullptr) {
       if (base_ != nullptr) {
         event_base_free(base_);
+      }
+      if (timer_fd_ >= 0) {
+        ::close(timer_fd_);
       }
       throw std::runtime_error(
           "weft: libevent could not create an event base (out of fds or memory?)");
@@ -73,6 +82,7 @@ class event_driver final : public embedding_driver {
     } catch (...) {
       event_free(timer_);
       event_base_free(base_);
+      ::close(timer_fd_);
       throw;
     }
   }
@@ -132,14 +142,18 @@ class event_driver final : public embedding_driver {
       event_base_loop(base_, EVLOOP_NONBLOCK | EVLOOP_ONCE);
       return;
     }
-    if (until == timer_clock::time_point::max()) {
-      evtimer_del(timer_);
-    } else if (until != timer_for_ || evtimer_pending(timer_, nullptr) == 0) {
-      auto delay = wait_until(until, now, std::chrono::microseconds(max_delay));
-      timeval after{};
-      after.tv_sec = static_cast<time_t>(delay.count() / 1'000'000);
-      after.tv_usec = static_cast<suseconds_t>(delay.count() % 1'000'000);
-      evtimer_add(timer_, &after);  // re-adding moves it
+    if (until != timer_for_) {
+      // An absolute CLOCK_MONOTONIC deadline (steady_clock's clock), at most a day ahead (a
+      // later one re-arms when this fires); zero disarms.
+      itimerspec spec{};
+      if (until != timer_clock::time_point::max()) {
+        auto target = std::min(until, now + std::chrono::microseconds(max_delay));
+        auto nanoseconds =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(target.time_since_epoch()).count();
+        spec.it_value.tv_sec = static_cast<time_t>(nanoseconds / 1'000'000'000);
+        spec.it_value.tv_nsec = static_cast<long>(nanoseconds % 1'000'000'000);
+      }
+      ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
       timer_for_ = until;
     }
     event_base_loop(base_, EVLOOP_ONCE);
@@ -152,6 +166,18 @@ class event_driver final : public embedding_driver {
     timer_ = nullptr;
     event_base_free(base_);
     base_ = nullptr;
+    ::close(timer_fd_);
+    timer_fd_ = -1;
+  }
+
+  // The timerfd expired: drain it (it is level-triggered) and forget what it was armed for, so
+  // that the next wait arms it again. Ending event_base_loop(EVLOOP_ONCE) is all it is for: the
+  // embedding driver fires what is due.
+  static void on_timer(evutil_socket_t fd, short, void* argument) {
+    std::uint64_t expirations = 0;
+    while (::read(fd, &expirations, sizeof(expirations)) < 0 && errno == EINTR) {
+    }
+    static_cast<event_driver*>(argument)->timer_for_ = timer_clock::time_point::max();
   }
 
   static void on_event(evutil_socket_t, short what, void* argument) {
@@ -169,7 +195,8 @@ class event_driver final : public embedding_driver {
   static constexpr std::chrono::microseconds::rep max_delay = 86'400'000'000;
 
   event_base* base_ = nullptr;
-  event* timer_ = nullptr;
+  int timer_fd_ = -1;
+  event* timer_ = nullptr;  // timer_fd_'s persistent read event
   timer_clock::time_point timer_for_ = timer_clock::time_point::max();
   watch_list registered_;  // every watched fd_watch
 };

@@ -10,8 +10,10 @@
 // its close callback), so it is the driver's, not part of the caller's fd_watch: unwatch_fd
 // detaches it and closes it, and its close callback keeps its memory for the next watch, so
 // a wait on a fresh fd costs no allocation once the loop has warmed up.
+#include <fcntl.h>
 #include <uv.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -61,6 +63,9 @@ class uv_driver final : public reactor_driver {
           first != nullptr && first->deadline <= timer_clock::now()) {
         run_due_timers();
       }
+    }
+    if (!queued_.empty()) {
+      drop_closed();
     }
     uv_run(&loop_, block ? UV_RUN_ONCE : UV_RUN_NOWAIT);
   }
@@ -120,6 +125,9 @@ class uv_driver final : public reactor_driver {
         return status;
       }
       watch.armed = watch.events;
+      if (watch.events != 0) {
+        queued_.push_back(handle);  // checked before the next poll (see drop_closed)
+      }
     }
     return 0;
   }
@@ -193,6 +201,39 @@ class uv_driver final : public reactor_driver {
     }
   }
 
+  // uv_poll_start takes the fd out of epoll and queues adding it back for the next poll, where
+  // libuv aborts the process if that epoll_ctl fails with EBADF: a fd closed between a change
+  // of its watch and the next poll (by code that ran in between) must not get there. So every
+  // handle started since the last poll is checked first (one fcntl each); a closed one is
+  // stopped, which drops the queued change, and reported as an error condition: ready both
+  // ways, armed 0 (see fd_watch). A number closed and reused by another file is added anew,
+  // which libuv handles.
+  void drop_closed() {
+    std::vector<uv_poll_t*> queued;
+    queued.swap(queued_);
+    std::size_t closed = 0;
+    for (uv_poll_t* handle : queued) {
+      auto* watch = static_cast<fd_watch*>(handle->data);
+      if (watch != nullptr && watch->armed != 0 && ::fcntl(watch->fd, F_GETFD) < 0 &&
+          errno == EBADF) {
+        uv_poll_stop(handle);
+        watch->armed = 0;
+        queued[closed++] = handle;
+      }
+    }
+    for (std::size_t index = 0; index < closed; ++index) {
+      // Looked up again: an earlier callback may have unwatched it (its handle stays
+      // allocated, without data, until its close callback).
+      if (auto* watch = static_cast<fd_watch*>(queued[index]->data)) {
+        watch->ready(*watch, fd_watch::readable | fd_watch::writable);
+      }
+    }
+    queued.clear();
+    if (queued_.empty()) {
+      queued_.swap(queued);  // keeps the capacity
+    }
+  }
+
   static void on_poll_closed(uv_handle_t* handle) {
     auto* self = static_cast<uv_driver*>(handle->loop->data);
     self->spare_polls_.push_back(reinterpret_cast<uv_poll_t*>(handle));
@@ -238,6 +279,9 @@ class uv_driver final : public reactor_driver {
   timer_queue timers_;
   timer_clock::time_point armed_for_ = timer_clock::time_point::max();
   std::vector<uv_poll_t*> spare_polls_;  // closed poll handles, kept for the next watch
+  // Handles started since the last poll (one may appear twice; an unwatched one has no data and
+  // is skipped: closed handles stay allocated while the driver lives).
+  std::vector<uv_poll_t*> queued_;
   bool closing_ = false;
 };
 
