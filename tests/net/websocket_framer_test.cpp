@@ -1,3 +1,4 @@
+// weft-test: driver-independent
 // WebSocket frames (RFC 6455 5): the framer driven with a fake link over byte buffers, past the
 // handshake. Every rule a client frame can break, with the close code it earns; fragmentation,
 // control frames, the closing handshake, large messages, input split anywhere, and encoding.

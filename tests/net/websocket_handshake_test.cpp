@@ -1,3 +1,4 @@
+// weft-test: driver-independent
 // The WebSocket opening handshake (RFC 6455 4.2), driven through the framer with a fake link:
 // the 101 reply and its accept key, and every refusal with its HTTP status.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// weft-test: driver-independent
 // The WebSocket framer against damaged input: seeded random frame sequences with bits flipped
 // and bytes cut, fed whole and in random pieces. Whatever the bytes, the framer either delivers
 // messages or raises protocol_error with a close code (never another exception, never a
