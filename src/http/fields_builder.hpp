@@ -18,6 +18,15 @@ class fields_builder {
     h.storage_.clear();
     h.index_.clear();
   }
+  // Starts a request or a response: what the two parsers reset alike (the version to 1.1, the
+  // body, both field sections); each resets its own start-line fields.
+  template <class Message>
+  static void reset_message(Message& m) noexcept {
+    m.version_minor = 1;
+    m.body.clear();
+    reset(m.headers);
+    reset(m.trailers);
+  }
   // Indexes a field whose name and value are at these offsets of the section; the section's
   // bytes are copied in by adopt() once it is complete. The parser bounds sections to well
   // under 4 GiB and names to its header limit (checked by the caller against 65535).

@@ -275,6 +275,25 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
   return true;
 }
 
+bool parser_core::refuse_unknown_coding() {
+  // 501 (RFC 9110 15.6.2): a coding weft has no decoder for; the reason phrase says so.
+  fail(status::not_implemented, "the transfer coding " + quoted(te_unknown_) +
+                                    " is not implemented (weft decodes chunked only)");
+  return false;
+}
+
+bool parser_core::choose_length_body() {
+  if (content_length_ > limits_.max_body_size) {
+    fail(status::content_too_large, "Content-Length " + std::to_string(content_length_) +
+                                        " is larger than the limit " +
+                                        std::to_string(limits_.max_body_size));
+    return false;
+  }
+  body_ = content_length_ > 0 ? body_kind::length : body_kind::none;
+  remaining_ = content_length_;
+  return true;
+}
+
 bool parser_core::choose_request_body(int version_minor) {
   if (version_minor >= 1 && host_fields_ != 1) {
     fail(status::bad_request, host_fields_ == 0
@@ -306,23 +325,13 @@ bool parser_core::choose_request_body(int version_minor) {
       return false;
     }
     if (!te_unknown_.empty()) {
-      fail(status::not_implemented, "the transfer coding " + quoted(te_unknown_) +
-                                        " is not implemented (weft decodes chunked only)");
-      return false;
+      return refuse_unknown_coding();
     }
     body_ = body_kind::chunked;
     return true;
   }
   if (content_length_fields_ > 0) {
-    if (content_length_ > limits_.max_body_size) {
-      fail(status::content_too_large, "Content-Length " + std::to_string(content_length_) +
-                                          " is larger than the limit " +
-                                          std::to_string(limits_.max_body_size));
-      return false;
-    }
-    body_ = content_length_ > 0 ? body_kind::length : body_kind::none;
-    remaining_ = content_length_;
-    return true;
+    return choose_length_body();
   }
   body_ = body_kind::none;
   return true;
@@ -347,9 +356,7 @@ bool parser_core::choose_response_body(int version_minor, std::uint16_t code, bo
   if (transfer_encoding_) {
     if (te_chunked_last_) {
       if (!te_unknown_.empty()) {
-        fail(status::not_implemented, "the transfer coding " + quoted(te_unknown_) +
-                                          " is not implemented (weft decodes chunked only)");
-        return false;
+        return refuse_unknown_coding();
       }
       body_ = body_kind::chunked;
     } else {
@@ -358,15 +365,7 @@ bool parser_core::choose_response_body(int version_minor, std::uint16_t code, bo
     return true;
   }
   if (content_length_fields_ > 0) {
-    if (content_length_ > limits_.max_body_size) {
-      fail(status::content_too_large, "Content-Length " + std::to_string(content_length_) +
-                                          " is larger than the limit " +
-                                          std::to_string(limits_.max_body_size));
-      return false;
-    }
-    body_ = content_length_ > 0 ? body_kind::length : body_kind::none;
-    remaining_ = content_length_;
-    return true;
+    return choose_length_body();
   }
   body_ = body_kind::until_close;
   return true;

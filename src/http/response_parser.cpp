@@ -36,10 +36,7 @@ parse_result response_parser::parse(std::string_view input) {
     begin_message();
     message_.status = status::ok;
     message_.reason.clear();
-    message_.version_minor = 1;
-    message_.body.clear();
-    detail::fields_builder::reset(message_.headers);
-    detail::fields_builder::reset(message_.trailers);
+    detail::fields_builder::reset_message(message_);
   }
   if (phase_ == phase::start) return parse_head(input);
   return parse_body(input, message_.trailers);

@@ -93,6 +93,10 @@ class parser_core {
   bool choose_request_body(int version_minor);
   bool choose_response_body(int version_minor, std::uint16_t code, bool head_request,
                             bool connect_request);
+  // Shared by both: the 501 for a transfer coding other than chunked (te_unknown_), and the
+  // body framed by Content-Length (checked against max_body_size).
+  bool refuse_unknown_coding();
+  bool choose_length_body();
   // After headers_complete: the body events and message_complete.
   parse_result parse_body(std::string_view input, headers& trailers);
   // The end of the input: completes a close-delimited body, else fails a partial message.
