@@ -198,6 +198,23 @@ void run_worker(server_state& server, unsigned index) {
     }
   } registered{server, worker, index};
 
+  // A failed on_worker_start still gets its on_worker_stop (to undo a partial start); the
+  // start's exception is the one serve() reports.
+  const tcp_server_options& options = server.options;
+  if (options.on_worker_start) {
+    try {
+      options.on_worker_start(index);
+    } catch (...) {
+      if (options.on_worker_stop) {
+        try {
+          options.on_worker_stop(index);
+        } catch (...) {
+        }
+      }
+      throw;
+    }
+  }
+
   const int listener = server.listeners[index];
   task<void> acceptor = weft::spawn([&] { accept_loop(server, worker, listener); },
                                     spawn_options{.name = "weft.net acceptor"});
@@ -268,6 +285,9 @@ void run_worker(server_state& server, unsigned index) {
   }
   if (signal_watcher.valid()) {
     signal_watcher.cancel("weft.net: the server stopped");
+  }
+  if (options.on_worker_stop) {
+    options.on_worker_stop(index);
   }
 }
 

@@ -90,6 +90,14 @@ struct tcp_server_options {
   std::chrono::microseconds reactor_poll_interval{2000};
   // SIGINT and SIGTERM stop the server gracefully (stop_timeout), a second one forces it.
   bool handle_signals = false;
+  // Per-worker resources (a pg::pool, a cache: things that belong to one scheduler). Both run
+  // on the worker's thread, in its main coroutine, so they may suspend: on_worker_start before
+  // the worker accepts its first connection, on_worker_stop after its last connection has
+  // ended and before its scheduler finishes (close what on_worker_start made there; it runs
+  // after a failed on_worker_start too, so it must cope with a partial start). An exception
+  // from either ends that worker, stops the others at once, and serve() rethrows it.
+  std::function<void(unsigned worker)> on_worker_start{};
+  std::function<void(unsigned worker)> on_worker_stop{};
   // Receives one line per notable event: connections closed for a limit, a timeout, a protocol
   // error or an error; accept failures. Null (the default): quiet, the stats still count them.
   // Called on the workers' threads. net::log_to_stderr is a ready one.
