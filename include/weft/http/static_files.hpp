@@ -106,6 +106,7 @@ class static_files {
  public:
   // Checks the options and opens the root directory (see static_options).
   explicit static_files(static_options options);
+  // A moved-from static_files holds no root: it may only be assigned to or destroyed.
   static_files(static_files&&) noexcept = default;
   static_files& operator=(static_files&&) noexcept = default;
   static_files(const static_files&) = delete;
