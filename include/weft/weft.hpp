@@ -4,9 +4,11 @@
 
 #include "weft/context/stack.hpp"
 #include "weft/error.hpp"
+#include "weft/http/file_handle.hpp"
 #include "weft/http/headers.hpp"
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
+#include "weft/http/static_files.hpp"
 #include "weft/http/status.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/io/file.hpp"

@@ -1,0 +1,353 @@
+// weft::http::static_files (static_files.hpp): checking the options, splitting and checking
+// the request path, and choosing the answer: 405, 400, 404, 301, 412, 304, 416, 206 or 200.
+// Opening under the root is static_confine.cpp's; the field grammars are
+// static_validators.cpp's.
+#include "weft/http/static_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "http/chars.hpp"
+#include "http/static_support.hpp"
+#include "weft/error.hpp"
+#include "weft/http/detail/static_confine.hpp"
+
+namespace weft::http {
+
+namespace {
+
+constexpr std::string_view text_plain = "text/plain; charset=utf-8";
+
+void add_number(headers& fields, std::string_view name, std::uint64_t n) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  static_cast<void>(ec);
+  fields.add(name, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+}
+
+// A small answer the resolver writes itself: a status and a line of text.
+static_reply generated(status code, std::string_view text) {
+  static_reply reply;
+  reply.head.status = code;
+  reply.head.headers.add("Content-Type", text_plain);
+  add_number(reply.head.headers, "Content-Length", text.size());
+  reply.head.body.assign(text);
+  return reply;
+}
+
+// One answer for every refusal and every miss, so that neither tells what exists.
+static_reply not_found() { return generated(status::not_found, "Not Found\n"); }
+
+// The 301 for a directory named without its trailing '/': the request's own path plus '/',
+// query kept. Leading '/' and '\' are collapsed into one '/' so that the Location can never
+// read as a network-path reference ("//evil.example/", which a browser would leave for).
+static_reply redirect_to_directory(const request& req) {
+  std::string_view path = req.raw_path();
+  while (!path.empty() && (path.front() == '/' || path.front() == '\\')) path.remove_prefix(1);
+  std::string location;
+  std::string_view query = req.raw_query();
+  location.reserve(path.size() + query.size() + 3);
+  location.push_back('/');
+  location.append(path);
+  location.push_back('/');
+  if (!query.empty()) {
+    location.push_back('?');
+    location.append(query);
+  }
+  static_reply reply;
+  reply.head.status = status::moved_permanently;
+  reply.head.headers.add("Location", location);
+  reply.head.headers.add("Content-Length", "0");
+  return reply;
+}
+
+enum class segment_verdict : std::uint8_t { ok, refused, malformed };
+
+// Appends the percent-decoded `raw` segment to `out` and judges it: "", ".", "..", a byte '/',
+// '\' or NUL once decoded, or a leading '.' without `dotfiles`, is refused; an escape that is
+// not '%' and two hex digits is malformed.
+segment_verdict append_segment(std::string& out, std::string_view raw, bool dotfiles) {
+  if (raw.empty()) return segment_verdict::refused;
+  std::size_t start = out.size();
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c == '%') {
+      if (i + 2 >= raw.size()) return segment_verdict::malformed;
+      unsigned char high = static_cast<unsigned char>(raw[i + 1]);
+      unsigned char low = static_cast<unsigned char>(raw[i + 2]);
+      if (!detail::is_hex_digit(high) || !detail::is_hex_digit(low)) {
+        return segment_verdict::malformed;
+      }
+      c = static_cast<unsigned char>(detail::hex_value(high) * 16 + detail::hex_value(low));
+      i += 2;
+    }
+    if (c == '/' || c == '\\' || c == '\0') return segment_verdict::refused;
+    out.push_back(static_cast<char>(c));
+  }
+  std::string_view segment(out.data() + start, out.size() - start);
+  if (segment == "." || segment == "..") return segment_verdict::refused;
+  if (!dotfiles && segment.front() == '.') return segment_verdict::refused;
+  return segment_verdict::ok;
+}
+
+// The errors of an open that say "no such file for this request": missing, refused by the
+// confinement (EXDEV, ELOOP), not readable by the server (EACCES, EPERM: 404 too, see the
+// header), a name too long, or a special file that cannot be opened this way.
+bool is_miss(int err) noexcept {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ELOOP:
+    case EXDEV:
+    case EACCES:
+    case EPERM:
+    case ENAMETOOLONG:
+    case ENXIO:
+    case ENODEV:
+      return true;
+    default:
+      return false;
+  }
+}
+
+[[noreturn]] void throw_io_error(int err, const char* operation, const static_options& options,
+                                 std::string_view relative) {
+  std::string subject = options.root;
+  if (!subject.empty() && subject.back() != '/') subject.push_back('/');
+  subject.append(relative);
+  throw io_error(-err, operation, std::move(subject),
+                 std::error_code(err, std::system_category()).message());
+}
+
+// Every If-Match (or If-None-Match) field, as one list, against our entity tag.
+bool any_field_matches(const headers& fields, std::string_view name, std::string_view tag,
+                       bool weak) {
+  for (headers::field f : fields) {
+    if (detail::iequals(f.name, name) && detail::entity_tag_list_matches(f.value, tag, weak)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The date of a field that must appear once to count (RFC 9110 13.1.3: a recipient ignores a
+// date that is not a valid HTTP-date, or a field with more than one member).
+std::optional<std::time_t> single_date(const headers& fields, std::string_view name) {
+  if (fields.count(name) != 1) return std::nullopt;
+  return parse_http_date(*fields.get(name));
+}
+
+// Whether If-Range (RFC 9110 13.1.5) lets the Range apply: absent, or naming the current
+// representation by a strong entity tag or its exact Last-Modified date. A date is a strong
+// validator only if the file was not modified again in the second it names, so a file modified
+// in the current second never matches by date.
+bool if_range_holds(const headers& fields, const static_options& options, std::string_view tag,
+                    std::time_t modified) {
+  std::size_t count = fields.count("If-Range");
+  if (count == 0) return true;
+  if (count > 1) return false;
+  std::string_view value = detail::trim_ows(*fields.get("If-Range"));
+  if (value.starts_with('"') || value.starts_with("W/")) {
+    return options.etag && value == tag;  // a weak tag never matches (strong comparison)
+  }
+  if (!options.last_modified) return false;
+  std::optional<std::time_t> date = parse_http_date(value);
+  return date && *date == modified && modified < std::time(nullptr);
+}
+
+// The answer for a regular file that exists: preconditions, then the range.
+static_reply serve_file(const request& req, const static_options& options,
+                        std::string_view cache_control, file_handle file, const struct stat& st,
+                        std::string_view name) {
+  const headers& fields = req.headers;
+  std::string tag = options.etag ? detail::entity_tag_of(st) : std::string();
+  std::time_t modified = st.st_mtim.tv_sec;
+
+  // RFC 9110 13.2.2: If-Match, else If-Unmodified-Since; then If-None-Match, else
+  // If-Modified-Since; then If-Range with the Range. A validator switched off in the options
+  // is not honoured either: its fields count as absent.
+  bool precondition_failed = false;
+  if (options.etag && fields.contains("If-Match")) {
+    precondition_failed = !any_field_matches(fields, "If-Match", tag, false);
+  } else if (options.last_modified) {
+    std::optional<std::time_t> date = single_date(fields, "If-Unmodified-Since");
+    precondition_failed = date && modified > *date;
+  }
+  if (precondition_failed) return generated(status::precondition_failed, "Precondition Failed\n");
+
+  bool not_modified = false;
+  if (options.etag && fields.contains("If-None-Match")) {
+    not_modified = any_field_matches(fields, "If-None-Match", tag, true);
+  } else if (options.last_modified) {
+    std::optional<std::time_t> date = single_date(fields, "If-Modified-Since");
+    not_modified = date && modified <= *date;
+  }
+  if (not_modified) {
+    // RFC 9110 15.4.5: the fields a 200 would carry that guide the cache update; Last-Modified
+    // only where there is no ETag.
+    static_reply reply;
+    reply.head.status = status::not_modified;
+    if (options.etag) {
+      reply.head.headers.add("ETag", tag);
+    } else if (options.last_modified) {
+      reply.head.headers.add("Last-Modified", format_http_date(modified));
+    }
+    reply.head.headers.add("Cache-Control", cache_control);
+    return reply;
+  }
+
+  std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  detail::byte_range range;
+  // RFC 9110 14.2: Range is for GET only; a HEAD gets the head of the whole file.
+  if (req.method == method::get && fields.count("Range") == 1 &&
+      if_range_holds(fields, options, tag, modified)) {
+    range = detail::parse_byte_range(*fields.get("Range"), size);
+  }
+  if (range.result == detail::byte_range::kind::unsatisfiable) {
+    static_reply reply = generated(status::range_not_satisfiable, "Range Not Satisfiable\n");
+    reply.head.headers.add("Content-Range", "bytes */" + std::to_string(size));
+    reply.head.headers.add("Accept-Ranges", "bytes");
+    return reply;
+  }
+  bool partial = range.result == detail::byte_range::kind::satisfiable;
+  std::uint64_t first = partial ? range.first : 0;
+  std::uint64_t length = partial ? range.length : size;
+
+  static_reply reply;
+  headers& out = reply.head.headers;
+  reply.head.status = partial ? status::partial_content : status::ok;
+  out.add("Content-Type", content_type_for(name));
+  add_number(out, "Content-Length", length);
+  if (partial) {
+    out.add("Content-Range", "bytes " + std::to_string(first) + "-" +
+                                 std::to_string(first + length - 1) + "/" + std::to_string(size));
+  }
+  out.add("Accept-Ranges", "bytes");
+  if (options.etag) out.add("ETag", tag);
+  if (options.last_modified) out.add("Last-Modified", format_http_date(modified));
+  out.add("Cache-Control", cache_control);
+  if (req.method == method::get && length > 0) {
+    reply.file = std::move(file);
+    reply.offset = first;
+    reply.length = length;
+  }
+  return reply;
+}
+
+}  // namespace
+
+static_files::static_files(static_options options) : options_(std::move(options)) {
+  const std::string& root = options_.root;
+  if (root.empty()) {
+    throw std::invalid_argument(
+        "http::static_files: static_options::root is empty; name the directory to serve");
+  }
+  if (root.find('\0') != std::string::npos) {
+    throw std::invalid_argument("http::static_files: static_options::root '" + root +
+                                "' holds a NUL byte");
+  }
+  const std::string& index = options_.index;
+  if (index.find_first_of(std::string_view("/\0", 2)) != std::string::npos || index == "." ||
+      index == "..") {
+    throw std::invalid_argument("http::static_files: static_options::index '" + index +
+                                "' must be a plain file name (no '/', NUL, '.' or '..'), or "
+                                "empty for none");
+  }
+  if (options_.max_age.count() < 0) {
+    throw std::invalid_argument("http::static_files: static_options::max_age is negative (" +
+                                std::to_string(options_.max_age.count()) +
+                                " s); use 0 for no-cache");
+  }
+  int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      throw std::invalid_argument("http::static_files: the root directory '" + root +
+                                  "' does not exist");
+    }
+    if (err == ENOTDIR) {
+      throw std::invalid_argument("http::static_files: the root '" + root + "' is not a directory");
+    }
+    throw io_error(-err, "open static root", root,
+                   std::error_code(err, std::system_category()).message());
+  }
+  root_.reset(fd);
+  openat2_ = detail::openat2_works(fd);
+  cache_control_ = options_.max_age.count() > 0
+                       ? "max-age=" + std::to_string(options_.max_age.count())
+                       : std::string("no-cache");
+}
+
+static_reply static_files::resolve(const request& req, std::string_view path_in_root) const {
+  if (req.method != method::get && req.method != method::head) {
+    static_reply reply = generated(status::method_not_allowed,
+                                   "Method Not Allowed: static files answer GET and HEAD\n");
+    reply.head.headers.add("Allow", "GET, HEAD");
+    return reply;
+  }
+  // A trailing '/' asks for the directory's index. An empty path_in_root (the route's prefix
+  // is the whole path) takes it from the request's path: "/static" is the directory named
+  // without its '/', "/static/" with it.
+  bool slash = path_in_root.empty() ? req.raw_path().ends_with('/') : path_in_root.back() == '/';
+  std::string_view rest = path_in_root;
+  if (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+  if (slash && !rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+
+  std::string relative;
+  relative.reserve(rest.size() + options_.index.size() + 1);
+  std::size_t name_start = 0;
+  while (!rest.empty()) {
+    std::size_t cut = rest.find('/');
+    if (!relative.empty()) relative.push_back('/');
+    name_start = relative.size();
+    switch (append_segment(relative, rest.substr(0, cut), options_.dotfiles)) {
+      case segment_verdict::ok:
+        break;
+      case segment_verdict::refused:
+        return not_found();
+      case segment_verdict::malformed:
+        return generated(status::bad_request,
+                         "Bad Request: a '%' in the path is not followed by two hex digits\n");
+    }
+    if (cut == std::string_view::npos) break;
+    rest.remove_prefix(cut + 1);
+    if (rest.empty()) return not_found();  // "a//": an empty last segment
+  }
+
+  if (slash) {
+    if (options_.index.empty()) return not_found();
+    if (!relative.empty()) relative.push_back('/');
+    name_start = relative.size();
+    relative.append(options_.index);
+  } else if (relative.empty()) {
+    return redirect_to_directory(req);  // the root itself, named without its '/'
+  }
+
+  bool use_openat2 = openat2_ && detail::get_confine_mode() == detail::confine_mode::automatic;
+  int fd = detail::open_beneath(root_.get(), relative, use_openat2);
+  if (fd < 0) {
+    if (is_miss(-fd)) return not_found();
+    throw_io_error(-fd, "open", options_, relative);
+  }
+  file_handle file(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) < 0) throw_io_error(errno, "fstat", options_, relative);
+  if (S_ISDIR(st.st_mode)) return slash ? not_found() : redirect_to_directory(req);
+  if (!S_ISREG(st.st_mode)) return not_found();  // FIFO, socket, device
+  return serve_file(req, options_, cache_control_, std::move(file), st,
+                    std::string_view(relative).substr(name_start));
+}
+
+}  // namespace weft::http
