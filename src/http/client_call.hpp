@@ -46,7 +46,7 @@ struct client_call {
  private:
   enum class outcome : std::uint8_t { complete, stale, redirect };
   outcome attempt(client_origin& origin, bool fresh, const std::string& wire);
-  [[noreturn]] void timed_out(const char* phase, const timeout_error& original) const;
+  [[noreturn]] void timed_out(const std::string& phase) const;
   std::string describe() const;  // "GET http://host/path"
 
   std::string location_;  // the Location of the redirect being followed

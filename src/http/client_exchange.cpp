@@ -61,8 +61,7 @@ std::string client_call::describe() const {
   return std::string(method_name(request.method)) + " " + url.text;
 }
 
-void client_call::timed_out(const char* phase, const timeout_error& original) const {
-  (void)original;
+void client_call::timed_out(const std::string& phase) const {
   throw timeout_error("http " + describe() + ": timed out " + phase + " after " +
                       std::to_string(milliseconds_between(started, steady::now())) +
                       " ms (request_timeout " +
@@ -87,7 +86,9 @@ void client_call::run() {
     }
     wire.clear();
     serialize(request, wire);  // std::invalid_argument for a request that cannot be framed
-    visited.emplace(request.method, url.text);
+    if (options.max_redirects > 0) {
+      visited.emplace(request.method, url.text);
+    }
     client_origin& origin = owner.origin_for(url.origin, url.host, url.port);
     outcome done = attempt(origin, false, wire);
     if (done == outcome::stale) {
@@ -139,11 +140,9 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   lease<client_connection> held;
   try {
     held = origin.connections.acquire(limit);
-  } catch (const timeout_error& original) {
-    timed_out(("waiting for a free connection to " + url.origin + " (all " +
-               std::to_string(options.max_connections_per_host) + " in use)")
-                  .c_str(),
-              original);
+  } catch (const timeout_error&) {
+    timed_out("waiting for a free connection to " + url.origin + " (all " +
+              std::to_string(options.max_connections_per_host) + " in use)");
   }
   lease_guard guard{held};
   client_connection& connection = *held;
@@ -171,7 +170,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     ++counters.connections_reused;
   }
   ++counters.requests;
-  const std::string subject = describe();
+  // What a failed send or read names (no string is built per request for it).
+  const std::string& subject = url.text;
   auto stale_or_throw = [&](const io_error& failure, const char* when) -> outcome {
     if (reused && says_closed(failure)) {
       if (idempotent(request.method) && !fresh) {
@@ -192,8 +192,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     connection.write_all(wire, limit, subject);
   } catch (const io_error& failure) {
     return stale_or_throw(failure, "before the request was sent");
-  } catch (const timeout_error& original) {
-    timed_out("sending the request", original);
+  } catch (const timeout_error&) {
+    timed_out("sending the request");
   }
 
   response_parser& parser = connection.parser();
@@ -215,8 +215,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
           return stale_or_throw(failure, "before answering");
         }
         throw;
-      } catch (const timeout_error& original) {
-        timed_out(final_head ? "reading the body" : "waiting for the response head", original);
+      } catch (const timeout_error&) {
+        timed_out(final_head ? "reading the body" : "waiting for the response head");
       }
       if (got == 0) {
         ended = true;

@@ -215,6 +215,31 @@ TEST(HttpClientErrors, CancelledRequestDestroysItsConnectionAndThePoolStaysSound
   });
 }
 
+TEST(HttpClientErrors, CloseEndsWaitersAndLetsExchangesInFlightFinish) {
+  run_clean([] {
+    weft::event arrived;
+    weft::event release;
+    script_server server([&](weft::tcp::stream& s, const received&) {
+      arrived.set();
+      release.wait(weft::timeout(10s));
+      s.write_all(ok("done"));
+    });
+    weft::http::client web({.max_connections_per_host = 1});
+    auto in_flight = weft::spawn([&] { return web.get(server.url("/first")).body; });
+    arrived.wait(weft::timeout(5s));
+    auto waiting = weft::spawn([&] { web.get(server.url("/second")); });
+    EXPECT_TRUE(weft_test::yield_until([&] { return web.stats().waiting_requests == 1; }));
+    web.close();
+    EXPECT_THROW(waiting.await(), weft::pool_closed_error);
+    release.set();
+    EXPECT_EQ(in_flight.await(), "done");
+    EXPECT_EQ(web.stats().active_connections, 0u);
+    EXPECT_EQ(web.stats().idle_connections, 0u);
+    EXPECT_EQ(web.stats().connections_closed, 1u);
+    server.close();
+  });
+}
+
 TEST(HttpClientErrors, UseAfterCloseIsMisuse) {
   run_clean([] {
     weft::http::client web;

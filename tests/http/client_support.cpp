@@ -117,6 +117,9 @@ void script_server::close() {
     } catch (const weft::cancelled_error&) {
     }
   }
+  // Each finished task keeps its coroutine's captures (a reference to the state) alive: drop
+  // them, or state and tasks would hold each other forever.
+  state_->tasks.clear();
 }
 
 std::string ok(std::string_view body, std::string_view extra_fields) {

@@ -171,7 +171,8 @@ class client {
   const client_options& options() const noexcept { return options_; }
 
   // Closes every pool: idle connections at once, those in an exchange when it ends (their
-  // calls end with the exchange). Idempotent; never suspends. Further requests are a
+  // calls finish normally); calls waiting for a connection of a full pool get
+  // weft::pool_closed_error. Idempotent; never suspends. Further requests are a
   // std::logic_error.
   void close() noexcept;
   bool closed() const noexcept { return closed_; }
