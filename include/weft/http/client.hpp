@@ -55,6 +55,8 @@
 //     (cancelled_error at any suspension) destroys the connection it was using, never returns
 //     it to the pool, so the pool stays sound; so does any other exception, one thrown by a
 //     streaming callback included.
+//   - Ownership: the client owns its pools and their connections; a response is a plain value
+//     the caller owns. The client must outlive its calls (they refer to it while they run).
 //   - After close(), every request call is a std::logic_error; close() is idempotent.
 #pragma once
 
@@ -110,7 +112,9 @@ const char* to_string(error_kind kind) noexcept;
 // which is timeout_error). what() names the method, the URL and the reason.
 class error : public weft::error {
  public:
+  // what() becomes "http URL: KIND: message".
   error(error_kind kind, std::string url, const std::string& message);
+  // What went wrong, for code that reacts to it (a retry on a malformed response, ...).
   error_kind kind() const noexcept { return kind_; }
   // The URL of the request that failed (for a redirect: the hop that failed).
   const std::string& url() const noexcept { return url_; }
@@ -140,8 +144,10 @@ struct client_origin;
 struct client_call;
 }  // namespace detail
 
+// The client: its pools, connections and counters (see the file comment for the contract).
 class client {
  public:
+  // Validates the options (std::invalid_argument naming the bad one); connects nothing.
   explicit client(client_options options = {});
   client(const client&) = delete;
   client& operator=(const client&) = delete;
@@ -167,7 +173,9 @@ class client {
                          const std::function<void(const response& head)>& on_head,
                          const std::function<void(std::string_view piece)>& on_body);
 
+  // The counters and the pools' current figures (see client_stats).
   client_stats stats() const;
+  // The options the client was made with.
   const client_options& options() const noexcept { return options_; }
 
   // Closes every pool: idle connections at once, those in an exchange when it ends (their
@@ -175,6 +183,7 @@ class client {
   // weft::pool_closed_error. Idempotent; never suspends. Further requests are a
   // std::logic_error.
   void close() noexcept;
+  // Whether close() was called.
   bool closed() const noexcept { return closed_; }
 
  private:
