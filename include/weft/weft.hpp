@@ -4,6 +4,7 @@
 
 #include "weft/context/stack.hpp"
 #include "weft/error.hpp"
+#include "weft/http/client.hpp"
 #include "weft/http/file_handle.hpp"
 #include "weft/http/headers.hpp"
 #include "weft/http/message.hpp"

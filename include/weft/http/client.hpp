@@ -1,0 +1,201 @@
+// weft::http::client: an HTTP/1.1 client for coroutines, with keep-alive connection pools.
+//
+//   weft::http::client web({.max_connections_per_host = 4});
+//   weft::http::response r = web.get("http://127.0.0.1:8080/status");
+//   if (r.status == weft::http::status::ok) { use(r.body); }
+//   web.close();
+//
+// Contract:
+//   - Blocking: every request call suspends only the calling coroutine (connecting, sending,
+//     waiting for the response); other coroutines run meanwhile and may use the same client
+//     at the same time. Nothing is done in the constructor; close() never suspends.
+//   - Threads: a client belongs to the scheduler of the coroutine that makes its first request
+//     (its connection pools are made there); call it only from coroutines of that scheduler's
+//     thread, and close() it (or destroy it) before run() returns, so that no socket outlives
+//     the run. A call from outside a coroutine is a std::logic_error (from the layers below).
+//   - URLs: "http://host[:port][/path][?query]" only; the host is a name (resolved through
+//     weft::dns on every new connection), a numeric IPv4 address, or an IPv6 literal in
+//     brackets ("http://[::1]:8080/"). A fragment ("#...") is not sent. Anything else is an
+//     http::error naming the URL: https (weft has no TLS), other schemes, user credentials in
+//     the URL, a missing host, a bad port, spaces or control characters.
+//   - Connections: one weft::pool per origin (host:port), at most max_connections_per_host
+//     connections each; a request waits (FIFO, within its request_timeout) when all are busy.
+//     A connection goes back to its pool after a complete response that lets it stay open
+//     (HTTP/1.1 without "Connection: close", or HTTP/1.0 with "Connection: keep-alive", and a
+//     body that did not end with the connection); otherwise it is closed. A pooled connection
+//     unused for idle_timeout is closed (checked when it is next taken and by the pool's
+//     periodic healthcheck). Before a pooled connection is reused, one non-blocking peek
+//     checks that the server has not closed it (or sent something unasked, such as a 408).
+//   - Stale connections: the server may close a kept-alive connection just as a request goes
+//     out on it. When a reused connection fails on the write (EPIPE, ECONNRESET) or ends
+//     (EOF, ECONNRESET) before the first byte of a response, the request is sent again ONCE on
+//     a fresh connection if its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, TRACE;
+//     RFC 9110 9.2.2); for any other method the io_error surfaces, saying it was not retried.
+//   - Responses: 1xx responses before the final one are skipped (101 Switching Protocols is an
+//     http::error: this client does not switch protocols); chunked, Content-Length and
+//     close-delimited bodies; no body for HEAD, 204 and 304. Trailer fields of a chunked
+//     response are in response::trailers. Limits (parser_limits) bound the header section and
+//     the body; going past one is an http::error of kind response_too_large.
+//   - Request bodies: framed by Content-Length (added by serialisation when absent), or chunked
+//     when the request's fields say "Transfer-Encoding: chunked". Host (from the URL) and
+//     User-Agent (client_options::user_agent, unless empty) are added when absent.
+//   - Redirects: off by default (the 3xx response is returned as is). With max_redirects > 0,
+//     301, 302, 303, 307 and 308 with a Location are followed: 303 turns any method but HEAD
+//     into GET without a body, 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4 allow
+//     it, and every browser does it), 307 and 308 keep the method and the body. A redirect to
+//     another origin drops Authorization, Proxy-Authorization and Cookie. A redirect to a
+//     scheme other than http, a loop (a URL already requested with the same method) and more
+//     than max_redirects hops are http::errors. Each hop counts as a request in stats().
+//   - Errors: request_timeout bounds the whole call (connecting, waiting for a pooled
+//     connection, sending, every redirect hop and retry); connect_timeout bounds each connect
+//     within it. Either gives weft::timeout_error naming the method, the URL and the phase
+//     (connect, send, response head, body). A refused or failed connect is weft::io_error
+//     naming host:port; a failed send or read is weft::io_error naming the URL. A malformed
+//     response is http::error with the parser's reason. Cancellation of the calling coroutine
+//     (cancelled_error at any suspension) destroys the connection it was using, never returns
+//     it to the pool, so the pool stays sound; so does any other exception, one thrown by a
+//     streaming callback included.
+//   - Ownership: the client owns its pools and their connections; a response is a plain value
+//     the caller owns. The client must outlive its calls (they refer to it while they run).
+//   - After close(), every request call is a std::logic_error; close() is idempotent.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "weft/error.hpp"
+#include "weft/http/message.hpp"
+#include "weft/http/parser.hpp"
+
+namespace weft::http {
+
+// The settings of a client (see the file comment for what each bounds).
+struct client_options {
+  // The size of each origin's pool: connections open at once to one host:port.
+  std::size_t max_connections_per_host = 8;
+  // Each TCP connect (name resolution included), within request_timeout.
+  std::chrono::milliseconds connect_timeout{5000};
+  // The whole call: queueing for a connection, connecting, sending, the response, redirects.
+  std::chrono::milliseconds request_timeout{30000};
+  // A pooled connection unused this long is closed. Zero: kept until the server closes it or
+  // the client closes.
+  std::chrono::milliseconds idle_timeout{30000};
+  // Redirect hops followed per call; 0 returns 3xx responses as they are.
+  int max_redirects = 0;
+  // Bounds on each response (header section, fields, body).
+  parser_limits limits{};
+  // Sent as User-Agent when the request has none; empty sends none.
+  std::string user_agent = "weft";
+};
+
+// What kind of failure an http::error reports.
+enum class error_kind : std::uint8_t {
+  invalid_url,          // not an http URL this client can use
+  unsupported_scheme,   // https, ftp, ...: weft speaks plain http only
+  malformed_response,   // the response broke HTTP/1.1 (the parser's reason says how)
+  response_too_large,   // the response went past client_options::limits
+  unexpected_response,  // a well-formed response this client cannot use (101, a 3xx with no
+                        // usable Location while following redirects)
+  too_many_redirects,   // more than max_redirects hops
+  redirect_loop,        // a redirect back to a URL already requested with the same method
+};
+// "invalid URL", "malformed response", ... (static strings).
+const char* to_string(error_kind kind) noexcept;
+
+// A failure of an HTTP exchange itself (not of the network, which is io_error, nor of time,
+// which is timeout_error). what() names the method, the URL and the reason.
+class error : public weft::error {
+ public:
+  // what() becomes "http URL: KIND: message".
+  error(error_kind kind, std::string url, const std::string& message);
+  // What went wrong, for code that reacts to it (a retry on a malformed response, ...).
+  error_kind kind() const noexcept { return kind_; }
+  // The URL of the request that failed (for a redirect: the hop that failed).
+  const std::string& url() const noexcept { return url_; }
+
+ private:
+  error_kind kind_;
+  std::string url_;
+};
+
+// Counters of a client since it was made (pool figures: now, summed over every origin).
+struct client_stats {
+  std::uint64_t requests = 0;            // requests sent (each retry and redirect hop counts)
+  std::uint64_t responses = 0;           // complete final responses received
+  std::uint64_t connections_opened = 0;  // TCP connections established
+  std::uint64_t connections_reused = 0;  // requests sent on a kept-alive pooled connection
+  std::uint64_t connections_closed = 0;  // connections closed (by either side, or discarded)
+  std::uint64_t retries = 0;             // requests sent again after a stale connection
+  std::uint64_t redirects = 0;           // redirect hops followed
+  std::size_t origins = 0;               // host:port pools made
+  std::size_t idle_connections = 0;      // pooled, open and unused now
+  std::size_t active_connections = 0;    // in an exchange now
+  std::size_t waiting_requests = 0;      // waiting for a connection of a full pool now
+};
+
+namespace detail {
+struct client_origin;
+struct client_call;
+}  // namespace detail
+
+// The client: its pools, connections and counters (see the file comment for the contract).
+class client {
+ public:
+  // Validates the options (std::invalid_argument naming the bad one); connects nothing.
+  explicit client(client_options options = {});
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+  // Closes (see close()).
+  ~client();
+
+  // GET url with extra header fields.
+  response get(std::string_view url, const headers& fields = {});
+  // HEAD url: the response has the headers a GET would have, and no body.
+  response head(std::string_view url, const headers& fields = {});
+  // POST body (framed by Content-Length) with that Content-Type (none when empty).
+  response post(std::string_view url, std::string body, std::string_view content_type = {},
+                const headers& fields = {});
+  // Any method: url gives the host, the port and the target (request.target is replaced by
+  // the URL's path and query); the rest of the request is sent as it is.
+  response request(http::request request, std::string_view url);
+  // The same, streaming: on_head receives the final response's status and header fields (its
+  // body empty) once they arrive, then on_body each piece of the body as it is received (views
+  // valid during the call only). Nothing is buffered beyond one read; limits.max_body_size
+  // still bounds the body. Skipped 1xx responses and followed redirects reach neither callback.
+  // An exception from a callback ends the call (the connection is closed) and propagates.
+  void request_streaming(http::request request, std::string_view url,
+                         const std::function<void(const response& head)>& on_head,
+                         const std::function<void(std::string_view piece)>& on_body);
+
+  // The counters and the pools' current figures (see client_stats).
+  client_stats stats() const;
+  // The options the client was made with.
+  const client_options& options() const noexcept { return options_; }
+
+  // Closes every pool: idle connections at once, those in an exchange when it ends (their
+  // calls finish normally); calls waiting for a connection of a full pool get
+  // weft::pool_closed_error. Idempotent; never suspends. Further requests are a
+  // std::logic_error.
+  void close() noexcept;
+  // Whether close() was called.
+  bool closed() const noexcept { return closed_; }
+
+ private:
+  friend struct detail::client_call;
+  detail::client_origin& origin_for(const std::string& key, const std::string& host,
+                                    std::uint16_t port);
+
+  client_options options_;
+  // Ordered by "host:port"; an origin's pool lives as long as the client.
+  std::map<std::string, std::unique_ptr<detail::client_origin>> origins_;
+  client_stats counters_;
+  bool closed_ = false;
+};
+
+}  // namespace weft::http

@@ -1,0 +1,189 @@
+// weft::http::client: its options, origins and counters, and the request calls (client.hpp);
+// the exchanges themselves are in client_exchange.cpp.
+#include "weft/http/client.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "http/client_call.hpp"
+
+namespace weft::http {
+
+const char* to_string(error_kind kind) noexcept {
+  switch (kind) {
+    case error_kind::invalid_url:
+      return "invalid URL";
+    case error_kind::unsupported_scheme:
+      return "unsupported scheme";
+    case error_kind::malformed_response:
+      return "malformed response";
+    case error_kind::response_too_large:
+      return "response too large";
+    case error_kind::unexpected_response:
+      return "unexpected response";
+    case error_kind::too_many_redirects:
+      return "too many redirects";
+    case error_kind::redirect_loop:
+      return "redirect loop";
+  }
+  return "unknown";
+}
+
+error::error(error_kind kind, std::string url, const std::string& message)
+    : weft::error("http " + url + ": " + to_string(kind) + ": " + message),
+      kind_(kind),
+      url_(std::move(url)) {}
+
+client::client(client_options options) : options_(std::move(options)) {
+  if (options_.max_connections_per_host == 0) {
+    throw std::invalid_argument(
+        "weft::http::client: max_connections_per_host is 0; it must be at least 1");
+  }
+  if (options_.max_redirects < 0) {
+    throw std::invalid_argument("weft::http::client: max_redirects is " +
+                                std::to_string(options_.max_redirects) +
+                                "; it must be 0 (do not follow) or more");
+  }
+  if (options_.connect_timeout.count() <= 0 || options_.request_timeout.count() <= 0 ||
+      options_.idle_timeout.count() < 0) {
+    throw std::invalid_argument(
+        "weft::http::client: connect_timeout and request_timeout must be positive and "
+        "idle_timeout zero (none) or positive");
+  }
+}
+
+client::~client() { close(); }
+
+response client::get(std::string_view url, const headers& fields) {
+  http::request r;
+  r.method = method::get;
+  r.headers = fields;
+  return request(std::move(r), url);
+}
+
+response client::head(std::string_view url, const headers& fields) {
+  http::request r;
+  r.method = method::head;
+  r.headers = fields;
+  return request(std::move(r), url);
+}
+
+response client::post(std::string_view url, std::string body, std::string_view content_type,
+                      const headers& fields) {
+  http::request r;
+  r.method = method::post;
+  r.headers = fields;
+  if (!content_type.empty()) {
+    r.headers.set("Content-Type", content_type);
+  }
+  r.body = std::move(body);
+  return request(std::move(r), url);
+}
+
+namespace {
+
+void refuse_closed(std::string_view url) {
+  throw std::logic_error("weft::http::client: a request to " + std::string(url) +
+                         " after close(); make a new client");
+}
+
+}  // namespace
+
+response client::request(http::request request, std::string_view url) {
+  if (closed_) {
+    refuse_closed(url);
+  }
+  response result;
+  detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
+  call.result = &result;
+  call.run();
+  return result;
+}
+
+void client::request_streaming(http::request request, std::string_view url,
+                               const std::function<void(const response& head)>& on_head,
+                               const std::function<void(std::string_view piece)>& on_body) {
+  if (closed_) {
+    refuse_closed(url);
+  }
+  if (!on_head || !on_body) {
+    throw std::invalid_argument(
+        "weft::http::client::request_streaming: on_head and on_body must both be set");
+  }
+  detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
+  call.on_head = &on_head;
+  call.on_body = &on_body;
+  call.run();
+}
+
+detail::client_origin& client::origin_for(const std::string& key, const std::string& host,
+                                          std::uint16_t port) {
+  if (closed_) {
+    refuse_closed("http://" + key + "/");
+  }
+  auto found = origins_.find(key);
+  if (found != origins_.end()) {
+    return *found->second;
+  }
+  pool_options<detail::client_connection> settings;
+  settings.max = options_.max_connections_per_host;
+  settings.name = "http " + key;
+  // A slot only: the caller connects it, bounded by its own deadline (client_connection.hpp).
+  settings.factory = [limits = options_.limits] { return detail::client_connection(limits); };
+  std::uint64_t* closed_count = &counters_.connections_closed;
+  settings.destructor = [closed_count](detail::client_connection& connection) {
+    if (connection.connected()) {
+      ++*closed_count;
+      connection.close();
+    }
+  };
+  const std::chrono::milliseconds idle = options_.idle_timeout;
+  settings.before_acquire = [idle](detail::client_connection& connection) {
+    return connection.reusable(idle);
+  };
+  if (idle.count() > 0) {
+    // Idle connections past idle_timeout are closed within half of it more, not only when a
+    // request next takes them (a client that went quiet must not keep sockets open).
+    settings.healthcheck_interval = std::max(idle / 2, std::chrono::milliseconds(1));
+    settings.healthcheck = [idle](detail::client_connection& connection) {
+      return connection.reusable(idle);
+    };
+  }
+  auto made = std::make_unique<detail::client_origin>(detail::client_origin{
+      host, port, weft::pool<detail::client_connection>(std::move(settings))});
+  detail::client_origin& origin = *made;
+  origins_.emplace(key, std::move(made));
+  ++counters_.origins;
+  return origin;
+}
+
+client_stats client::stats() const {
+  client_stats now = counters_;
+  now.idle_connections = 0;
+  now.active_connections = 0;
+  now.waiting_requests = 0;
+  for (const auto& [key, origin] : origins_) {
+    const pool_stats pool = origin->connections.stats();
+    now.idle_connections += pool.idle;
+    now.active_connections += pool.active;
+    now.waiting_requests += pool.waiters;
+  }
+  return now;
+}
+
+void client::close() noexcept {
+  if (closed_) {
+    return;
+  }
+  closed_ = true;
+  for (auto& [key, origin] : origins_) {
+    try {
+      origin->connections.close();
+    } catch (...) {
+      // The destructor hook closes a socket and cannot throw; nothing else can fail here.
+    }
+  }
+}
+
+}  // namespace weft::http

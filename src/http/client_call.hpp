@@ -1,0 +1,57 @@
+// The inside of weft::http::client: an origin's pool, and one call (a request with its
+// redirect hops and its one stale-connection retry). client.cpp owns the client's state;
+// client_exchange.cpp runs the exchanges.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "http/client_connection.hpp"
+#include "http/client_url.hpp"
+#include "weft/http/client.hpp"
+#include "weft/pool/pool.hpp"
+#include "weft/sched/timeout.hpp"
+
+namespace weft::http::detail {
+
+// The pool of one host:port.
+struct client_origin {
+  std::string host;
+  std::uint16_t port;
+  weft::pool<client_connection> connections;
+};
+
+// One call of client::request / request_streaming, from start to its final response.
+struct client_call {
+  client_call(client& owner_, http::request request_, client_url url_)
+      : owner(owner_), request(std::move(request_)), url(std::move(url_)) {}
+
+  client& owner;
+  http::request request;
+  client_url url;
+  // Buffered: the final response goes here. Streaming: on_head and on_body get it.
+  response* result = nullptr;
+  const std::function<void(const response&)>* on_head = nullptr;
+  const std::function<void(std::string_view)>* on_body = nullptr;
+
+  std::chrono::steady_clock::time_point started{};
+  timeout limit;  // request_timeout from started
+
+  void run();
+
+ private:
+  enum class outcome : std::uint8_t { complete, stale, redirect };
+  outcome attempt(client_origin& origin, bool fresh, const std::string& wire);
+  [[noreturn]] void timed_out(const std::string& phase) const;
+  std::string describe() const;  // "GET http://host/path"
+
+  std::string location_;  // the Location of the redirect being followed
+  bool follow_ = false;   // the current response is a redirect to follow (its body is drained)
+  status result_status_ = status::ok;  // the status of the last final response
+};
+
+}  // namespace weft::http::detail

@@ -1,0 +1,220 @@
+// The socket of a weft::http::client connection (client_connection.hpp).
+#include "http/client_connection.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/address.hpp"
+#include "weft/error.hpp"
+#include "weft/io/dns.hpp"
+
+namespace weft::http::detail {
+
+namespace {
+
+constexpr std::size_t initial_buffer = 16 * 1024;
+constexpr std::size_t max_read = 256 * 1024;
+
+[[noreturn]] void throw_errno(int error_number, const char* operation, const std::string& subject) {
+  throw io_error(-error_number, operation, subject, std::strerror(error_number));
+}
+
+struct address {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+
+}  // namespace
+
+client_connection::client_connection(client_connection&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      registration_(std::move(other.registration_)),
+      peer_(std::move(other.peer_)),
+      buffer_(std::move(other.buffer_)),
+      capacity_(std::exchange(other.capacity_, 0)),
+      begin_(std::exchange(other.begin_, 0)),
+      end_(std::exchange(other.end_, 0)),
+      read_first_(other.read_first_),
+      idle_since_(other.idle_since_),
+      exchanges_(other.exchanges_),
+      parser_(std::move(other.parser_)),
+      output_(std::move(other.output_)) {}
+
+void client_connection::connect(const std::string& host, std::uint16_t port, const timeout& limit) {
+  close();
+  const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const std::string where = bracketed + ":" + std::to_string(port);
+  std::vector<address> candidates;
+  address numeric;
+  if (net::detail::parse_numeric(host, port, numeric.storage, numeric.length)) {
+    candidates.push_back(numeric);
+  } else {
+    for (const dns::address& found : dns::resolve(host, port, limit)) {
+      address resolved;
+      if (net::detail::parse_numeric(found.ip, port, resolved.storage, resolved.length)) {
+        candidates.push_back(resolved);
+      }
+    }
+    if (candidates.empty()) {
+      throw io_error(-EHOSTUNREACH, "connect", where, "the name resolved to no usable address");
+    }
+  }
+  int last_error = 0;
+  std::string last_where = where;
+  for (address& candidate : candidates) {
+    const int fd =
+        ::socket(candidate.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      throw_errno(errno, "socket", where);
+    }
+    // Each request goes out in one send; without TCP_NODELAY a request written in pieces (a
+    // large body) could wait for the ACK of the first (Nagle with delayed ACKs, 40 ms).
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int error_number = 0;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&candidate.storage), candidate.length) != 0) {
+      error_number = errno;
+      if (error_number == EINPROGRESS) {
+        try {
+          fd_registration registration(fd);
+          wait_writable(fd, limit);
+          registration_ = std::move(registration);
+        } catch (...) {
+          ::close(fd);
+          throw;
+        }
+        socklen_t size = sizeof error_number;
+        error_number = 0;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error_number, &size);
+      }
+    } else {
+      registration_ = fd_registration(fd);
+    }
+    if (error_number == 0) {
+      fd_ = fd;
+      peer_ = where;
+      begin_ = end_ = 0;
+      read_first_ = false;
+      exchanges_ = 0;
+      parser_.reset();
+      return;
+    }
+    registration_.reset();
+    ::close(fd);
+    last_error = error_number;
+    if (candidates.size() > 1) {
+      last_where = where + " (" +
+                   net::detail::format_address(reinterpret_cast<sockaddr*>(&candidate.storage),
+                                               candidate.length) +
+                   ")";
+    }
+  }
+  throw_errno(last_error, "connect", last_where);
+}
+
+void client_connection::close() noexcept {
+  if (fd_ >= 0) {
+    registration_.reset();  // before the fd goes (fd.hpp)
+    ::close(fd_);
+    fd_ = -1;
+  }
+  begin_ = end_ = 0;
+}
+
+void client_connection::write_all(std::string_view data, const timeout& limit,
+                                  const std::string& subject) {
+  while (!data.empty()) {
+    const ssize_t sent = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    if (sent >= 0) {
+      data.remove_prefix(static_cast<std::size_t>(sent));
+      continue;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait_writable(fd_, limit);
+      continue;
+    }
+    throw_errno(errno, "send", subject);
+  }
+  // The answer cannot be there yet: wait for it before reading rather than pay a read that
+  // says EAGAIN.
+  read_first_ = false;
+}
+
+std::size_t client_connection::fill(const timeout& limit, const std::string& subject) {
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  }
+  if (capacity_ - end_ < 2048) {
+    if (begin_ > 0) {
+      std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (capacity_ - end_ < 2048) {
+      // Only a header section (bounded by the parser's limits) or a partial chunk line is
+      // ever kept, so the buffer grows only as far as those need.
+      const std::size_t grown = capacity_ == 0 ? initial_buffer : capacity_ * 2;
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+      if (end_ > 0) {
+        std::memcpy(bigger.get(), buffer_.get(), end_);
+      }
+      buffer_ = std::move(bigger);
+      capacity_ = grown;
+    }
+  }
+  const std::size_t room = std::min(capacity_ - end_, max_read);
+  for (;;) {
+    if (!read_first_) {
+      wait_readable(fd_, limit);
+    }
+    const ssize_t got = ::read(fd_, buffer_.get() + end_, room);
+    if (got >= 0) {
+      const auto bytes = static_cast<std::size_t>(got);
+      end_ += bytes;
+      read_first_ = bytes == room && bytes > 0;
+      return bytes;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      read_first_ = false;
+      continue;
+    }
+    throw_errno(errno, "read", subject);
+  }
+}
+
+void client_connection::consume(std::size_t n) noexcept {
+  begin_ += n;
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  }
+}
+
+bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noexcept {
+  if (fd_ < 0 || begin_ != end_) {
+    return false;
+  }
+  if (idle_limit.count() > 0 && std::chrono::steady_clock::now() - idle_since_ >= idle_limit) {
+    return false;
+  }
+  char probe;
+  const ssize_t got = ::recv(fd_, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  // EAGAIN: open and quiet. 0: the server closed it; bytes: it sent something unasked (a 408
+  // before closing), which would be taken for the next request's answer; an error: broken.
+  return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace weft::http::detail

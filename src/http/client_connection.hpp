@@ -1,0 +1,89 @@
+// One TCP connection of weft::http::client: a non-blocking socket driven by the reactor's fd
+// readiness (weft/reactor/fd.hpp), its input buffer and response parser, kept in an origin's
+// weft::pool between exchanges.
+//
+// Why a socket of its own and not net::connection or weft::tcp::stream: net::connection is
+// the server framework's connection (a graceful close that shuts down and drains, a flusher
+// coroutine, server timeouts, logging, and a copy of every read into a message), and
+// tcp::stream goes through libuv handles and their read-ahead buffer; a client exchange needs
+// neither, and needs to see the exact errno of a write or a read to tell a stale kept-alive
+// connection from a broken one. This is the path a bare epoll client takes: per request one
+// send(2), a readiness wait and read(2) into a buffer the parser reads in place, with the fd
+// registered with the driver once for the connection's life (no epoll_ctl per request).
+//
+// Pool slots: the pool's factory makes an unconnected connection (no I/O), and the client
+// connects it after acquiring it, so each connect is bounded by the caller's own deadline
+// and its errors reach the caller untouched. Used by one coroutine at a time (its lease).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "weft/http/parser.hpp"
+#include "weft/reactor/fd.hpp"
+#include "weft/sched/timeout.hpp"
+
+namespace weft::http::detail {
+
+class client_connection {
+ public:
+  explicit client_connection(const parser_limits& limits) : parser_(limits) {}
+  client_connection(client_connection&& other) noexcept;
+  client_connection& operator=(client_connection&&) = delete;
+  client_connection(const client_connection&) = delete;
+  client_connection& operator=(const client_connection&) = delete;
+  ~client_connection() { close(); }
+
+  bool connected() const noexcept { return fd_ >= 0; }
+  // Resolves host (unless numeric) and connects to each address in turn until one answers.
+  // io_error naming host:port (the last address's error when all fail); timeout_error or
+  // cancelled_error from limit (nothing is left open).
+  void connect(const std::string& host, std::uint16_t port, const timeout& limit);
+  // Closes the socket (registration first); the connection may be connected again.
+  void close() noexcept;
+
+  // Sends every byte; io_error with the errno (EPIPE, ECONNRESET, ...) naming subject.
+  void write_all(std::string_view data, const timeout& limit, const std::string& subject);
+  // Reads once into the input buffer (waiting for readability first unless the last read
+  // filled its room). Returns the bytes read, 0 when the peer ended the stream. io_error with
+  // the errno naming subject.
+  std::size_t fill(const timeout& limit, const std::string& subject);
+  // The bytes received and not yet consumed by the parser.
+  std::string_view input() const noexcept { return {buffer_.get() + begin_, end_ - begin_}; }
+  void consume(std::size_t n) noexcept;
+  void clear_input() noexcept { begin_ = end_ = 0; }
+
+  // Whether an idle connection can carry a request: open, idle less than idle_limit (zero:
+  // no limit), and the server neither closed it nor sent anything unasked (one recv with
+  // MSG_PEEK | MSG_DONTWAIT).
+  bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
+  void mark_idle() noexcept { idle_since_ = std::chrono::steady_clock::now(); }
+  // Exchanges completed on this connection since it was connected.
+  std::uint64_t exchanges() const noexcept { return exchanges_; }
+  void count_exchange() noexcept { ++exchanges_; }
+
+  response_parser& parser() noexcept { return parser_; }
+  // The request being serialised (kept for its capacity).
+  std::string& output() noexcept { return output_; }
+  const std::string& peer() const noexcept { return peer_; }
+
+ private:
+  int fd_ = -1;
+  fd_registration registration_;
+  std::string peer_;  // "127.0.0.1:8080": what connect errors name
+  std::unique_ptr<char[]> buffer_;
+  std::size_t capacity_ = 0;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  bool read_first_ = false;  // the last read filled its room: more may be waiting
+  std::chrono::steady_clock::time_point idle_since_{};
+  std::uint64_t exchanges_ = 0;
+  response_parser parser_;
+  std::string output_;
+};
+
+}  // namespace weft::http::detail

@@ -1,0 +1,328 @@
+// The exchanges of weft::http::client (client_call.hpp): connecting a pooled connection,
+// sending a request, reading its response through the parser, the one retry after a stale
+// kept-alive connection, and following redirects.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "http/client_call.hpp"
+#include "weft/error.hpp"
+
+namespace weft::http::detail {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+long long milliseconds_between(steady::time_point from, steady::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
+// RFC 9110 9.2.2: a request that may be sent again without changing the outcome.
+bool idempotent(method m) noexcept {
+  return m == method::get || m == method::head || m == method::put || m == method::delete_ ||
+         m == method::options || m == method::trace;
+}
+
+bool is_redirect(status s) noexcept {
+  const std::uint16_t code = code_of(s);
+  return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
+}
+
+// The errors of a write or read that say a kept-alive connection was closed by the server.
+bool says_closed(const io_error& failure) noexcept {
+  const int code = -failure.uv_code();
+  return code == EPIPE || code == ECONNRESET;
+}
+
+// The connection goes back to its pool, or is closed, when the lease is done with.
+struct lease_guard {
+  lease<client_connection>& held;
+  bool keep = false;
+  ~lease_guard() {
+    if (!held.valid()) {
+      return;
+    }
+    if (keep) {
+      held->mark_idle();
+      held.release();
+    } else {
+      held.discard();  // mid-exchange (an error, a timeout, a cancel) or not reusable
+    }
+  }
+};
+
+}  // namespace
+
+std::string client_call::describe() const {
+  return std::string(method_name(request.method)) + " " + url.text;
+}
+
+void client_call::timed_out(const std::string& phase) const {
+  throw timeout_error("http " + describe() + ": timed out " + phase + " after " +
+                      std::to_string(milliseconds_between(started, steady::now())) +
+                      " ms (request_timeout " +
+                      std::to_string(owner.options_.request_timeout.count()) + " ms)");
+}
+
+void client_call::run() {
+  const client_options& options = owner.options_;
+  started = steady::now();
+  limit = timeout(options.request_timeout);
+  const bool caller_host = request.headers.contains("Host");
+  if (!options.user_agent.empty() && !request.headers.contains("User-Agent")) {
+    request.headers.add("User-Agent", options.user_agent);
+  }
+  std::set<std::pair<method, std::string>> visited;
+  int hops = 0;
+  std::string wire;
+  for (;;) {
+    request.target = url.target;
+    if (!caller_host || hops > 0) {
+      request.headers.set("Host", url.authority);
+    }
+    wire.clear();
+    serialize(request, wire);  // std::invalid_argument for a request that cannot be framed
+    if (options.max_redirects > 0) {
+      visited.emplace(request.method, url.text);
+    }
+    client_origin& origin = owner.origin_for(url.origin, url.host, url.port);
+    outcome done = attempt(origin, false, wire);
+    if (done == outcome::stale) {
+      ++owner.counters_.retries;
+      done = attempt(origin, true, wire);
+    }
+    if (done == outcome::complete) {
+      ++owner.counters_.responses;
+      return;
+    }
+    // A redirect to follow.
+    if (hops == options.max_redirects) {
+      throw error(error_kind::too_many_redirects, url.text,
+                  "a redirect to " + location_ + " after " + std::to_string(hops) +
+                      " redirects (client_options::max_redirects is " +
+                      std::to_string(options.max_redirects) + ")");
+    }
+    client_url next = parse_client_url(resolve_location(url, location_));
+    const std::uint16_t code = code_of(result_status_);
+    if ((code == 303 && request.method != method::head) ||
+        ((code == 301 || code == 302) && request.method == method::post)) {
+      request.method = method::get;
+      request.body.clear();
+      request.trailers.clear();
+      request.headers.remove("Content-Length");
+      request.headers.remove("Content-Type");
+      request.headers.remove("Transfer-Encoding");
+    }
+    if (next.origin != url.origin) {
+      request.headers.remove("Authorization");
+      request.headers.remove("Proxy-Authorization");
+      request.headers.remove("Cookie");
+    }
+    if (visited.contains({request.method, next.text})) {
+      throw error(error_kind::redirect_loop, url.text,
+                  "redirected back to " + next.text + ", already requested with " +
+                      std::string(method_name(request.method)));
+    }
+    url = std::move(next);
+    ++hops;
+    ++owner.counters_.redirects;
+  }
+}
+
+client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
+                                          const std::string& wire) {
+  const client_options& options = owner.options_;
+  client_stats& counters = owner.counters_;
+  lease<client_connection> held;
+  try {
+    held = origin.connections.acquire(limit);
+  } catch (const timeout_error&) {
+    timed_out("waiting for a free connection to " + url.origin + " (all " +
+              std::to_string(options.max_connections_per_host) + " in use)");
+  }
+  lease_guard guard{held};
+  client_connection& connection = *held;
+  bool reused = connection.connected();
+  if (reused && fresh) {
+    connection.close();
+    ++counters.connections_closed;
+    reused = false;
+  }
+  if (!reused) {
+    const timeout connect_limit = limit.capped(options.connect_timeout);
+    try {
+      connection.connect(origin.host, origin.port, connect_limit);
+    } catch (const timeout_error&) {
+      const bool by_connect = !limit.bounded() || connect_limit.deadline() < limit.deadline();
+      throw timeout_error(
+          "http " + describe() + ": timed out connecting to " + url.origin + " after " +
+          std::to_string(milliseconds_between(started, steady::now())) + " ms (" +
+          (by_connect ? "connect_timeout " + std::to_string(options.connect_timeout.count())
+                      : "request_timeout " + std::to_string(options.request_timeout.count())) +
+          " ms)");
+    }
+    ++counters.connections_opened;
+  } else {
+    ++counters.connections_reused;
+  }
+  ++counters.requests;
+  // What a failed send or read names (no string is built per request for it).
+  const std::string& subject = url.text;
+  auto stale_or_throw = [&](const io_error& failure, const char* when) -> outcome {
+    if (reused && says_closed(failure)) {
+      if (idempotent(request.method) && !fresh) {
+        return outcome::stale;
+      }
+      throw io_error(
+          failure.uv_code(), failure.operation(), subject,
+          std::string(std::strerror(-failure.uv_code())) + ": the server closed the " +
+              "kept-alive connection " + when + "; " +
+              (idempotent(request.method) ? "the retry on a fresh connection failed too"
+                                          : std::string(method_name(request.method)) +
+                                                " is not idempotent, so it was not sent again"));
+    }
+    throw;
+  };
+
+  try {
+    connection.write_all(wire, limit, subject);
+  } catch (const io_error& failure) {
+    return stale_or_throw(failure, "before the request was sent");
+  } catch (const timeout_error&) {
+    timed_out("sending the request");
+  }
+
+  response_parser& parser = connection.parser();
+  parser.set_request_method(request.method);
+  bool got_bytes = false;  // a byte of the response arrived
+  bool final_head = false;
+  bool interim = false;  // the response being read is a 1xx
+  follow_ = false;
+  bool need_read = connection.input().empty();
+  bool ended = false;  // the server ended the stream
+  for (;;) {
+    parse_result step;
+    if (need_read && !ended) {
+      std::size_t got = 0;
+      try {
+        got = connection.fill(limit, subject);
+      } catch (const io_error& failure) {
+        if (!got_bytes) {
+          return stale_or_throw(failure, "before answering");
+        }
+        throw;
+      } catch (const timeout_error&) {
+        timed_out(final_head ? "reading the body" : "waiting for the response head");
+      }
+      if (got == 0) {
+        ended = true;
+        if (!got_bytes) {
+          if (reused && idempotent(request.method) && !fresh) {
+            return outcome::stale;
+          }
+          throw io_error(
+              -ECONNRESET, "read", subject,
+              std::string("the server closed the connection without answering") +
+                  (reused ? std::string("; ") + (idempotent(request.method)
+                                                     ? "the retry on a fresh connection failed too"
+                                                     : std::string(method_name(request.method)) +
+                                                           " is not idempotent, so it was not sent "
+                                                           "again")
+                          : std::string()));
+        }
+      } else {
+        got_bytes = true;
+      }
+    }
+    if (ended && connection.input().empty()) {
+      step = parser.finish();
+      if (step.event == parse_event::need_more) {
+        throw error(error_kind::malformed_response, url.text,
+                    "the connection closed before the response was complete");
+      }
+    } else {
+      step = parser.parse(connection.input());
+      connection.consume(step.consumed);
+    }
+    need_read = false;
+    switch (step.event) {
+      case parse_event::need_more:
+        if (step.consumed == 0) {
+          if (ended) {
+            step = parser.finish();
+            if (step.event != parse_event::message_complete) {
+              throw error(error_kind::malformed_response, url.text,
+                          parser.failed() ? parser.error_reason()
+                                          : "the connection closed inside the response");
+            }
+            goto complete;
+          }
+          need_read = true;
+        }
+        continue;
+      case parse_event::headers_complete: {
+        const response& head = parser.message();
+        if (head.status == status::switching_protocols) {
+          throw error(error_kind::unexpected_response, url.text,
+                      "101 Switching Protocols: this client does not switch protocols");
+        }
+        interim = is_informational(head.status);
+        if (interim) {
+          continue;
+        }
+        final_head = true;
+        result_status_ = head.status;
+        if (options.max_redirects > 0 && is_redirect(head.status)) {
+          const auto location = head.headers.get("Location");
+          if (!location || location->empty()) {
+            throw error(
+                error_kind::unexpected_response, url.text,
+                std::to_string(code_of(head.status)) + " redirect without a Location field");
+          }
+          location_ = std::string(*location);
+          follow_ = true;
+        } else if (on_head != nullptr) {
+          (*on_head)(head);
+        }
+        continue;
+      }
+      case parse_event::body:
+        if (follow_) {
+          continue;  // a redirect's body: read to keep the connection, not kept
+        }
+        if (on_body != nullptr) {
+          (*on_body)(step.body);
+        } else {
+          parser.message().body.append(step.body);
+        }
+        continue;
+      case parse_event::message_complete:
+        if (interim) {
+          interim = false;
+          continue;
+        }
+        goto complete;
+      case parse_event::error:
+        throw error(code_of(parser.error_status()) == 413 || code_of(parser.error_status()) == 431
+                        ? error_kind::response_too_large
+                        : error_kind::malformed_response,
+                    url.text, parser.error_reason());
+    }
+  }
+complete:
+  connection.count_exchange();
+  guard.keep = !ended && parser.keep_alive() && request.keep_alive() && connection.input().empty();
+  if (follow_) {
+    return outcome::redirect;
+  }
+  if (result != nullptr) {
+    *result = std::move(parser.message());
+  }
+  return outcome::complete;
+}
+
+}  // namespace weft::http::detail

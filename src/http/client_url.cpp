@@ -1,0 +1,241 @@
+// Parsing http:// URLs and resolving redirect targets for weft::http::client (client_url.hpp).
+#include "http/client_url.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cctype>
+#include <string>
+
+#include "weft/http/client.hpp"
+
+namespace weft::http::detail {
+
+namespace {
+
+bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+std::string lowered(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    c = lower(c);
+  }
+  return out;
+}
+
+// The scheme of text ("http", "HTTPS", ...) when it starts with one (RFC 3986 3.1: ALPHA
+// *(ALPHA / DIGIT / "+" / "-" / ".") ":"), else empty.
+std::string_view scheme_of(std::string_view text) noexcept {
+  if (text.empty() || !is_alpha(text[0])) {
+    return {};
+  }
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ':') {
+      return text.substr(0, i);
+    }
+    if (!is_alpha(c) && !is_digit(c) && c != '+' && c != '-' && c != '.') {
+      return {};
+    }
+  }
+  return {};
+}
+
+[[noreturn]] void refuse(error_kind kind, std::string_view url, const std::string& why) {
+  throw error(kind, std::string(url), why);
+}
+
+[[noreturn]] void refuse_scheme(std::string_view url, std::string_view scheme) {
+  std::string why = "the scheme \"" + std::string(scheme) + "\" is not supported: ";
+  if (lowered(scheme) == "https") {
+    why += "weft has no TLS, so this client speaks plain http:// only";
+  } else {
+    why += "this client speaks http:// only";
+  }
+  refuse(error_kind::unsupported_scheme, url, why);
+}
+
+// Removes "." and ".." segments from an absolute path (RFC 3986 5.2.4).
+std::string remove_dot_segments(std::string_view path) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    std::size_t next = path.find('/', i + 1);
+    if (next == std::string_view::npos) {
+      next = path.size();
+    }
+    std::string_view segment = path.substr(i, next - i);  // "/name", "/", "/." or "/.."
+    if (segment == "/.") {
+      if (next == path.size()) {
+        out += '/';
+      }
+    } else if (segment == "/..") {
+      std::size_t cut = out.rfind('/');
+      out.erase(cut == std::string::npos ? 0 : cut);
+      if (next == path.size()) {
+        out += '/';
+      }
+    } else {
+      out += segment;
+    }
+    i = next;
+  }
+  return out.empty() ? std::string("/") : out;
+}
+
+// Checks the bytes of a path and query: no space or control character (they would break the
+// request line), and percent-encodes bytes outside ASCII as browsers do.
+std::string checked_target(std::string_view url, std::string_view target) {
+  std::string out;
+  out.reserve(target.size());
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (char c : target) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte == 0x7f) {
+      refuse(error_kind::invalid_url, url,
+             "the path or query has a space or a control character; percent-encode it");
+    }
+    if (byte >= 0x80) {
+      out += '%';
+      out += hex[byte >> 4];
+      out += hex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+client_url parse_client_url(std::string_view url) {
+  client_url parsed;
+  std::string_view text = url.substr(0, url.find('#'));
+  const std::string_view scheme = scheme_of(text);
+  if (scheme.empty()) {
+    refuse(error_kind::invalid_url, url, "not an absolute URL (expected http://host[:port]/path)");
+  }
+  if (lowered(scheme) != "http") {
+    refuse_scheme(url, scheme);
+  }
+  std::string_view rest = text.substr(scheme.size() + 1);
+  if (rest.substr(0, 2) != "//") {
+    refuse(error_kind::invalid_url, url, "no \"//\" and host after \"http:\"");
+  }
+  rest.remove_prefix(2);
+  const std::size_t authority_end = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, authority_end);
+  std::string_view target =
+      authority_end == std::string_view::npos ? std::string_view() : rest.substr(authority_end);
+  if (authority.find('@') != std::string_view::npos) {
+    refuse(error_kind::invalid_url, url,
+           "user credentials in the URL are not supported; send an Authorization field");
+  }
+  std::string_view port_text;
+  if (!authority.empty() && authority[0] == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) {
+      refuse(error_kind::invalid_url, url, "an IPv6 address without its closing ']'");
+    }
+    parsed.host = std::string(authority.substr(1, close - 1));
+    in6_addr probe{};
+    if (::inet_pton(AF_INET6, parsed.host.c_str(), &probe) != 1) {
+      refuse(error_kind::invalid_url, url,
+             "\"" + parsed.host + "\" in brackets is not an IPv6 address");
+    }
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') {
+        refuse(error_kind::invalid_url, url, "unexpected characters after the IPv6 address");
+      }
+      port_text = after.substr(1);
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    std::string_view host = authority.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+    }
+    for (char c : host) {
+      if (!is_alpha(c) && !is_digit(c) && c != '-' && c != '.' && c != '_') {
+        refuse(error_kind::invalid_url, url,
+               "the host has the character '" + std::string(1, c) +
+                   "' (a host is a name, an IPv4 address or an IPv6 address in brackets)");
+      }
+    }
+    parsed.host = lowered(host);
+  }
+  if (parsed.host.empty()) {
+    refuse(error_kind::invalid_url, url, "no host");
+  }
+  if (!port_text.empty()) {
+    unsigned long port = 0;
+    for (char c : port_text) {
+      if (!is_digit(c) || port > 65535) {
+        refuse(error_kind::invalid_url, url,
+               "the port \"" + std::string(port_text) + "\" is not a number from 1 to 65535");
+      }
+      port = port * 10 + static_cast<unsigned long>(c - '0');
+    }
+    if (port == 0 || port > 65535) {
+      refuse(error_kind::invalid_url, url,
+             "the port \"" + std::string(port_text) + "\" is not a number from 1 to 65535");
+    }
+    parsed.port = static_cast<std::uint16_t>(port);
+  }
+  const bool v6 = parsed.host.find(':') != std::string::npos;
+  const std::string bracketed = v6 ? "[" + parsed.host + "]" : parsed.host;
+  parsed.origin = bracketed + ":" + std::to_string(parsed.port);
+  parsed.authority = parsed.port == 80 ? bracketed : parsed.origin;
+  parsed.target = checked_target(url, target);
+  if (parsed.target.empty() || parsed.target[0] == '?') {
+    parsed.target.insert(0, "/");
+  }
+  parsed.text = std::string(text);
+  return parsed;
+}
+
+std::string resolve_location(const client_url& base, std::string_view location) {
+  while (!location.empty() && (location.front() == ' ' || location.front() == '\t')) {
+    location.remove_prefix(1);
+  }
+  while (!location.empty() && (location.back() == ' ' || location.back() == '\t')) {
+    location.remove_suffix(1);
+  }
+  location = location.substr(0, location.find('#'));
+  const std::string_view scheme = scheme_of(location);
+  if (!scheme.empty()) {
+    if (lowered(scheme) != "http") {
+      refuse_scheme(location, scheme);
+    }
+    return std::string(location);
+  }
+  if (location.substr(0, 2) == "//") {
+    return "http:" + std::string(location);
+  }
+  const std::string prefix = "http://" + base.authority;
+  if (location.empty()) {
+    return prefix + base.target;
+  }
+  const std::size_t base_query = base.target.find('?');
+  const std::string_view base_path = std::string_view(base.target).substr(0, base_query);
+  if (location[0] == '?') {
+    return prefix + std::string(base_path) + std::string(location);
+  }
+  const std::size_t query = location.find('?');
+  std::string_view path = location.substr(0, query);
+  std::string_view tail =
+      query == std::string_view::npos ? std::string_view() : location.substr(query);
+  std::string merged;
+  if (path[0] == '/') {
+    merged = std::string(path);
+  } else {
+    merged = std::string(base_path.substr(0, base_path.rfind('/') + 1)) + std::string(path);
+  }
+  return prefix + remove_dot_segments(merged) + std::string(tail);
+}
+
+}  // namespace weft::http::detail

@@ -1,0 +1,257 @@
+// weft::http::client: what a failure looks like (malformed and oversized responses, timeouts
+// per phase, refused connections, bad URLs, use after close) and that the pool stays sound
+// after each, cancellation included.
+#include <string>
+
+#include "http/client_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using http_client_test::ok;
+using http_client_test::received;
+using http_client_test::script_server;
+using weft_test::run_clean;
+
+void expect_http_error(weft::http::client& web, const std::string& url, weft::http::error_kind kind,
+                       const std::string& words) {
+  try {
+    web.get(url);
+    ADD_FAILURE() << "no error for " << url;
+  } catch (const weft::http::error& failure) {
+    EXPECT_EQ(failure.kind(), kind) << failure.what();
+    const std::string what = failure.what();
+    EXPECT_NE(what.find(words), std::string::npos) << what;
+    EXPECT_NE(what.find(failure.url()), std::string::npos) << what;
+  }
+}
+
+TEST(HttpClientErrors, MalformedResponsesNameTheParsersReason) {
+  run_clean([] {
+    script_server server([](weft::tcp::stream& s, const received& r) {
+      if (r.target == "/status") {
+        s.write_all("HTTP/1.1 2000 OK\r\n\r\n");
+      } else if (r.target == "/framing") {
+        s.write_all("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n");
+      } else if (r.target == "/cut") {
+        s.write_all("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+        s.close();
+      } else {
+        s.write_all("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+      }
+    });
+    weft::http::client web;
+    expect_http_error(web, server.url("/status"), weft::http::error_kind::malformed_response,
+                      "status code");
+    expect_http_error(web, server.url("/framing"), weft::http::error_kind::malformed_response,
+                      "Content-Length and Transfer-Encoding");
+    expect_http_error(web, server.url("/cut"), weft::http::error_kind::malformed_response,
+                      "closed before the body was complete");
+    expect_http_error(web, server.url("/chunk"), weft::http::error_kind::malformed_response,
+                      "chunk");
+    EXPECT_EQ(web.stats().idle_connections, 0u);
+    EXPECT_EQ(web.stats().active_connections, 0u);
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientErrors, ResponseOverTheBodyLimit) {
+  run_clean([] {
+    script_server server(
+        [](weft::tcp::stream& s, const received&) { s.write_all(ok(std::string(5000, 'x'))); });
+    weft::http::client_options options;
+    options.limits.max_body_size = 1000;
+    weft::http::client web(options);
+    expect_http_error(web, server.url("/"), weft::http::error_kind::response_too_large, "1000");
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientErrors, SlowResponseHeadTimesOutNamingThePhase) {
+  run_clean([] {
+    weft::event release;
+    script_server server([&](weft::tcp::stream& s, const received&) {
+      release.wait(weft::timeout(10s));
+      s.write_all(ok("late"));
+    });
+    weft::http::client web({.request_timeout = 150ms});
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      web.get(server.url("/slow"));
+      ADD_FAILURE() << "no timeout";
+    } catch (const weft::timeout_error& failure) {
+      const std::string what = failure.what();
+      EXPECT_NE(what.find("response head"), std::string::npos) << what;
+      EXPECT_NE(what.find(server.url("/slow")), std::string::npos) << what;
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
+    EXPECT_EQ(web.stats().active_connections, 0u);
+    EXPECT_EQ(web.stats().idle_connections, 0u);
+    release.set();
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientErrors, SlowBodyTimesOutNamingThePhase) {
+  run_clean([] {
+    weft::event release;
+    script_server server([&](weft::tcp::stream& s, const received&) {
+      s.write_all("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab");
+      release.wait(weft::timeout(10s));
+    });
+    weft::http::client web({.request_timeout = 150ms});
+    try {
+      web.get(server.url("/"));
+      ADD_FAILURE() << "no timeout";
+    } catch (const weft::timeout_error& failure) {
+      EXPECT_NE(std::string(failure.what()).find("body"), std::string::npos) << failure.what();
+    }
+    release.set();
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientErrors, RefusedConnectionIsAnIoErrorNamingHostAndPort) {
+  run_clean([] {
+    std::uint16_t port = 0;
+    {
+      weft::tcp::listener probe = weft::tcp::listener::listen("127.0.0.1", 0);
+      port = probe.port();
+    }  // closed: nothing listens there now
+    weft::http::client web;
+    try {
+      web.get("http://127.0.0.1:" + std::to_string(port) + "/");
+      ADD_FAILURE() << "no error";
+    } catch (const weft::io_error& failure) {
+      EXPECT_EQ(failure.error_code(), std::errc::connection_refused);
+      EXPECT_NE(std::string(failure.what()).find("127.0.0.1:" + std::to_string(port)),
+                std::string::npos)
+          << failure.what();
+    }
+    EXPECT_EQ(web.stats().active_connections, 0u);
+    EXPECT_EQ(web.stats().connections_opened, 0u);
+    web.close();
+  });
+}
+
+TEST(HttpClientErrors, BadUrlsAreRefusedBeforeAnyIo) {
+  run_clean([] {
+    weft::http::client web;
+    auto kind_of = [&](const std::string& url) {
+      try {
+        web.get(url);
+      } catch (const weft::http::error& failure) {
+        EXPECT_EQ(failure.url(), url.substr(0, url.find('#')));
+        return failure.kind();
+      }
+      ADD_FAILURE() << "accepted " << url;
+      return weft::http::error_kind::malformed_response;
+    };
+    using weft::http::error_kind;
+    EXPECT_EQ(kind_of("https://example.com/"), error_kind::unsupported_scheme);
+    EXPECT_EQ(kind_of("ftp://example.com/"), error_kind::unsupported_scheme);
+    EXPECT_EQ(kind_of("example.com/x"), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http:///x"), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http://user:pw@example.com/"), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http://example.com:0/"), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http://example.com:70000/"), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http://[::1/"), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http://example.com/a b"), error_kind::invalid_url);
+    EXPECT_EQ(web.stats().origins, 0u);
+    try {
+      web.get("https://example.com/");
+    } catch (const weft::http::error& failure) {
+      EXPECT_NE(std::string(failure.what()).find("TLS"), std::string::npos) << failure.what();
+    }
+    web.close();
+  });
+}
+
+TEST(HttpClientErrors, Ipv6LiteralUrl) {
+  run_clean([] {
+    std::optional<script_server> server;
+    try {
+      server.emplace(
+          [](weft::tcp::stream& s, const received& r) { s.write_all(ok(r.field("Host"))); }, "::1");
+    } catch (const weft::io_error&) {
+      return;  // no IPv6 loopback here; the URL parsing is still covered by BadUrls
+    }
+    weft::http::client web;
+    EXPECT_EQ(web.get(server->url("/six")).body, "[::1]:" + std::to_string(server->port()));
+    web.close();
+    server->close();
+  });
+}
+
+TEST(HttpClientErrors, CancelledRequestDestroysItsConnectionAndThePoolStaysSound) {
+  run_clean([] {
+    weft::event arrived;
+    script_server server([&](weft::tcp::stream& s, const received& r) {
+      if (r.target == "/hang") {
+        arrived.set();
+        weft::sleep_for(std::chrono::hours(1));  // until the server closes
+      }
+      s.write_all(ok("fine"));
+    });
+    weft::http::client web({.max_connections_per_host = 1});
+    web.get(server.url("/warm"));
+    auto hanging = weft::spawn([&] { web.get(server.url("/hang")); });
+    arrived.wait(weft::timeout(5s));
+    hanging.cancel("test");
+    EXPECT_THROW(hanging.await(), weft::cancelled_error);
+    weft::http::client_stats stats = web.stats();
+    EXPECT_EQ(stats.active_connections, 0u);
+    EXPECT_EQ(stats.idle_connections, 0u);
+    EXPECT_EQ(stats.connections_closed, 1u);
+    // The one slot is free again: a new request gets a fresh connection.
+    EXPECT_EQ(web.get(server.url("/after")).body, "fine");
+    EXPECT_EQ(web.stats().connections_opened, 2u);
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientErrors, CloseEndsWaitersAndLetsExchangesInFlightFinish) {
+  run_clean([] {
+    weft::event arrived;
+    weft::event release;
+    script_server server([&](weft::tcp::stream& s, const received&) {
+      arrived.set();
+      release.wait(weft::timeout(10s));
+      s.write_all(ok("done"));
+    });
+    weft::http::client web({.max_connections_per_host = 1});
+    auto in_flight = weft::spawn([&] { return web.get(server.url("/first")).body; });
+    arrived.wait(weft::timeout(5s));
+    auto waiting = weft::spawn([&] { web.get(server.url("/second")); });
+    EXPECT_TRUE(weft_test::yield_until([&] { return web.stats().waiting_requests == 1; }));
+    web.close();
+    EXPECT_THROW(waiting.await(), weft::pool_closed_error);
+    release.set();
+    EXPECT_EQ(in_flight.await(), "done");
+    EXPECT_EQ(web.stats().active_connections, 0u);
+    EXPECT_EQ(web.stats().idle_connections, 0u);
+    EXPECT_EQ(web.stats().connections_closed, 1u);
+    server.close();
+  });
+}
+
+TEST(HttpClientErrors, UseAfterCloseIsMisuse) {
+  run_clean([] {
+    weft::http::client web;
+    web.close();
+    web.close();  // idempotent
+    EXPECT_THROW(web.get("http://127.0.0.1:1/"), std::logic_error);
+  });
+}
+
+TEST(HttpClientErrors, BadOptionsAreRefused) {
+  EXPECT_THROW(weft::http::client({.max_connections_per_host = 0}), std::invalid_argument);
+  EXPECT_THROW(weft::http::client({.max_redirects = -1}), std::invalid_argument);
+}
+
+}  // namespace

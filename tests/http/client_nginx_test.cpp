@@ -1,0 +1,280 @@
+// weft::http::client against a server no one here wrote: nginx (Debian's nginx-light), started
+// by the test as the current user with a config in a temporary directory. Keep-alive reuse is
+// proven with nginx's own $connection and $connection_requests; also a static file larger than
+// one read, HEAD, 404, a real redirect and concurrent requests.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/client_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using weft_test::run_clean;
+namespace fs = std::filesystem;
+
+const char* const nginx_program = "/usr/sbin/nginx";
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    throw std::runtime_error(std::string("free_port: ") + std::strerror(errno));
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+bool accepts_connections(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// nginx in one process (daemon off, master_process off), on a free loopback port; stopped and
+// reaped, and its directory removed, by the destructor.
+class nginx_server {
+ public:
+  nginx_server() {
+    char pattern[] = "/tmp/weft-nginx-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) {
+      throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+    }
+    dir_ = pattern;
+    fs::create_directories(dir_ / "root" / "static");
+    std::ofstream(dir_ / "root" / "static" / "file.txt") << file_body();
+    port_ = free_port();
+    std::ofstream(dir_ / "nginx.conf")
+        << "daemon off;\n"
+        << "master_process off;\n"
+        << "worker_processes 1;\n"
+        << "pid " << (dir_ / "nginx.pid").string() << ";\n"
+        << "error_log " << (dir_ / "error.log").string() << " warn;\n"
+        << "events { worker_connections 256; }\n"
+        << "http {\n"
+        << "  access_log off;\n"
+        << "  default_type text/plain;\n"
+        << "  keepalive_timeout 60s;\n"
+        << "  client_body_temp_path " << dir_.string() << "/cb;\n"
+        << "  proxy_temp_path " << dir_.string() << "/px;\n"
+        << "  fastcgi_temp_path " << dir_.string() << "/fc;\n"
+        << "  uwsgi_temp_path " << dir_.string() << "/uw;\n"
+        << "  scgi_temp_path " << dir_.string() << "/sc;\n"
+        << "  server {\n"
+        << "    listen 127.0.0.1:" << port_ << ";\n"
+        << "    root " << (dir_ / "root").string() << ";\n"
+        << "    location = /conn {\n"
+        << "      return 200 \"$connection $connection_requests\\n\";\n"
+        << "    }\n"
+        << "    location = /moved { return 302 /conn; }\n"
+        << "  }\n"
+        << "}\n";
+    const std::string prefix = dir_.string() + "/";
+    const std::string conf = (dir_ / "nginx.conf").string();
+    const std::string log = (dir_ / "error.log").string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setsid();
+      ::execl(nginx_program, nginx_program, "-p", prefix.c_str(), "-c", conf.c_str(), "-e",
+              log.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // nginx is ready once it accepts a connection; it exits at once on a bad config or a taken
+    // port (then the error log says why).
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!accepts_connections(port_)) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw std::runtime_error("nginx exited at start: " + read_file(dir_ / "error.log"));
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("nginx did not accept connections within 10 s: " +
+                                 read_file(dir_ / "error.log"));
+      }
+      std::this_thread::sleep_for(5ms);  // a readiness poll of another process, bounded above
+    }
+  }
+  ~nginx_server() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  nginx_server(const nginx_server&) = delete;
+  nginx_server& operator=(const nginx_server&) = delete;
+
+  std::string url(std::string_view path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  }
+  static std::string file_body() {
+    std::string body;
+    for (int i = 0; body.size() < 100000; ++i) {
+      body += "line " + std::to_string(i) + " of the static file\n";
+    }
+    return body;
+  }
+
+ private:
+  fs::path dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+class HttpClientNginx : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access(nginx_program, X_OK) != 0) {
+      GTEST_SKIP() << nginx_program << " is missing: install Debian's nginx-light to run the "
+                   << "client against a real server (scripts/install-deps)";
+    }
+    nginx_ = std::make_unique<nginx_server>();
+  }
+  std::unique_ptr<nginx_server> nginx_;
+};
+
+// "$connection $connection_requests\n" -> {connection, requests}.
+std::pair<long, long> connection_of(const std::string& body) {
+  std::istringstream in(body);
+  long connection = -1;
+  long requests = -1;
+  in >> connection >> requests;
+  return {connection, requests};
+}
+
+TEST_F(HttpClientNginx, KeepAliveReusesOneConnection) {
+  run_clean([&] {
+    weft::http::client web;
+    long first = -1;
+    for (long i = 1; i <= 10; ++i) {
+      weft::http::response r = web.get(nginx_->url("/conn"));
+      ASSERT_EQ(r.status, weft::http::status::ok);
+      const auto [connection, requests] = connection_of(r.body);
+      if (i == 1) {
+        first = connection;
+      }
+      EXPECT_EQ(connection, first) << "request " << i << " went out on another connection";
+      EXPECT_EQ(requests, i);
+    }
+    EXPECT_EQ(web.stats().connections_opened, 1u);
+    EXPECT_EQ(web.stats().connections_reused, 9u);
+    web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, StaticFileHeadAndNotFound) {
+  run_clean([&] {
+    weft::http::client web;
+    weft::http::response file = web.get(nginx_->url("/static/file.txt"));
+    EXPECT_EQ(file.status, weft::http::status::ok);
+    EXPECT_EQ(file.body, nginx_server::file_body());
+    EXPECT_EQ(file.headers.get("Content-Length"), std::to_string(file.body.size()));
+
+    weft::http::response head = web.head(nginx_->url("/static/file.txt"));
+    EXPECT_EQ(head.status, weft::http::status::ok);
+    EXPECT_EQ(head.headers.get("Content-Length"), std::to_string(nginx_server::file_body().size()));
+    EXPECT_TRUE(head.body.empty());
+
+    weft::http::response missing = web.get(nginx_->url("/static/nothing-here"));
+    EXPECT_EQ(missing.status, weft::http::status::not_found);
+    EXPECT_NE(missing.body.find("404"), std::string::npos);
+
+    // All three on one connection: the framing of each stayed in step.
+    const auto [connection, requests] = connection_of(web.get(nginx_->url("/conn")).body);
+    EXPECT_EQ(requests, 4);
+    EXPECT_EQ(web.stats().connections_opened, 1u);
+    web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, StreamingAStaticFile) {
+  run_clean([&] {
+    weft::http::client web;
+    std::string received;
+    std::size_t pieces = 0;
+    int status = 0;
+    web.request_streaming(
+        weft::http::request{}, nginx_->url("/static/file.txt"),
+        [&](const weft::http::response& head) { status = weft::http::code_of(head.status); },
+        [&](std::string_view piece) {
+          received += piece;
+          ++pieces;
+        });
+    EXPECT_EQ(status, 200);
+    EXPECT_EQ(received, nginx_server::file_body());
+    EXPECT_GE(pieces, 1u);
+    web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, RedirectFromNginxIsFollowed) {
+  run_clean([&] {
+    weft::http::client web({.max_redirects = 2});
+    weft::http::response r = web.get(nginx_->url("/moved"));
+    EXPECT_EQ(r.status, weft::http::status::ok);
+    EXPECT_EQ(connection_of(r.body).second, 2) << r.body;  // the same connection's 2nd request
+    EXPECT_EQ(web.stats().redirects, 1u);
+    web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, ConcurrentCoroutinesShareThePool) {
+  run_clean([&] {
+    weft::http::client web({.max_connections_per_host = 4});
+    std::vector<weft::task<void>> tasks;
+    std::vector<long> connections;
+    for (int i = 0; i < 16; ++i) {
+      tasks.push_back(weft::spawn([&] {
+        for (int j = 0; j < 10; ++j) {
+          weft::http::response r = web.get(nginx_->url("/conn"));
+          EXPECT_EQ(r.status, weft::http::status::ok);
+          connections.push_back(connection_of(r.body).first);
+        }
+      }));
+    }
+    for (auto& task : tasks) {
+      task.await();
+    }
+    std::sort(connections.begin(), connections.end());
+    connections.erase(std::unique(connections.begin(), connections.end()), connections.end());
+    EXPECT_LE(connections.size(), 4u);
+    EXPECT_EQ(web.stats().responses, 160u);
+    EXPECT_LE(web.stats().connections_opened, 4u);
+    web.close();
+  });
+}
+
+}  // namespace
