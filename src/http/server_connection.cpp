@@ -212,6 +212,7 @@ std::optional<std::string_view> connection_state::next_body_piece() {
       default:
         break;
     }
+    flush();  // before any wait for input: a response made may be what the client waits for
     bool more = false;
     try {
       more = wait_bytes(limit_of(server.options.body_timeout), true);
