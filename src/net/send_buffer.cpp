@@ -5,6 +5,8 @@
 // send(2) with MSG_NOSIGNAL rather than write(2): the same system call cost, and a peer that
 // reset the connection gives EPIPE instead of killing the process with SIGPIPE.
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -129,6 +131,18 @@ void connection::send_file(int fd, std::uint64_t offset, std::uint64_t length) {
   if (length == 0) {
     return;
   }
+  // sendfile(2) has no MSG_NOSIGNAL: a peer that reset the connection would raise SIGPIPE,
+  // whose default action ends the process. The thread that sends files keeps SIGPIPE blocked
+  // (once per thread, one system call) and consumes the pending one after an EPIPE.
+  static thread_local bool sigpipe_blocked = false;
+  if (!sigpipe_blocked) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (::pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr) == 0) {
+      sigpipe_blocked = true;
+    }
+  }
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) {
     const int error_number = errno;
@@ -185,7 +199,15 @@ bool connection::flush_file() noexcept {
       return true;
     }
     if (wrote < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-      write_failed(errno);
+      const int error_number = errno;
+      if (error_number == EPIPE) {
+        sigset_t pipe_only;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        const timespec now{0, 0};
+        static_cast<void>(::sigtimedwait(&pipe_only, nullptr, &now));  // the one just raised
+      }
+      write_failed(error_number);
       return false;
     }
     // The file's side: it ended before the range did (sendfile returned 0), or it cannot be

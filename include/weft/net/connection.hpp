@@ -40,7 +40,9 @@
 // own at once); the range counts against nothing in memory (the send-buffer limit is about bytes
 // held in memory), and a file that turns out shorter than the range, or a file error, closes the
 // connection at once (close_reason::error, reported to on_error and logged): a peer never gets a
-// silently truncated body.
+// silently truncated body. sendfile(2) has no MSG_NOSIGNAL, so the first send_file on a thread
+// blocks SIGPIPE on that thread (pthread_sigmask), and the SIGPIPE an EPIPE raises is consumed
+// there: a peer that resets never ends the process.
 //
 // Closing: close() stops receiving and sending, writes what is queued (at most the close timeout,
 // then destroys), shuts the socket down for writing and closes it; it never suspends. destroy()
