@@ -7,6 +7,7 @@
 #include "weft/http/headers.hpp"
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
+#include "weft/http/protocol.hpp"
 #include "weft/http/router.hpp"
 #include "weft/http/server.hpp"
 #include "weft/http/status.hpp"
