@@ -579,7 +579,7 @@ SUITES: dict[str, Suite] = {
         timeout_s=60,
         smoke_timeout_s=30,
         client="http/http_load.py",
-        weft_pending=True,
+        weft_pending=False,
         plot=True,
         note=(
             "Every row: the load client (bench/http/http_load.py) pinned to its own core drives "

@@ -183,25 +183,7 @@ bool connection::receive(message& out, const timeout& limit) {
       return false;
     }
     if (paused_ && !stopping_) {
-      reader_waiting_ = true;
-      reader_ = weft::detail::running_coroutine(*scheduler_);
-      try {
-        resumed_.wait(limit);
-      } catch (const cancelled_error&) {
-        reader_waiting_ = false;
-        if (!reader_interrupt_) {
-          throw;
-        }
-        reader_interrupt_ = false;
-        try_release();
-        continue;
-      } catch (...) {
-        reader_waiting_ = false;
-        try_release();
-        throw;
-      }
-      reader_waiting_ = false;
-      try_release();
+      wait_resumed(limit);
       continue;
     }
     if (buffered() > 0) {
@@ -277,6 +259,97 @@ bool connection::receive(message& out, const timeout& limit) {
     }
     if (stopping_ && buffered() == 0) {
       // The server is stopping: serve what already arrived, then end at a message boundary.
+      if (stop_read_done_ || !read_once()) {
+        if (state_ == state::open) {
+          end_input(close_reason::server_stop);
+        }
+        return false;
+      }
+      stop_read_done_ = true;
+      continue;
+    }
+    if (!read_first_) {
+      if (!wait_input(limit)) {
+        continue;
+      }
+    }
+    read_once();
+  }
+}
+
+// Waits while receiving is paused (an interrupt or resume_recv ends the wait).
+void connection::wait_resumed(const timeout& limit) {
+  reader_waiting_ = true;
+  reader_ = weft::detail::running_coroutine(*scheduler_);
+  try {
+    resumed_.wait(limit);
+  } catch (const cancelled_error&) {
+    reader_waiting_ = false;
+    if (!reader_interrupt_) {
+      throw;
+    }
+    reader_interrupt_ = false;
+    try_release();
+    return;
+  } catch (...) {
+    reader_waiting_ = false;
+    try_release();
+    throw;
+  }
+  reader_waiting_ = false;
+  try_release();
+}
+
+void connection::consume_input(std::size_t bytes) {
+  if (bytes > buffered()) {
+    throw std::out_of_range("weft::net::connection::consume_input: " + std::to_string(bytes) +
+                            " bytes asked, " + std::to_string(buffered()) + " buffered");
+  }
+  in_begin_ += bytes;
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+  }
+}
+
+bool connection::read_input(const timeout& limit, bool mid_message) {
+  if (framer_ != nullptr) {
+    throw std::logic_error(std::string("weft::net::connection::read_input: connection ") +
+                           std::to_string(id_) + " speaks the " + options_.protocol->name() +
+                           " protocol; receiving in place is for connections without one "
+                           "(use receive())");
+  }
+  if (reader_active_) {
+    throw std::logic_error("weft::net::connection::read_input: connection " + std::to_string(id_) +
+                           " (" + peer_address_ +
+                           ") is already being received from by another coroutine; one reader "
+                           "at a time");
+  }
+  reader_active_ = true;
+  struct leave {
+    connection& self;
+    ~leave() { self.reader_active_ = false; }
+  } guard{*this};
+  const std::size_t before = buffered();
+  for (;;) {
+    if (state_ != state::open) {
+      return false;
+    }
+    if (paused_ && !stopping_) {
+      wait_resumed(limit);
+      continue;
+    }
+    if (buffered() > before) {
+      return true;
+    }
+    if (peer_ended_) {
+      if (buffered() > 0 || mid_message) {
+        log("peer closed in the middle of a message (" + std::to_string(buffered()) +
+            " bytes of it dropped)");
+      }
+      end_input(close_reason::peer);
+      return false;
+    }
+    if (stopping_ && !mid_message && buffered() == 0) {
       if (stop_read_done_ || !read_once()) {
         if (state_ == state::open) {
           end_input(close_reason::server_stop);

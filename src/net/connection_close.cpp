@@ -46,7 +46,7 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
     room_.set();
     resumed_.set();
     interrupt_reader();
-    if (queued() == 0 && !flusher_running_) {
+    if (!pending() && !flusher_running_) {
       shut_down_and_release();
     } else if (flusher_running_) {
       interrupt_flusher();  // it waits again, now with the close deadline
@@ -66,6 +66,7 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
   state_ = state::closed;
   out_.clear();
   out_head_ = 0;
+  drop_files();
   in_begin_ = in_end_ = 0;
   // Wakes the coroutines waiting on the fd (both ways ready) on every driver; the socket itself
   // closes when they have left.
@@ -108,6 +109,7 @@ void connection::try_release() noexcept {
   in_capacity_ = in_begin_ = in_end_ = 0;
   std::string().swap(out_);
   out_head_ = 0;
+  drop_files();
   if (worker_ != nullptr) {
     worker_->counters.closed[static_cast<std::size_t>(reason_)].add(1);
     worker_->counters.connections.subtract(1);

@@ -4,10 +4,17 @@
 // rest. So an echo costs one send(2) per reply and never touches the fd's watch for writing.
 // send(2) with MSG_NOSIGNAL rather than write(2): the same system call cost, and a peer that
 // reset the connection gives EPIPE instead of killing the process with SIGPIPE.
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "net/worker_state.hpp"
@@ -96,8 +103,137 @@ bool connection::refuse(const char* operation) {
   return false;
 }
 
+void connection::send_file(int fd, std::uint64_t offset, std::uint64_t length) {
+  if (fd < 0) {
+    throw std::invalid_argument("weft::net::connection::send_file to " + peer_address_ + ": fd " +
+                                std::to_string(fd) + " is not a file descriptor");
+  }
+  if (state_ != state::open) {
+    throw connection_closed_error("weft::net::connection::send_file to " + peer_address_ +
+                                  ": the connection is closed (" + to_string(reason_) + ")");
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error_number = errno;
+    throw std::invalid_argument("weft::net::connection::send_file to " + peer_address_ + ": fd " +
+                                std::to_string(fd) +
+                                " cannot be used: " + std::strerror(error_number));
+  }
+  if (S_ISREG(info.st_mode)) {
+    const auto size = static_cast<std::uint64_t>(info.st_size);
+    if (offset > size || length > size - offset) {
+      throw std::invalid_argument("weft::net::connection::send_file to " + peer_address_ +
+                                  ": the range of " + std::to_string(length) + " bytes at offset " +
+                                  std::to_string(offset) + " goes past the end of the file (" +
+                                  std::to_string(size) + " bytes)");
+    }
+  }
+  if (length == 0) {
+    return;
+  }
+  // sendfile(2) has no MSG_NOSIGNAL: a peer that reset the connection would raise SIGPIPE,
+  // whose default action ends the process. The thread that sends files keeps SIGPIPE blocked
+  // (once per thread, one system call) and consumes the pending one after an EPIPE.
+  static thread_local bool sigpipe_blocked = false;
+  if (!sigpipe_blocked) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (::pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr) == 0) {
+      sigpipe_blocked = true;
+    }
+  }
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) {
+    const int error_number = errno;
+    throw io_error(-error_number, "send_file (dup)", peer_address_, std::strerror(error_number));
+  }
+  const bool was_empty = !pending();
+  try {
+    files_.push_back(queued_file{copy, offset, length, out_.size()});
+  } catch (...) {
+    ::close(copy);
+    throw;
+  }
+  ++counters_.messages_out;
+  if (worker_ != nullptr) {
+    worker_->counters.messages_out.add(1);
+  }
+  if (was_empty && !flusher_running_ && !flush_now()) {
+    return;  // the socket or the file failed; the connection is closed
+  }
+  if (pending() && !flusher_running_) {
+    start_flusher();
+  }
+}
+
+void connection::drop_files() noexcept {
+  for (const queued_file& f : files_) {
+    ::close(f.fd);
+  }
+  files_.clear();
+}
+
+// Writes the front file range with sendfile(2) until it is done (true), the socket is full
+// (true, the range stays at the front), or something failed (false, the connection is closed).
+bool connection::flush_file() noexcept {
+  queued_file& f = files_.front();
+  while (f.left > 0) {
+    auto position = static_cast<off_t>(f.offset);
+    const std::size_t chunk = f.left < 0x7ffff000u ? static_cast<std::size_t>(f.left) : 0x7ffff000u;
+    ssize_t wrote = ::sendfile(fd_, f.fd, &position, chunk);
+    if (wrote > 0) {
+      const auto bytes = static_cast<std::uint64_t>(wrote);
+      f.offset += bytes;
+      f.left -= bytes;
+      counters_.bytes_out += bytes;
+      if (worker_ != nullptr) {
+        worker_->counters.bytes_out.add(bytes);
+      }
+      continue;
+    }
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    if (wrote < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return true;
+    }
+    if (wrote < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+      const int error_number = errno;
+      if (error_number == EPIPE) {
+        sigset_t pipe_only;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        const timespec now{0, 0};
+        static_cast<void>(::sigtimedwait(&pipe_only, nullptr, &now));  // the one just raised
+      }
+      write_failed(error_number);
+      return false;
+    }
+    // The file's side: it ended before the range did (sendfile returned 0), or it cannot be
+    // read. The peer was promised those bytes (a Content-Length): close at once rather than
+    // let it take what follows for them.
+    const int error_number = wrote == 0 ? 0 : errno;
+    try {
+      std::string what = error_number == 0 ? "the file ended " + std::to_string(f.left) +
+                                                 " bytes before the end of the range (a short file)"
+                                           : std::string(std::strerror(error_number));
+      io_error failure(error_number == 0 ? -EIO : -error_number, "sendfile", peer_address_, what);
+      log(std::string("closed: ") + failure.what());
+      report(failure);
+    } catch (...) {
+      // Out of memory building the report: the close reason still says what happened.
+    }
+    begin_close(close_reason::error, false);
+    return false;
+  }
+  ::close(f.fd);
+  files_.erase(files_.begin());
+  return true;
+}
+
 void connection::enqueue(std::string_view payload, message_kind kind, bool encode) {
-  const bool was_empty = queued() == 0;
+  const bool was_empty = !pending();
   if (framer_ != nullptr && encode) {
     framer_->encode(payload, kind, out_);  // may throw (a payload the protocol cannot carry)
   } else if (was_empty && !flusher_running_) {
@@ -159,8 +295,22 @@ void connection::enqueue(std::string_view payload, message_kind kind, bool encod
 }
 
 bool connection::flush_now() noexcept {
-  while (out_head_ < out_.size()) {
-    ssize_t wrote = ::send(fd_, out_.data() + out_head_, out_.size() - out_head_, MSG_NOSIGNAL);
+  for (;;) {
+    const std::size_t end = files_.empty() ? out_.size() : files_.front().at;
+    if (out_head_ == end) {
+      if (files_.empty()) {
+        break;
+      }
+      const std::size_t before = files_.size();
+      if (!flush_file()) {
+        return false;
+      }
+      if (files_.size() == before) {
+        break;  // the socket is full
+      }
+      continue;
+    }
+    ssize_t wrote = ::send(fd_, out_.data() + out_head_, end - out_head_, MSG_NOSIGNAL);
     if (wrote > 0) {
       const auto bytes = static_cast<std::size_t>(wrote);
       out_head_ += bytes;
@@ -190,9 +340,15 @@ void connection::after_write() noexcept {
     } else {
       out_.clear();
     }
+    for (queued_file& f : files_) {
+      f.at -= out_head_;
+    }
     out_head_ = 0;
   } else if (out_head_ >= 65536 && out_head_ * 2 >= out_.size()) {
     out_.erase(0, out_head_);  // keep the copy amortised: at most once per half a buffer
+    for (queued_file& f : files_) {
+      f.at -= out_head_;
+    }
     out_head_ = 0;
   }
   if (queued() < options_.send_buffer_limit && room_.waiting() > 0) {
@@ -204,9 +360,13 @@ void connection::after_write() noexcept {
 }
 
 void connection::write_failed(int error_number) noexcept {
-  const std::size_t lost = queued();
+  std::size_t lost = queued();
+  for (const queued_file& f : files_) {
+    lost += f.left;
+  }
   out_.clear();
   out_head_ = 0;
+  drop_files();
   if (state_ == state::closed || state_ == state::released) {
     return;
   }
@@ -252,7 +412,7 @@ void connection::run_flusher() {
     if (!flush_now()) {
       break;
     }
-    if (queued() == 0) {
+    if (!pending()) {
       if (state_ == state::closing) {
         shut_down_and_release();
       }

@@ -31,6 +31,19 @@
 //     close reason (destroy(), a reset by the peer, the close timeout).
 // Bytes the framer itself sends (handshake answers, pongs) bypass the limit.
 //
+// Receiving in place: a protocol parsed by its caller (weft::http's server) reads the connection's
+// own input buffer through input(), consume_input() and read_input() instead of receive(), so a
+// message costs no copy. Only on a connection without a protocol (std::logic_error otherwise).
+//
+// Sending a file: send_file() queues a range of a file behind what is already queued; the flusher
+// writes it with sendfile(2) when the queue reaches it. The fd is dup'ed (the caller may close its
+// own at once); the range counts against nothing in memory (the send-buffer limit is about bytes
+// held in memory), and a file that turns out shorter than the range, or a file error, closes the
+// connection at once (close_reason::error, reported to on_error and logged): a peer never gets a
+// silently truncated body. sendfile(2) has no MSG_NOSIGNAL, so the first send_file on a thread
+// blocks SIGPIPE on that thread (pthread_sigmask), and the SIGPIPE an EPIPE raises is consumed
+// there: a peer that resets never ends the process.
+//
 // Closing: close() stops receiving and sending, writes what is queued (at most the close timeout,
 // then destroys), shuts the socket down for writing and closes it; it never suspends. destroy()
 // drops the queue and closes at once. The first close wins; its reason is closed_by().
@@ -45,6 +58,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weft/error.hpp"
 #include "weft/net/protocol.hpp"
@@ -154,6 +168,24 @@ class connection : public std::enable_shared_from_this<connection> {
   void resume_recv() noexcept;
   bool recv_paused() const noexcept { return paused_; }
 
+  // --- receiving in place (no protocol; see the file comment) ---
+  // The bytes received and not yet consumed, in the connection's buffer. The view stays valid
+  // until the next read_input(), receive() or close (consume_input() moves nothing).
+  std::string_view input() const noexcept {
+    return std::string_view(in_.get() + in_begin_, in_end_ - in_begin_);
+  }
+  // Drops the first `bytes` of input(); more than input().size() is std::out_of_range.
+  void consume_input(std::size_t bytes);
+  // Reads at least one more byte onto input(), waiting as receive() does (the options' timeouts,
+  // pause_recv, limit: timeout_error or cancelled_error, the connection stays open). False once
+  // the input has ended: the peer closed (the connection then closes gracefully, reason peer),
+  // the connection closed, or the server is stopping while nothing is buffered and the caller is
+  // between messages (mid_message false; reason server_stop). One reader at a time, as receive().
+  bool read_input(const timeout& limit = timeout::never(), bool mid_message = false);
+  // The server is stopping gracefully: a protocol that can tell its peer that this is the last
+  // reply (HTTP's Connection: close) should.
+  bool stopping() const noexcept { return stopping_; }
+
   // --- sending ---
   // Waits for room (up to the send timeout of the options, or limit), see the file comment.
   void send(std::string_view payload, message_kind kind = message_kind::binary);
@@ -164,7 +196,15 @@ class connection : public std::enable_shared_from_this<connection> {
   // and honours the limit like try_send (unlike framer_link::send_raw, the protocol's own
   // answers, which bypass it).
   bool send_raw(std::string_view bytes);
+  // Bytes queued in memory (file ranges of send_file are not counted: see queued_files()).
   std::size_t queued() const noexcept { return out_.size() - out_head_; }
+  // Queues [offset, offset + length) of the file fd behind what is queued (see the file
+  // comment); never waits. std::invalid_argument for a bad fd or a range past the end of a
+  // regular file, connection_closed_error when closed, io_error when dup(2) fails. A zero
+  // length queues nothing.
+  void send_file(int fd, std::uint64_t offset, std::uint64_t length);
+  // File ranges queued by send_file and not yet fully written.
+  std::size_t queued_files() const noexcept { return files_.size(); }
   std::size_t send_buffer_limit() const noexcept { return options_.send_buffer_limit; }
   // Zero is std::invalid_argument.
   void set_send_buffer_limit(std::size_t bytes);
@@ -225,6 +265,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // receive
   bool fill(const timeout& limit);
   bool wait_input(const timeout& limit);
+  void wait_resumed(const timeout& limit);
   bool read_once();
   void protocol_failed(const protocol_error& failure, bool too_big);
   void end_input(close_reason reason);
@@ -232,6 +273,10 @@ class connection : public std::enable_shared_from_this<connection> {
   void enqueue(std::string_view payload, message_kind kind, bool encode);
   bool refuse(const char* operation);
   bool flush_now() noexcept;
+  bool flush_file() noexcept;
+  void drop_files() noexcept;
+  bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
+  bool input_ended(bool mid_message);
   void after_write() noexcept;
   void start_flusher();
   void run_flusher();
@@ -267,6 +312,14 @@ class connection : public std::enable_shared_from_this<connection> {
   // Output: bytes queued are [out_head_, size) of out_.
   std::string out_;
   std::size_t out_head_ = 0;
+  // File ranges of send_file, in order; each goes out once out_ has been written up to `at`.
+  struct queued_file {
+    int fd;
+    std::uint64_t offset;
+    std::uint64_t left;
+    std::size_t at;
+  };
+  std::vector<queued_file> files_;
 
   state state_ = state::open;
   close_reason reason_ = close_reason::local;

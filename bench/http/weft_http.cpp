@@ -1,0 +1,127 @@
+// bench_http_weft: weft's program of suite http (contract: bench/http/README.md).
+//
+// `--port N --mode hello|static --root DIR`: a weft::http::server on 127.0.0.1:N with one worker
+// (run.py pins the process to one core) and the server's defaults otherwise (keep-alive,
+// pipelined responses batched into one write), requests dispatched by weft::http::router, the
+// way a user writes it. Once listening it prints `READY <port>`; the main thread then runs a
+// weft scheduler whose coroutine waits for standard input to become readable and reads it, and
+// at end of file exits 0 (if stdin is not a pipe, socket or terminal, at once).
+//
+// Modes:
+//   hello: GET /hello -> 200, Content-Type: text/plain, body "hello\n" (Content-Length).
+//   static: GET /4k.txt -> DIR/4k.txt, Content-Type: text/plain, with exchange::send_file
+//     (sendfile(2)). Until weft::http's static-file handler lands, the file is opened once at
+//     start (a plain open(), its size from fstat) and every request sends that descriptor's
+//     whole range: no ETag or Last-Modified, no per-request open.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "weft/weft.hpp"
+
+namespace {
+
+[[noreturn]] void usage(const char* program, const char* why) {
+  std::fprintf(stderr, "%s: %s\nusage: %s --port N --mode hello|static --root DIR\n", program, why,
+               program);
+  std::exit(2);
+}
+
+bool stdin_watchable() {
+  struct stat info {};
+  return fstat(0, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode) || isatty(0));
+}
+
+// A coroutine: returns when standard input reaches end of file.
+void wait_for_stdin_end() {
+  char buffer[256];
+  for (;;) {
+    weft::wait_readable(0);
+    ssize_t got = read(0, buffer, sizeof buffer);
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int port = -1;
+  std::string mode;
+  std::string root;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) {
+      usage(argv[0], ("missing value after " + arg).c_str());
+    }
+    if (arg == "--port") {
+      port = std::atoi(argv[++i]);
+    } else if (arg == "--mode") {
+      mode = argv[++i];
+    } else if (arg == "--root") {
+      root = argv[++i];
+    } else {
+      usage(argv[0], ("unknown argument " + arg).c_str());
+    }
+  }
+  if (port < 0 || port > 65535 || (mode != "hello" && mode != "static")) {
+    usage(argv[0], "--port and --mode hello|static are required");
+  }
+
+  weft::http::router routes;
+  int file = -1;
+  std::uint64_t file_size = 0;
+  if (mode == "hello") {
+    routes.get("/hello", [](weft::http::exchange& ex) {
+      ex.respond(weft::http::status::ok, "hello\n", "text/plain");
+    });
+  } else {
+    const std::string path = (root.empty() ? std::string(".") : root) + "/4k.txt";
+    file = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat info {};
+    if (file < 0 || fstat(file, &info) != 0) {
+      std::fprintf(stderr, "bench_http_weft: %s: %s\n", path.c_str(), std::strerror(errno));
+      return 1;
+    }
+    file_size = static_cast<std::uint64_t>(info.st_size);
+    routes.get("/4k.txt", [file, file_size](weft::http::exchange& ex) {
+      weft::http::response head;
+      head.headers.add("Content-Type", "text/plain");
+      ex.send_file(std::move(head), file, 0, file_size);
+    });
+  }
+
+  weft::http::server_options options;
+  options.host = "127.0.0.1";
+  options.port = static_cast<std::uint16_t>(port);
+  options.workers = 1;
+  weft::http::server server(options, std::move(routes));
+  try {
+    server.listen();
+  } catch (const std::exception& failure) {
+    std::fprintf(stderr, "bench_http_weft: %s\n", failure.what());
+    return 1;
+  }
+  std::printf("READY %u\n", static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+  if (!stdin_watchable()) {
+    return 0;
+  }
+  weft::scheduler watcher;
+  watcher.run([&server] {
+    weft::spawn([] {
+      wait_for_stdin_end();
+      std::fflush(nullptr);
+      std::_Exit(0);
+    });
+    server.serve();
+  });
+  return 0;
+}

@@ -1,0 +1,77 @@
+// weft::http::router: dispatches requests to handlers by method and path pattern.
+//
+// Patterns are paths of '/'-separated segments matched against the request's path as received
+// (before percent-decoding, so an encoded '/' never passes for a separator):
+//   "/users"            a literal segment matches the same segment (compared decoded);
+//   "/users/:id"        ":name" matches any one non-empty segment, exchange::param("id");
+//   "/static/*rest"     "*name", only as the last segment, matches the rest of the path (zero
+//                       or more segments, "a/b/c"), exchange::param("rest").
+// A trailing '/' is significant ("/a/" and "/a" are different paths). Routes are tried in the
+// order they were added; the first whose method and pattern match serves the request.
+// dispatch() answers 404 when no pattern matches the path, and 405 with an Allow field naming the
+// methods of the routes whose pattern matches when none has the request's method. HEAD is served
+// by a GET route when no HEAD route matches (the server sends the head only).
+//
+// Contract: add() and its shorthands throw std::invalid_argument naming the pattern for a
+// malformed one (not starting with '/', an empty or duplicate parameter name, '*' not last).
+// A router is built before serving and then only read: dispatch() is const and safe from every
+// worker at once. Nothing blocks but the handlers.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/http/message.hpp"
+#include "weft/http/server.hpp"
+
+namespace weft::http {
+
+class router {
+ public:
+  router() = default;
+
+  router& add(method m, std::string_view pattern, handler h);
+  router& get(std::string_view pattern, handler h) {
+    return add(method::get, pattern, std::move(h));
+  }
+  router& post(std::string_view pattern, handler h) {
+    return add(method::post, pattern, std::move(h));
+  }
+  router& put(std::string_view pattern, handler h) {
+    return add(method::put, pattern, std::move(h));
+  }
+  router& patch(std::string_view pattern, handler h) {
+    return add(method::patch, pattern, std::move(h));
+  }
+  router& delete_(std::string_view pattern, handler h) {
+    return add(method::delete_, pattern, std::move(h));
+  }
+  // Every method.
+  router& any(std::string_view pattern, handler h);
+
+  // Runs the matching route's handler (path parameters set on ex), or answers 404 / 405.
+  void dispatch(exchange& ex) const;
+
+  // How many routes were added.
+  std::size_t size() const noexcept { return routes_.size(); }
+
+ private:
+  struct segment {
+    enum class kind : unsigned char { literal, param, rest } type;
+    std::string text;  // the literal (decoded), or the parameter's name
+  };
+  struct route {
+    bool any_method;
+    method m;
+    std::string pattern;
+    std::vector<segment> segments;
+    handler h;
+  };
+  // Whether path matches r; captures (name, raw value) into params when it does.
+  static bool match(const route& r, std::string_view path,
+                    std::vector<std::pair<std::string_view, std::string_view>>& params);
+  std::vector<route> routes_;
+};
+
+}  // namespace weft::http

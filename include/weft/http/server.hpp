@@ -1,0 +1,221 @@
+// weft::http::server: an HTTP/1.1 server on net::tcp_server. Each connection is served by one
+// coroutine that parses its requests in place in the connection's input buffer (request_parser,
+// no copy beyond the parser's own) and runs the handler for each, in order.
+//
+// Contract:
+//   - Threads: a server is made on any thread; serve() blocks the calling thread until the
+//     server has stopped (as tcp_server::serve). stop(), port() and stats() are thread-safe.
+//     The handler runs on the workers' threads, inside the connection's coroutine: it may
+//     suspend (sleep, await, query a database) and only that connection waits. What handlers
+//     share across workers needs its own synchronisation.
+//   - An exchange (one request and its response) belongs to the connection's coroutine and is
+//     valid only during the handler call; request() and the string_views it hands out are
+//     reused by the next request.
+//   - Keep-alive (RFC 9112 9.3): HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with
+//     "Connection: keep-alive". Pipelined requests are answered strictly in order, and the
+//     responses to requests that arrived together leave in one write: responses are batched
+//     (corked) while complete requests remain in the buffer, and written when the server must
+//     wait for more bytes, when a response streams (body_writer, send_file, 100 Continue), or
+//     when 64 KiB are batched. (A handler that suspends for long delays the batched responses
+//     of the requests before it until it returns.)
+//   - Request bodies: read_body() or read_body_chunk(). Expect: 100-continue gets its
+//     "100 Continue" only when the handler reads the body; a handler that answers without
+//     reading it answers without 100, and the connection is then closed after the response
+//     (the client may never send the body, so the request stream cannot be resynchronised).
+//     An unread body of any other request is read and discarded after the handler, up to
+//     1 MiB; past that the connection is closed after the response.
+//   - Errors the server answers itself, closing the connection afterwards: 400 (malformed
+//     request), 408 (header_timeout from the first byte to the end of the head; body_timeout
+//     between body bytes), 413, 414, 431 (limits), 501 (method or transfer coding), 505
+//     (version). A handler that throws gets 500 (or the connection aborted when its response
+//     head already went out); a handler that returns without responding gets 500; both are
+//     logged. A connection idle for keep_alive_timeout between requests is closed quietly.
+//   - Streaming responses (start_response): without Content-Length the body is chunked for
+//     HTTP/1.1 and delimited by closing the connection for HTTP/1.0. Each write() goes out at
+//     once (waiting while the connection's send buffer is at its limit: backpressure).
+//   - HEAD is answered with the head GET would have (same Content-Length) and no body.
+//   - Graceful stop (stop(grace), or SIGINT/SIGTERM with handle_signals) closes idle
+//     connections, lets requests in progress finish within the grace period (their responses
+//     say Connection: close), and loses no response already made.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/error.hpp"
+#include "weft/http/headers.hpp"
+#include "weft/http/message.hpp"
+#include "weft/http/parser.hpp"
+#include "weft/http/status.hpp"
+#include "weft/net/connection.hpp"
+#include "weft/net/tcp_server.hpp"
+
+namespace weft::http {
+
+class exchange;
+class router;
+
+// What serves a request: runs in the connection's coroutine, once per request, in order.
+using handler = std::function<void(exchange&)>;
+
+struct server_options {
+  // A numeric IPv4 or IPv6 address ("0.0.0.0" all of IPv4) and the port (0: the kernel picks;
+  // port() tells which).
+  std::string host = "0.0.0.0";
+  std::uint16_t port = 0;
+  unsigned workers = 1;  // 0: one per core
+  std::string driver{};  // as net::tcp_server_options::driver
+  // Header, target, field and body limits of the request parser: 431, 414, 413 past them.
+  parser_limits limits{};
+  // Zero switches a timeout off.
+  std::chrono::milliseconds header_timeout{10000};       // first byte..end of the head -> 408
+  std::chrono::milliseconds keep_alive_timeout{5000};    // idle between requests: close quietly
+  std::chrono::milliseconds body_timeout{30000};         // between body bytes -> 408
+  std::size_t max_connections = 0;                       // per worker; 0: no limit
+  std::size_t send_buffer_limit = std::size_t{1} << 20;  // per connection, bytes in memory
+  std::size_t max_requests_per_connection = 0;           // 0: no limit; the last says close
+  std::string server_name = "weft";                      // the Server field; "" omits it
+  bool handle_signals = false;                           // SIGINT/SIGTERM -> graceful stop
+  std::chrono::milliseconds stop_grace{5000};            // of a stop by signal
+  // Access lines (one per response) and error lines (the server's own errors, handler
+  // failures, the net layer's closes for errors), on the workers' threads; null: none.
+  std::function<void(std::string_view)> log{};
+};
+
+// Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too
+// large (413), malformed (400), too slow (408) or the client went away. The server has already
+// answered the error (when the handler had not responded) and will close the connection; a
+// handler may catch it to clean up, and need not respond. status() is the status answered.
+class body_error : public error {
+ public:
+  body_error(const std::string& reason, http::status s) : error(reason), status_(s) {}
+  http::status status() const noexcept { return status_; }
+
+ private:
+  http::status status_;
+};
+
+namespace detail {
+struct connection_state;
+}
+
+// One request and its response. See the file comment for its lifetime.
+class exchange {
+ public:
+  // A streamed response body (start_response). Move-only; write() and finish() may suspend
+  // (backpressure). A writer the handler drops unfinished is finished by the server when the
+  // handler returns (the last chunk; for Content-Length only when every byte was written, else
+  // the connection is aborted and the error logged).
+  class body_writer {
+   public:
+    body_writer(body_writer&& other) noexcept : owner_(other.owner_) { other.owner_ = nullptr; }
+    body_writer& operator=(body_writer&&) = delete;
+    ~body_writer() = default;
+    // Sends the next piece of the body now. More bytes than a Content-Length given is
+    // std::length_error; after finish() std::logic_error.
+    void write(std::string_view data);
+    // Ends the body: the last chunk with these trailers (chunked only: trailers on a
+    // Content-Length or close-delimited body are std::invalid_argument), or, for a
+    // Content-Length body, checks that every byte was written (std::length_error otherwise).
+    void finish(const headers& trailers = {});
+    bool finished() const noexcept;
+
+   private:
+    friend class exchange;
+    friend struct detail::connection_state;
+    explicit body_writer(exchange& owner) noexcept : owner_(&owner) {}
+    exchange* owner_;
+  };
+
+  exchange(const exchange&) = delete;
+  exchange& operator=(const exchange&) = delete;
+
+  // The request: method, target, version, headers; body filled by read_body().
+  http::request& request() noexcept;
+  // A path parameter the router matched (":id", "*rest"), percent-decoded; "" if none.
+  std::string_view param(std::string_view name) const;
+  // The whole body (after 100 Continue when the client expects it), within limits.max_body_size;
+  // body_error when it cannot be read. Again after the body is read: the same string.
+  const std::string& read_body();
+  // The next piece of the body (valid until the next call), or nullopt at its end; body_error
+  // as read_body. Pieces read this way are not kept in request().body.
+  std::optional<std::string_view> read_body_chunk();
+
+  // The whole response. Content-Length is added from the body; Date and Server when absent;
+  // Connection as the server decides. A second response is std::logic_error; a response that
+  // cannot be framed honestly is std::invalid_argument (message.hpp's serialize()).
+  void respond(http::response r);
+  void respond(http::status s, std::string_view body,
+               std::string_view content_type = "text/plain; charset=utf-8");
+  // The head now, the body streamed by the writer: chunked (HTTP/1.1) or close-delimited
+  // (HTTP/1.0) unless head.headers has Content-Length. head.body is ignored.
+  body_writer start_response(http::response head);
+  // The head with Content-Length: length, then that range of the file (net::connection::
+  // send_file: fd is duplicated, the caller may close its own at once; a range past the end of
+  // the file is std::invalid_argument; a file that shrinks meanwhile aborts the connection).
+  void send_file(http::response head, int fd, std::uint64_t offset, std::uint64_t length);
+  // Whether a response (or its head) was made.
+  bool responded() const noexcept;
+
+  net::connection& connection() noexcept;
+  // The index of the worker serving the connection (0..workers-1).
+  unsigned worker() const noexcept;
+
+ private:
+  friend struct detail::connection_state;
+  friend class router;
+  explicit exchange(detail::connection_state& state) noexcept : state_(state) {}
+  detail::connection_state& state_;
+};
+
+// Per worker and in total.
+struct worker_stats {
+  std::uint64_t requests = 0;                // request heads parsed (errors answered included)
+  std::array<std::uint64_t, 5> responses{};  // by status class: [0] 1xx (100 Continue) .. [4] 5xx
+  net::worker_stats net;                     // connections open/accepted, close reasons, bytes
+  std::uint64_t responses_of_class(unsigned hundreds) const noexcept {
+    return hundreds >= 1 && hundreds <= 5 ? responses[hundreds - 1] : 0;
+  }
+};
+
+struct server_stats {
+  std::vector<worker_stats> workers;
+  worker_stats total;
+};
+
+namespace detail {
+struct server_state;
+}
+
+class server {
+ public:
+  server(server_options options, handler h);
+  server(server_options options, router r);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds and listens now (serve() does it if not done); io_error naming the address.
+  void listen();
+  // The bound port (0 before listen()).
+  std::uint16_t port() const noexcept;
+  // Serves until stopped; blocks like net::tcp_server::serve. A server serves once.
+  void serve();
+  // Graceful stop (see the file comment); a second call forces. Any thread.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000)) noexcept;
+  server_stats stats() const;
+  const server_options& options() const noexcept;
+
+ private:
+  std::unique_ptr<detail::server_state> state_;
+};
+
+}  // namespace weft::http

@@ -1,0 +1,165 @@
+// router: patterns are parsed once into segments; dispatch walks the request's raw path against
+// each route in order, with no allocation for a route without parameters.
+#include "weft/http/router.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "http/server_state.hpp"
+
+namespace weft::http {
+
+namespace {
+
+// The next segment of path from pos (just past a '/'); pos moves past it and its '/', to
+// path.size() + 1 once the path is used up.
+std::string_view next_segment(std::string_view path, std::size_t& pos) {
+  const std::size_t end = path.find('/', pos);
+  std::string_view seg = path.substr(pos, end == std::string_view::npos ? path.npos : end - pos);
+  pos = end == std::string_view::npos ? path.size() + 1 : end + 1;
+  return seg;
+}
+
+}  // namespace
+
+router& router::add(method m, std::string_view pattern, handler h) {
+  route r{false, m, std::string(pattern), {}, std::move(h)};
+  if (!r.h) {
+    throw std::invalid_argument("weft::http::router::add: the handler of '" + r.pattern +
+                                "' is empty");
+  }
+  if (pattern.empty() || pattern.front() != '/') {
+    throw std::invalid_argument("weft::http::router::add: the pattern '" + r.pattern +
+                                "' does not start with '/'");
+  }
+  std::size_t pos = 1;
+  while (pos <= pattern.size()) {
+    std::string_view seg = next_segment(pattern, pos);
+    segment s{segment::kind::literal, {}};
+    if (!seg.empty() && (seg.front() == ':' || seg.front() == '*')) {
+      s.type = seg.front() == ':' ? segment::kind::param : segment::kind::rest;
+      s.text = std::string(seg.substr(1));
+      if (s.text.empty()) {
+        throw std::invalid_argument("weft::http::router::add: the pattern '" + r.pattern +
+                                    "' has a parameter without a name");
+      }
+      for (const segment& earlier : r.segments) {
+        if (earlier.type != segment::kind::literal && earlier.text == s.text) {
+          throw std::invalid_argument("weft::http::router::add: the pattern '" + r.pattern +
+                                      "' names the parameter '" + s.text + "' twice");
+        }
+      }
+      if (s.type == segment::kind::rest && pos <= pattern.size()) {
+        throw std::invalid_argument("weft::http::router::add: in the pattern '" + r.pattern +
+                                    "', '*" + s.text + "' is not the last segment");
+      }
+    } else {
+      s.text = percent_decode(seg);
+    }
+    r.segments.push_back(std::move(s));
+  }
+  routes_.push_back(std::move(r));
+  return *this;
+}
+
+router& router::any(std::string_view pattern, handler h) {
+  add(method::get, pattern, std::move(h));
+  routes_.back().any_method = true;
+  return *this;
+}
+
+bool router::match(const route& r, std::string_view path,
+                   std::vector<std::pair<std::string_view, std::string_view>>& params) {
+  params.clear();
+  if (path.empty() || path.front() != '/') {
+    return false;  // "*" (OPTIONS) and authority-form targets match no pattern
+  }
+  std::size_t pos = 1;
+  for (const segment& s : r.segments) {
+    if (s.type == segment::kind::rest) {
+      if (pos > path.size()) {
+        return false;
+      }
+      params.emplace_back(s.text, path.substr(pos));
+      return true;
+    }
+    if (pos > path.size()) {
+      return false;
+    }
+    std::string_view seg = next_segment(path, pos);
+    if (s.type == segment::kind::param) {
+      if (seg.empty()) {
+        return false;
+      }
+      params.emplace_back(s.text, seg);
+    } else if (seg != s.text) {
+      if (seg.find('%') == std::string_view::npos || percent_decode(seg) != s.text) {
+        return false;
+      }
+    }
+  }
+  return pos == path.size() + 1;
+}
+
+void router::dispatch(exchange& ex) const {
+  const request& req = ex.request();
+  const std::string_view path = req.raw_path();
+  std::vector<std::pair<std::string_view, std::string_view>> captured;
+  const route* fallback = nullptr;  // a GET route for a HEAD request
+  std::vector<std::pair<std::string_view, std::string_view>> fallback_captured;
+  bool path_matched = false;
+  std::vector<method> allowed;
+  for (const route& r : routes_) {
+    if (!match(r, path, captured)) {
+      continue;
+    }
+    path_matched = true;
+    if (r.any_method || r.m == req.method) {
+      detail::connection_state& state = ex.state_;
+      for (const auto& [name, raw] : captured) {
+        state.params.emplace_back(name, percent_decode(raw));
+      }
+      r.h(ex);
+      return;
+    }
+    if (req.method == method::head && r.m == method::get && fallback == nullptr) {
+      fallback = &r;
+      fallback_captured = captured;
+    }
+    if (std::find(allowed.begin(), allowed.end(), r.m) == allowed.end()) {
+      allowed.push_back(r.m);
+    }
+  }
+  if (fallback != nullptr) {
+    detail::connection_state& state = ex.state_;
+    for (const auto& [name, raw] : fallback_captured) {
+      state.params.emplace_back(name, percent_decode(raw));
+    }
+    fallback->h(ex);
+    return;
+  }
+  if (!path_matched) {
+    ex.respond(status::not_found, "Not Found\n");
+    return;
+  }
+  if (std::find(allowed.begin(), allowed.end(), method::get) != allowed.end() &&
+      std::find(allowed.begin(), allowed.end(), method::head) == allowed.end()) {
+    allowed.push_back(method::head);
+  }
+  std::string allow;
+  for (method m : allowed) {
+    if (!allow.empty()) {
+      allow += ", ";
+    }
+    allow += method_name(m);
+  }
+  response r;
+  r.status = status::method_not_allowed;
+  r.headers.add("Allow", allow);
+  r.headers.add("Content-Type", "text/plain; charset=utf-8");
+  r.body = "Method Not Allowed\n";
+  ex.respond(std::move(r));
+}
+
+}  // namespace weft::http

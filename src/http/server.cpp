@@ -1,0 +1,115 @@
+// http::server: the server object over net::tcp_server, its options and its statistics. Each
+// connection is served in the coroutine tcp_server gives it, by a connection_state on that
+// coroutine's stack (server_connection.cpp).
+#include "weft/http/server.hpp"
+
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "http/server_state.hpp"
+#include "weft/http/router.hpp"
+
+namespace weft::http {
+
+namespace detail {
+
+namespace {
+
+net::tcp_server_options tcp_options_of(const server_options& o) {
+  net::tcp_server_options t;
+  t.host = o.host;
+  t.port = o.port;
+  t.workers = o.workers;
+  t.driver = o.driver;
+  t.protocol = nullptr;  // the server parses requests in place in the connection's buffer
+  t.max_connections = o.max_connections;
+  t.send_buffer_limit = o.send_buffer_limit;
+  // HTTP's own timeouts (header, keep-alive, body) are applied by the server, per phase.
+  t.idle_timeout = std::chrono::milliseconds(0);
+  t.handshake_timeout = std::chrono::milliseconds(0);
+  t.message_timeout = std::chrono::milliseconds(0);
+  t.stop_timeout = o.stop_grace;
+  t.handle_signals = o.handle_signals;
+  t.log = o.log;
+  return t;
+}
+
+unsigned worker_count(unsigned asked) {
+  if (asked != 0) {
+    return asked;
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : cores;
+}
+
+}  // namespace
+
+server_state::server_state(server_options o, handler h)
+    : options(std::move(o)),
+      serve_request(std::move(h)),
+      tcp(tcp_options_of(options)),
+      workers(worker_count(options.workers)),
+      counters(std::make_unique<worker_counters[]>(workers)) {
+  if (!serve_request) {
+    throw std::invalid_argument("weft::http::server: the handler is empty");
+  }
+  for (unsigned char c : options.server_name) {
+    if (c < 0x20 || c == 0x7F) {
+      throw std::invalid_argument(
+          "weft::http::server: server_name has a control character (it becomes the Server "
+          "field)");
+    }
+  }
+}
+
+}  // namespace detail
+
+server::server(server_options options, handler h)
+    : state_(std::make_unique<detail::server_state>(std::move(options), std::move(h))) {}
+
+server::server(server_options options, router r)
+    : server(std::move(options), [routes = std::make_shared<const router>(std::move(r))](
+                                     exchange& ex) { routes->dispatch(ex); }) {}
+
+server::~server() = default;
+
+void server::listen() { state_->tcp.listen(); }
+
+std::uint16_t server::port() const noexcept { return state_->tcp.port(); }
+
+void server::serve() {
+  detail::server_state& state = *state_;
+  state.tcp.serve([&state](net::connection& c) {
+    detail::connection_state connection(state, c);
+    connection.run();
+  });
+}
+
+void server::stop(std::chrono::milliseconds grace) noexcept { state_->tcp.stop(grace); }
+
+const server_options& server::options() const noexcept { return state_->options; }
+
+server_stats server::stats() const {
+  net::server_stats net = state_->tcp.stats();
+  server_stats out;
+  out.workers.resize(state_->workers);
+  for (unsigned i = 0; i < state_->workers; ++i) {
+    worker_stats& w = out.workers[i];
+    w.requests = state_->counters[i].requests.get();
+    for (std::size_t k = 0; k < w.responses.size(); ++k) {
+      w.responses[k] = state_->counters[i].responses[k].get();
+    }
+    if (i < net.workers.size()) {
+      w.net = net.workers[i];
+    }
+    out.total.requests += w.requests;
+    for (std::size_t k = 0; k < w.responses.size(); ++k) {
+      out.total.responses[k] += w.responses[k];
+    }
+  }
+  out.total.net = net.total;
+  return out;
+}
+
+}  // namespace weft::http

@@ -1,0 +1,394 @@
+// One HTTP connection: the request loop. The request parser runs over the connection's own
+// input buffer (net::connection::input()), consuming what it parsed, so a request costs the
+// parser's copy of its head and nothing else. Responses are batched in `out` and written when
+// the loop must wait for more bytes: the answers to the requests of one read leave in one write.
+#include <chrono>
+#include <exception>
+#include <string>
+
+#include "http/server_state.hpp"
+#include "weft/sched/timeout.hpp"
+
+namespace weft::http::detail {
+
+namespace {
+using steady = std::chrono::steady_clock;
+// An unread request body is read and dropped after the handler up to this much; past it the
+// connection is closed instead (reading a huge upload nobody wants costs more than a reconnect).
+constexpr std::uint64_t discard_limit = std::uint64_t{1} << 20;
+// Batched responses are written once they reach this size even while requests remain.
+constexpr std::size_t batch_limit = 64 * 1024;
+
+timeout limit_of(std::chrono::milliseconds value) {
+  return value.count() > 0 ? timeout(value) : timeout();
+}
+}  // namespace
+
+connection_state::connection_state(server_state& s, net::connection& c)
+    : server(s), counters(s.counters[c.worker()]), conn(c), parser(s.options.limits) {}
+
+void connection_state::log(std::string_view line) const noexcept {
+  if (!server.options.log) {
+    return;
+  }
+  try {
+    std::string text =
+        "weft.http worker " + std::to_string(conn.worker()) + " " + conn.peer_address() + ": ";
+    text += line;
+    server.options.log(text);
+  } catch (...) {
+    // A logger that throws cannot be told about it.
+  }
+}
+
+bool connection_state::keep_alive_now() const noexcept {
+  if (!keep_alive || failed || conn.stopping()) {
+    return false;
+  }
+  // The client waits for 100 Continue that will not come: it may never send the body, so the
+  // request stream cannot go on.
+  if (!body_done && parser.message().expects_continue() && !continue_sent) {
+    return false;
+  }
+  return true;
+}
+
+void connection_state::flush() {
+  if (out.empty()) {
+    return;
+  }
+  conn.send(out);
+  out.clear();
+}
+
+void connection_state::note_response(status s, std::uint64_t body_bytes) {
+  const unsigned hundreds = code_of(s) / 100;
+  if (hundreds >= 1 && hundreds <= 5) {
+    counters.responses[hundreds - 1].add(1);
+  }
+  if (server.options.log) {
+    const request& r = parser.message();
+    std::string line;
+    line.reserve(64 + r.target.size());
+    line += '"';
+    line += method_name(r.method);
+    line += ' ';
+    line += r.target;
+    line += " HTTP/1.";
+    line += static_cast<char>('0' + (r.version_minor % 10));
+    line += "\" ";
+    line += std::to_string(code_of(s));
+    line += ' ';
+    line += std::to_string(body_bytes);
+    log(line);
+  }
+}
+
+void connection_state::send_continue() {
+  const request& r = parser.message();
+  if (continue_sent || body_done || responded || r.version_minor == 0 || !r.expects_continue()) {
+    return;
+  }
+  continue_sent = true;
+  out.append("HTTP/1.1 100 Continue\r\n\r\n");
+  counters.responses[0].add(1);
+  flush();
+}
+
+void connection_state::check_not_responded(const char* operation) const {
+  if (responded) {
+    throw std::logic_error(std::string("weft::http::exchange::") + operation + ": " +
+                           method_name(parser.message().method).data() + " " +
+                           parser.message().target + " was already responded to");
+  }
+}
+
+void connection_state::fail_request(status s, std::string_view reason) {
+  failed = true;
+  log(std::string("error ") + std::to_string(code_of(s)) + ": " + std::string(reason));
+  if (responded) {
+    if (stream != stream_mode::none && !stream_finished) {
+      conn.destroy();  // a body is under way: only an abort tells the client it is broken
+    }
+    return;  // the response made stands; the connection closes after it
+  }
+  responded = true;
+  std::string body(reason_phrase(s));
+  body += ": ";
+  body += reason;
+  body += '\n';
+  append_simple_head(out, s, server.options.server_name, "text/plain; charset=utf-8", body.size(),
+                     false, 1);
+  out += body;
+  note_response(s, body.size());
+}
+
+// Waits for more input. False when the connection's input ended.
+bool connection_state::wait_bytes(const timeout& limit, bool mid_message) {
+  return conn.read_input(limit, mid_message);
+}
+
+// Reads and parses up to the end of the next request's head. False: the connection ends (the
+// peer closed, a timeout, an error answered).
+bool connection_state::read_head() {
+  steady::time_point head_deadline{};
+  bool head_started = false;
+  for (;;) {
+    std::string_view in = conn.input();
+    if (!in.empty()) {
+      if (!head_started) {
+        head_started = true;
+        if (server.options.header_timeout.count() > 0) {
+          head_deadline = steady::now() + server.options.header_timeout;
+        }
+      }
+      parse_result r = parser.parse(in);
+      conn.consume_input(r.consumed);
+      if (r.event == parse_event::headers_complete) {
+        return true;
+      }
+      if (r.event == parse_event::error) {
+        counters.requests.add(1);
+        fail_request(parser.error_status(), parser.error_reason());
+        return false;
+      }
+    }
+    flush();
+    try {
+      const bool partial = !conn.input().empty();
+      if (partial) {
+        if (!wait_bytes(
+                head_deadline == steady::time_point{} ? timeout() : timeout::at(head_deadline),
+                true)) {
+          return false;
+        }
+      } else {
+        // Between requests: the first waits up to header_timeout from the accept, the next ones
+        // keep_alive_timeout; either way a connection that sends nothing is closed quietly.
+        const auto idle = requests_served == 0 ? server.options.header_timeout
+                                               : server.options.keep_alive_timeout;
+        if (!wait_bytes(limit_of(idle), false)) {
+          return false;
+        }
+      }
+    } catch (const timeout_error&) {
+      if (conn.input().empty()) {
+        conn.close();
+        return false;
+      }
+      counters.requests.add(1);
+      fail_request(status::request_timeout,
+                   "the request head did not arrive within " +
+                       std::to_string(server.options.header_timeout.count()) +
+                       " ms (header_timeout)");
+      return false;
+    }
+  }
+}
+
+std::optional<std::string_view> connection_state::next_body_piece() {
+  if (body_done) {
+    return std::nullopt;
+  }
+  send_continue();
+  for (;;) {
+    parse_result r = parser.parse(conn.input());
+    conn.consume_input(r.consumed);
+    switch (r.event) {
+      case parse_event::body:
+        if (!r.body.empty()) {
+          return r.body;
+        }
+        continue;
+      case parse_event::message_complete:
+        body_done = true;
+        return std::nullopt;
+      case parse_event::error: {
+        const status s = parser.error_status();
+        std::string reason = parser.error_reason();
+        fail_request(s, reason);
+        throw body_error("weft::http: the request body cannot be read: " + reason, s);
+      }
+      default:
+        break;
+    }
+    flush();  // before any wait for input: a response made may be what the client waits for
+    bool more = false;
+    try {
+      more = wait_bytes(limit_of(server.options.body_timeout), true);
+    } catch (const timeout_error&) {
+      const std::string reason = "no body bytes for " +
+                                 std::to_string(server.options.body_timeout.count()) +
+                                 " ms (body_timeout)";
+      fail_request(status::request_timeout, reason);
+      throw body_error("weft::http: the request body cannot be read: " + reason,
+                       status::request_timeout);
+    }
+    if (!more) {
+      failed = true;
+      throw body_error(
+          "weft::http: the request body cannot be read: the client closed the "
+          "connection before its end",
+          status::bad_request);
+    }
+  }
+}
+
+// Reads and drops what the handler left of the body. False: the connection must close.
+bool connection_state::discard_body() {
+  std::uint64_t dropped = 0;
+  while (!body_done) {
+    if (dropped > discard_limit) {
+      return false;
+    }
+    auto piece = next_body_piece();
+    if (!piece) {
+      break;
+    }
+    dropped += piece->size();
+  }
+  return true;
+}
+
+void connection_state::run() {
+  for (;;) {
+    if (!read_head()) {
+      break;
+    }
+    serve_one();
+    if (failed || !keep_alive || conn.closed_by().has_value()) {
+      break;
+    }
+    if (out.size() >= batch_limit) {
+      flush();
+    }
+  }
+  if (!out.empty() && conn.is_open()) {
+    try {
+      flush();
+    } catch (const cancelled_error&) {
+      throw;
+    } catch (const std::exception&) {
+      return;  // the connection is gone; its close reason says why
+    }
+  }
+  conn.close();
+}
+
+void connection_state::serve_one() {
+  counters.requests.add(1);
+  ++requests_served;
+  const request& r = parser.message();
+  head_request = r.method == method::head;
+  keep_alive =
+      parser.keep_alive() && (server.options.max_requests_per_connection == 0 ||
+                              requests_served < server.options.max_requests_per_connection);
+  responded = false;
+  continue_sent = false;
+  body_read = false;
+  body_done = false;
+  stream = stream_mode::none;
+  stream_finished = false;
+  stream_expected = stream_written = 0;
+  params.clear();
+  if (!parser.body_expected()) {
+    // No body: the parser's message_complete comes with nothing consumed.
+    parse_result done = parser.parse(conn.input());
+    conn.consume_input(done.consumed);
+    body_done = true;
+  }
+
+  try {
+    server.serve_request(ex);
+  } catch (const cancelled_error&) {
+    throw;
+  } catch (const body_error&) {
+    // Answered (or the connection is gone) where it was thrown.
+    failed = true;
+  } catch (const net::connection_closed_error&) {
+    failed = true;
+  } catch (const std::exception& failure) {
+    if (!conn.is_open()) {
+      failed = true;  // a send found the connection closed (send limit, peer reset)
+    } else {
+      handler_failed(std::string("the handler threw: ") + failure.what());
+    }
+  } catch (...) {
+    handler_failed("the handler threw a non-std exception");
+  }
+  if (!failed) {
+    after_handler();
+  }
+}
+
+void connection_state::handler_failed(std::string_view what) {
+  const request& r = parser.message();
+  log(std::string(what) + " (" + std::string(method_name(r.method)) + " " + r.target + ")");
+  if (responded) {
+    if (stream != stream_mode::none && !stream_finished) {
+      failed = true;
+      conn.destroy();  // the head went out: only an abort tells the client the body is broken
+    }
+    return;
+  }
+  // Answer 500 and go on: the request stream is intact (after_handler drains the body).
+  responded = true;
+  static constexpr std::string_view body = "Internal Server Error\n";
+  append_simple_head(out, status::internal_server_error, server.options.server_name,
+                     "text/plain; charset=utf-8", body.size(), keep_alive_now(), r.version_minor);
+  if (!head_request) {
+    out += body;
+  }
+  if (!keep_alive_now()) {
+    keep_alive = false;
+  }
+  note_response(status::internal_server_error, body.size());
+}
+
+void connection_state::after_handler() {
+  if (!responded) {
+    handler_failed("the handler returned without responding");
+  }
+  if (stream != stream_mode::none && !stream_finished) {
+    if (stream == stream_mode::length && stream_written != stream_expected) {
+      log("the handler returned after writing " + std::to_string(stream_written) + " of the " +
+          std::to_string(stream_expected) +
+          " body bytes its Content-Length announced; "
+          "connection aborted");
+      failed = true;
+      conn.destroy();
+      return;
+    }
+    try {
+      exchange::body_writer finishing(ex);
+      finishing.finish();
+    } catch (const cancelled_error&) {
+      throw;
+    } catch (const std::exception&) {
+      failed = true;
+      return;
+    }
+  }
+  if (stream == stream_mode::close) {
+    keep_alive = false;
+  }
+  if (!keep_alive) {
+    return;
+  }
+  if (!body_done) {
+    const request& r = parser.message();
+    if (r.expects_continue() && !continue_sent) {
+      keep_alive = false;  // the response said Connection: close (keep_alive_now)
+      return;
+    }
+    try {
+      if (!discard_body()) {
+        keep_alive = false;
+      }
+    } catch (const body_error&) {
+      failed = true;
+    }
+  }
+}
+
+}  // namespace weft::http::detail

@@ -1,0 +1,339 @@
+// exchange: what a handler does with one request: read its body, respond whole, stream, or send
+// a file. Responses are appended to the connection's batch (connection_state::out); streamed
+// bodies and files write it out first.
+#include <sys/stat.h>
+
+#include <charconv>
+#include <stdexcept>
+#include <string>
+
+#include "http/server_state.hpp"
+
+namespace weft::http {
+
+namespace {
+
+void append_number(std::string& out, std::uint64_t n) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  static_cast<void>(ec);
+  out.append(digits, end);
+}
+
+void check_field_value(std::string_view value, const char* what) {
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7F) {
+      throw std::invalid_argument(std::string("weft::http::exchange::respond: the ") + what +
+                                  " has the control character " + std::to_string(c) +
+                                  " (a header value may not carry CR, LF or controls)");
+    }
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+void append_simple_head(std::string& out, status s, std::string_view server_name,
+                        std::string_view content_type, std::size_t length, bool keep_alive,
+                        int version_minor) {
+  const std::uint16_t code = code_of(s);
+  out.append("HTTP/1.1 ", 9);
+  out.push_back(static_cast<char>('0' + code / 100 % 10));
+  out.push_back(static_cast<char>('0' + code / 10 % 10));
+  out.push_back(static_cast<char>('0' + code % 10));
+  out.push_back(' ');
+  out.append(reason_phrase(s));
+  out.append("\r\n", 2);
+  if (!server_name.empty()) {
+    out.append("Server: ", 8);
+    out.append(server_name);
+    out.append("\r\n", 2);
+  }
+  out.append("Date: ", 6);
+  out.append(http_date());
+  out.append("\r\n", 2);
+  if (!forbids_content(s)) {
+    if (!content_type.empty()) {
+      out.append("Content-Type: ", 14);
+      out.append(content_type);
+      out.append("\r\n", 2);
+    }
+    out.append("Content-Length: ", 16);
+    append_number(out, length);
+    out.append("\r\n", 2);
+  }
+  if (!keep_alive) {
+    out.append("Connection: close\r\n", 19);
+  } else if (version_minor == 0) {
+    out.append("Connection: keep-alive\r\n", 24);
+  }
+  out.append("\r\n", 2);
+}
+
+}  // namespace detail
+
+http::request& exchange::request() noexcept { return state_.parser.message(); }
+
+std::string_view exchange::param(std::string_view name) const {
+  for (const auto& [key, value] : state_.params) {
+    if (key == name) {
+      return value;
+    }
+  }
+  return {};
+}
+
+const std::string& exchange::read_body() {
+  http::request& r = state_.parser.message();
+  if (!state_.body_read) {
+    state_.body_read = true;
+    r.body.clear();
+  }
+  while (auto piece = state_.next_body_piece()) {
+    r.body.append(*piece);
+  }
+  return r.body;
+}
+
+std::optional<std::string_view> exchange::read_body_chunk() { return state_.next_body_piece(); }
+
+bool exchange::responded() const noexcept { return state_.responded; }
+
+net::connection& exchange::connection() noexcept { return state_.conn; }
+
+unsigned exchange::worker() const noexcept { return state_.conn.worker(); }
+
+namespace {
+
+response_context context_of(const detail::connection_state& state) {
+  response_context context;
+  context.request_version_minor = state.parser.message().version_minor;
+  context.head_request = state.head_request;
+  context.keep_alive = state.keep_alive_now();
+  return context;
+}
+
+void add_server_field(const detail::connection_state& state, http::response& r) {
+  if (!state.server.options.server_name.empty() && !r.headers.contains("Server")) {
+    r.headers.add("Server", state.server.options.server_name);
+  }
+}
+
+}  // namespace
+
+void exchange::respond(http::response r) {
+  state_.check_not_responded("respond");
+  if (is_informational(r.status)) {
+    throw std::invalid_argument("weft::http::exchange::respond: status " +
+                                std::to_string(code_of(r.status)) +
+                                " is informational; respond() makes the final response");
+  }
+  add_server_field(state_, r);
+  const std::size_t mark = state_.out.size();
+  bool keep = false;
+  try {
+    keep = serialize(r, state_.out, context_of(state_));
+  } catch (...) {
+    state_.out.resize(mark);
+    throw;
+  }
+  if (!keep) {
+    state_.keep_alive = false;
+  }
+  state_.responded = true;
+  state_.note_response(r.status, state_.head_request ? 0 : r.body.size());
+}
+
+void exchange::respond(http::status s, std::string_view body, std::string_view content_type) {
+  state_.check_not_responded("respond");
+  if (is_informational(s)) {
+    throw std::invalid_argument("weft::http::exchange::respond: status " +
+                                std::to_string(code_of(s)) +
+                                " is informational; respond() makes the final response");
+  }
+  if (forbids_content(s) && !body.empty()) {
+    throw std::invalid_argument("weft::http::exchange::respond: status " +
+                                std::to_string(code_of(s)) +
+                                " may not carry content, but the "
+                                "body has " +
+                                std::to_string(body.size()) + " bytes");
+  }
+  check_field_value(content_type, "content type");
+  const bool keep = state_.keep_alive_now();
+  detail::append_simple_head(state_.out, s, state_.server.options.server_name, content_type,
+                             body.size(), keep, state_.parser.message().version_minor);
+  if (!state_.head_request) {
+    state_.out.append(body);
+  }
+  if (!keep) {
+    state_.keep_alive = false;
+  }
+  state_.responded = true;
+  state_.note_response(s, state_.head_request ? 0 : body.size());
+}
+
+exchange::body_writer exchange::start_response(http::response head) {
+  state_.check_not_responded("start_response");
+  if (is_informational(head.status) || forbids_content(head.status)) {
+    throw std::invalid_argument("weft::http::exchange::start_response: status " +
+                                std::to_string(code_of(head.status)) +
+                                " carries no body to stream; use respond()");
+  }
+  add_server_field(state_, head);
+  head.body.clear();
+  const int minor = state_.parser.message().version_minor;
+  const std::size_t mark = state_.out.size();
+  try {
+    if (auto length = head.headers.get("Content-Length")) {
+      std::uint64_t n = 0;
+      auto [end, ec] = std::from_chars(length->data(), length->data() + length->size(), n);
+      if (ec != std::errc() || end != length->data() + length->size() || length->empty()) {
+        throw std::invalid_argument("weft::http::exchange::start_response: Content-Length '" +
+                                    std::string(*length) + "' is not one decimal number");
+      }
+      if (!serialize_head(head, state_.out, context_of(state_))) {
+        state_.keep_alive = false;
+      }
+      state_.stream = detail::stream_mode::length;
+      state_.stream_expected = n;
+    } else if (minor >= 1) {
+      head.headers.set("Transfer-Encoding", "chunked");
+      if (!serialize_head(head, state_.out, context_of(state_))) {
+        state_.keep_alive = false;
+      }
+      state_.stream = detail::stream_mode::chunked;
+    } else {
+      // HTTP/1.0 knows no chunked coding: the body ends when the connection does. The head is
+      // serialize_head's but without the Content-Length it would add for an empty body.
+      if (head.headers.contains("Transfer-Encoding")) {
+        throw std::invalid_argument(
+            "weft::http::exchange::start_response: an HTTP/1.0 client cannot receive "
+            "Transfer-Encoding; leave it out");
+      }
+      response_context context = context_of(state_);
+      context.keep_alive = false;
+      std::string framed;
+      serialize_head(head, framed, context);
+      const std::size_t at = framed.find("\r\nContent-Length: 0\r\n");
+      if (at != std::string::npos) {
+        framed.erase(at + 2, 19);
+      }
+      state_.out += framed;
+      state_.keep_alive = false;
+      state_.stream = detail::stream_mode::close;
+    }
+  } catch (...) {
+    state_.out.resize(mark);
+    state_.stream = detail::stream_mode::none;
+    throw;
+  }
+  state_.responded = true;
+  state_.note_response(head.status, 0);
+  state_.flush();
+  return body_writer(*this);
+}
+
+bool exchange::body_writer::finished() const noexcept {
+  return owner_ == nullptr || owner_->state_.stream_finished;
+}
+
+void exchange::body_writer::write(std::string_view data) {
+  if (owner_ == nullptr) {
+    throw std::logic_error("weft::http::exchange::body_writer::write: a moved-from writer");
+  }
+  detail::connection_state& state = owner_->state_;
+  if (state.stream_finished) {
+    throw std::logic_error("weft::http::exchange::body_writer::write: the body was finished");
+  }
+  if (data.empty()) {
+    return;
+  }
+  if (state.stream == detail::stream_mode::length &&
+      data.size() > state.stream_expected - state.stream_written) {
+    throw std::length_error(
+        "weft::http::exchange::body_writer::write: " + std::to_string(data.size()) +
+        " more bytes would pass the " + std::to_string(state.stream_expected) +
+        " of the Content-Length (" + std::to_string(state.stream_written) + " written)");
+  }
+  state.stream_written += data.size();
+  if (state.head_request) {
+    return;  // HEAD: the head only
+  }
+  if (state.stream == detail::stream_mode::chunked) {
+    append_chunk(state.out, data);
+    state.flush();
+  } else {
+    state.flush();
+    state.conn.send(data);
+  }
+}
+
+void exchange::body_writer::finish(const headers& trailers) {
+  if (owner_ == nullptr) {
+    throw std::logic_error("weft::http::exchange::body_writer::finish: a moved-from writer");
+  }
+  detail::connection_state& state = owner_->state_;
+  if (state.stream_finished) {
+    throw std::logic_error("weft::http::exchange::body_writer::finish: finished twice");
+  }
+  if (state.stream != detail::stream_mode::chunked && !trailers.empty()) {
+    throw std::invalid_argument(
+        "weft::http::exchange::body_writer::finish: trailers need a chunked body (this one has "
+        "Content-Length or is delimited by the connection's close)");
+  }
+  if (state.stream == detail::stream_mode::length &&
+      state.stream_written != state.stream_expected) {
+    throw std::length_error("weft::http::exchange::body_writer::finish: " +
+                            std::to_string(state.stream_written) + " bytes written of the " +
+                            std::to_string(state.stream_expected) + " of the Content-Length");
+  }
+  state.stream_finished = true;
+  if (state.stream == detail::stream_mode::chunked && !state.head_request) {
+    append_last_chunk(state.out, trailers);
+  }
+}
+
+void exchange::send_file(http::response head, int fd, std::uint64_t offset, std::uint64_t length) {
+  state_.check_not_responded("send_file");
+  if (forbids_content(head.status)) {
+    throw std::invalid_argument("weft::http::exchange::send_file: status " +
+                                std::to_string(code_of(head.status)) + " carries no body");
+  }
+  // The range is checked before the head goes out (net's send_file checks it again).
+  struct stat info {};
+  if (fd < 0 || ::fstat(fd, &info) != 0) {
+    throw std::invalid_argument("weft::http::exchange::send_file: fd " + std::to_string(fd) +
+                                " is not an open file");
+  }
+  if (S_ISREG(info.st_mode)) {
+    const auto size = static_cast<std::uint64_t>(info.st_size);
+    if (offset > size || length > size - offset) {
+      throw std::invalid_argument("weft::http::exchange::send_file: the range of " +
+                                  std::to_string(length) + " bytes at offset " +
+                                  std::to_string(offset) + " goes past the end of the file (" +
+                                  std::to_string(size) + " bytes)");
+    }
+  }
+  add_server_field(state_, head);
+  head.body.clear();
+  head.headers.remove("Transfer-Encoding");
+  head.headers.set("Content-Length", std::to_string(length));
+  const std::size_t mark = state_.out.size();
+  try {
+    if (!serialize_head(head, state_.out, context_of(state_))) {
+      state_.keep_alive = false;
+    }
+  } catch (...) {
+    state_.out.resize(mark);
+    throw;
+  }
+  state_.responded = true;
+  if (!state_.head_request && length > 0) {
+    state_.flush();
+    state_.conn.send_file(fd, offset, length);
+  }
+  state_.note_response(head.status, state_.head_request ? 0 : length);
+}
+
+}  // namespace weft::http

@@ -1,0 +1,121 @@
+// The internals of weft::http::server: the server's shared state (options, handler, counters)
+// and one connection's state, which the connection's coroutine keeps on its stack for the
+// connection's life (the parser, the batched output, the current exchange).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "weft/http/parser.hpp"
+#include "weft/http/server.hpp"
+#include "weft/net/tcp_server.hpp"
+
+namespace weft::http::detail {
+
+// A statistic written by its worker's thread only and read by any (as net's counters: a
+// relaxed load and store, no locked instruction on the hot path).
+class stat_counter {
+ public:
+  void add(std::uint64_t amount) noexcept {
+    value_.store(value_.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+  }
+  std::uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+struct worker_counters {
+  stat_counter requests;
+  std::array<stat_counter, 5> responses;
+};
+
+struct server_state {
+  server_options options;
+  handler serve_request;
+  net::tcp_server tcp;
+  unsigned workers;
+  std::unique_ptr<worker_counters[]> counters;
+
+  server_state(server_options o, handler h);
+};
+
+// How the current response's body goes out.
+enum class stream_mode : std::uint8_t {
+  none,     // no streamed body (respond() or nothing yet)
+  chunked,  // Transfer-Encoding: chunked
+  length,   // Content-Length: stream_expected bytes
+  close,    // HTTP/1.0 without a length: delimited by closing the connection
+};
+
+struct connection_state {
+  connection_state(server_state& server, net::connection& c);
+  // Serves the connection's requests until it ends. Exceptions: cancelled_error (the server
+  // forced its stop) goes on to the server; the others are handled here.
+  void run();
+
+  // --- used by the exchange ---
+  // Whether the response being made may leave the connection open.
+  bool keep_alive_now() const noexcept;
+  // Writes what is batched (may wait for room; throws when the connection is gone).
+  void flush();
+  // Counts a response of that status and writes an access line.
+  void note_response(status s, std::uint64_t body_bytes);
+  // Sends 100 Continue if the client waits for it and it was not sent.
+  void send_continue();
+  // The next body piece (nullopt at the end). Throws body_error.
+  std::optional<std::string_view> next_body_piece();
+  // Answers a failure of the request (framing, limits, timeouts) when nothing was answered yet,
+  // or aborts the connection otherwise; the connection ends after it.
+  void fail_request(status s, std::string_view reason);
+  void check_not_responded(const char* operation) const;
+  void log(std::string_view line) const noexcept;
+
+  server_state& server;
+  worker_counters& counters;
+  net::connection& conn;
+  request_parser parser;
+  exchange ex{*this};
+  std::string out;  // responses batched for one write
+
+  // The current request.
+  bool head_request = false;
+  bool keep_alive = true;  // the client allows it and the server wants it
+  bool responded = false;  // a response (or its head) was made
+  bool body_done = false;  // message_complete was seen
+  bool continue_sent = false;
+  bool failed = false;     // the connection ends after this request
+  bool body_read = false;  // read_body() filled request().body
+  std::uint64_t requests_served = 0;
+  std::vector<std::pair<std::string_view, std::string>> params;
+
+  // The streamed body of the current response.
+  stream_mode stream = stream_mode::none;
+  bool stream_finished = false;
+  std::uint64_t stream_expected = 0;
+  std::uint64_t stream_written = 0;
+
+ private:
+  bool read_head();
+  void serve_one();
+  void after_handler();
+  void handler_failed(std::string_view what);
+  bool discard_body();
+  bool wait_bytes(const timeout& limit, bool mid_message);
+};
+
+// The head of a response written by the server itself (the fast path of respond(status, body)
+// and the error answers): status line, Server, Date, Content-Type, Content-Length, Connection.
+void append_simple_head(std::string& out, status s, std::string_view server_name,
+                        std::string_view content_type, std::size_t length, bool keep_alive,
+                        int version_minor);
+
+}  // namespace weft::http::detail

@@ -1,0 +1,103 @@
+// Handler failures: an exception before the response is 500, after the head an aborted
+// connection; returning without a response is 500; both logged. Unread bodies are discarded
+// before the next request, or the connection closes when they are too large.
+#include "http/server_support.hpp"
+
+namespace {
+
+using namespace http_test;
+
+TEST(HttpServerErrors, ThrowingHandlerGets500AndTheConnectionGoesOn) {
+  log_lines log;
+  auto options = local_http();
+  options.log = log.sink();
+  running_http server(options, [](exchange& ex) {
+    if (ex.request().target == "/throw") {
+      throw std::runtime_error("database on fire");
+    }
+    if (ex.request().target == "/silent") {
+      return;
+    }
+    ex.respond(status::ok, "fine");
+  });
+  client c(server.port());
+  c.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::internal_server_error);
+  c.send("GET /silent HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::internal_server_error);
+  c.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "fine");
+  EXPECT_TRUE(log.contains("database on fire")) << log.all();
+  EXPECT_TRUE(log.contains("returned without responding")) << log.all();
+  EXPECT_TRUE(log.contains("\"GET /ok HTTP/1.1\" 200 4")) << log.all();
+}
+
+TEST(HttpServerErrors, ThrowAfterTheHeadAbortsTheConnection) {
+  running_http server(local_http(), [](exchange& ex) {
+    auto writer = ex.start_response(weft::http::response{});
+    writer.write("partial");
+    throw std::runtime_error("broken mid-body");
+  });
+  client c(server.port());
+  c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string raw = c.rest();
+  EXPECT_NE(raw.find("partial"), std::string::npos);
+  EXPECT_EQ(raw.find("0\r\n\r\n"), std::string::npos) << raw;  // no last chunk: not complete
+}
+
+TEST(HttpServerErrors, UnreadBodyIsDiscardedBeforeTheNextRequest) {
+  running_http server(
+      local_http(), [](exchange& ex) { ex.respond(status::ok, "target " + ex.request().target); });
+  client c(server.port());
+  c.send(
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nxxxxx"
+      "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+      "GET /c HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "target /a");
+  EXPECT_EQ(body_of(c.response()), "target /b");
+  EXPECT_EQ(body_of(c.response()), "target /c");
+}
+
+TEST(HttpServerErrors, HugeUnreadBodyClosesTheConnection) {
+  auto options = local_http();
+  options.limits.max_body_size = 64 << 20;
+  running_http server(options, [](exchange& ex) { ex.respond(status::ok, "ignored"); });
+  client c(server.port());
+  c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 33554432\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "ignored");
+  // The client keeps sending; past 1 MiB the server stops reading it and closes.
+  std::string chunk(1 << 16, 'z');
+  bool closed = false;
+  for (int i = 0; i < 512 && !closed; ++i) {
+    ssize_t n = ::send(c.fd(), chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno != EAGAIN) {
+      closed = true;
+    } else if (n < 0) {
+      pollfd wait{.fd = c.fd(), .events = POLLOUT, .revents = 0};
+      ::poll(&wait, 1, 100);
+    }
+  }
+  EXPECT_TRUE(closed);
+}
+
+TEST(HttpServerErrors, SecondResponseIsALogicError) {
+  std::atomic<bool> refused{false};
+  running_http server(local_http(), [&](exchange& ex) {
+    ex.respond(status::ok, "one");
+    try {
+      ex.respond(status::ok, "two");
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+  });
+  client c(server.port());
+  c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "one");
+  EXPECT_TRUE(refused.load());
+}
+
+}  // namespace

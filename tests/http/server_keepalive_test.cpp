@@ -1,0 +1,133 @@
+// Keep-alive, pipelining (in order, one write per batch), HTTP/1.0, Connection: close, HEAD and
+// max_requests_per_connection; and curl reusing one connection.
+#include "http/server_support.hpp"
+
+namespace {
+
+using namespace http_test;
+
+void echo_path(exchange& ex) { ex.respond(status::ok, "path " + ex.request().target); }
+
+TEST(HttpServerKeepAlive, SeveralRequestsShareOneConnection) {
+  running_http server(local_http(), echo_path);
+  client c(server.port());
+  for (int i = 0; i < 3; ++i) {
+    c.send("GET /r" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto r = c.response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status::ok);
+    EXPECT_EQ(r->body, "path /r" + std::to_string(i));
+    EXPECT_EQ(r->headers.get("Server"), "weft");
+    EXPECT_TRUE(r->headers.contains("Date"));
+    EXPECT_FALSE(r->headers.contains("Connection"));
+  }
+  auto stats = server.server().stats();
+  EXPECT_EQ(stats.total.requests, 3u);
+  EXPECT_EQ(stats.total.responses_of_class(2), 3u);
+  EXPECT_EQ(stats.total.net.accepted, 1u);
+}
+
+TEST(HttpServerKeepAlive, PipelinedResponsesComeInOrderInOneWrite) {
+  running_http server(local_http(), echo_path);
+  client c(server.port());
+  std::string batch;
+  for (int i = 0; i < 16; ++i) {
+    batch += "GET /p" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  }
+  c.send(batch);
+  for (int i = 0; i < 16; ++i) {
+    auto r = c.response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "path /p" + std::to_string(i));
+  }
+  // net counts one message out per write the server asked for (after the write: wait for it).
+  ASSERT_TRUE(eventually([&] { return server.server().stats().total.net.messages_out >= 1; }));
+  EXPECT_EQ(server.server().stats().total.net.messages_out, 1u);
+}
+
+TEST(HttpServerKeepAlive, ConnectionCloseIsHonoured) {
+  running_http server(local_http(), echo_path);
+  client c(server.port());
+  c.send(
+      "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "path /a");
+  EXPECT_EQ(r->headers.get("Connection"), "close");
+  EXPECT_TRUE(c.closes());
+}
+
+TEST(HttpServerKeepAlive, Http10ClosesUnlessAskedToKeepAlive) {
+  running_http server(local_http(), echo_path);
+  {
+    client c(server.port());
+    c.send("GET /old HTTP/1.0\r\n\r\n");
+    auto r = c.response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "path /old");
+    EXPECT_EQ(r->headers.get("Connection"), "close");
+    EXPECT_TRUE(c.closes());
+  }
+  client c(server.port());
+  c.send("GET /k1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Connection"), "keep-alive");
+  c.send("GET /k2 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "path /k2");
+}
+
+TEST(HttpServerKeepAlive, HeadGetsTheHeadOfGetWithoutBody) {
+  running_http server(local_http(), [](exchange& ex) { ex.respond(status::ok, "twelve bytes"); });
+  client c(server.port());
+  c.send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto head = c.response(weft::http::method::head);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->headers.get("Content-Length"), "12");
+  EXPECT_EQ(head->body, "");
+  auto get = c.response();
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->body, "twelve bytes");
+}
+
+TEST(HttpServerKeepAlive, MaxRequestsPerConnectionClosesAfterTheLast) {
+  auto options = local_http();
+  options.max_requests_per_connection = 2;
+  running_http server(options, echo_path);
+  client c(server.port());
+  c.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->headers.contains("Connection"));
+  c.send("GET /2 HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Connection"), "close");
+  EXPECT_TRUE(c.closes());
+}
+
+TEST(HttpServerKeepAlive, IdleConnectionIsClosedQuietlyAfterKeepAliveTimeout) {
+  auto options = local_http();
+  options.keep_alive_timeout = std::chrono::milliseconds(100);
+  running_http server(options, echo_path);
+  client c(server.port());
+  c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(c.response());
+  EXPECT_TRUE(c.closes());  // no 408: nothing was asked
+}
+
+TEST(HttpServerKeepAlive, CurlReusesTheConnection) {
+  running_http server(local_http(), echo_path);
+  std::string out =
+      run_command("curl -sv " + url(server.port(), "/one") + " " + url(server.port(), "/two"));
+  EXPECT_NE(out.find("path /one"), std::string::npos) << out;
+  EXPECT_NE(out.find("path /two"), std::string::npos) << out;
+  EXPECT_NE(out.find("Re-using existing connection"), std::string::npos) << out;
+  EXPECT_EQ(server.server().stats().total.net.accepted, 1u);
+  std::string head = run_command("curl -sI " + url(server.port(), "/h"));
+  EXPECT_NE(head.find("Content-Length: 7"), std::string::npos) << head;
+}
+
+}  // namespace

@@ -1,0 +1,96 @@
+// The router: literal and parameter segments, the trailing wildcard, 404, 405 with Allow, HEAD
+// served by GET, and malformed patterns refused by name.
+#include "http/server_support.hpp"
+#include "weft/http/router.hpp"
+
+namespace {
+
+using namespace http_test;
+using weft::http::router;
+
+router make_routes() {
+  router r;
+  r.get("/", [](exchange& ex) { ex.respond(status::ok, "root"); });
+  r.get("/users/:id",
+        [](exchange& ex) { ex.respond(status::ok, "user " + std::string(ex.param("id"))); });
+  r.post("/users/:id", [](exchange& ex) {
+    ex.respond(status::created, "made " + std::string(ex.param("id")) + " " + ex.read_body());
+  });
+  r.get("/users/:id/posts/:post", [](exchange& ex) {
+    ex.respond(status::ok, std::string(ex.param("id")) + "/" + std::string(ex.param("post")));
+  });
+  r.get("/static/*rest", [](exchange& ex) {
+    ex.respond(status::ok, "file [" + std::string(ex.param("rest")) + "]");
+  });
+  r.any("/any", [](exchange& ex) {
+    ex.respond(status::ok, std::string(weft::http::method_name(ex.request().method)));
+  });
+  r.delete_("/users/:id", [](exchange& ex) { ex.respond(status::no_content, ""); });
+  return r;
+}
+
+std::string get(client& c, const std::string& target, status expected = status::ok) {
+  c.send("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  if (!r) {
+    return "<none>";
+  }
+  EXPECT_EQ(r->status, expected) << target;
+  return r->body;
+}
+
+TEST(HttpServerRouter, RoutesMatchSegmentsParametersAndWildcards) {
+  running_http server(local_http(), make_routes());
+  client c(server.port());
+  EXPECT_EQ(get(c, "/"), "root");
+  EXPECT_EQ(get(c, "/users/42"), "user 42");
+  EXPECT_EQ(get(c, "/users/a%20b"), "user a b");
+  EXPECT_EQ(get(c, "/users/7/posts/9"), "7/9");
+  EXPECT_EQ(get(c, "/static/css/site.css"), "file [css/site.css]");
+  EXPECT_EQ(get(c, "/static/"), "file []");
+  EXPECT_EQ(get(c, "/users/42/", status::not_found), "Not Found\n");
+  EXPECT_EQ(get(c, "/users", status::not_found), "Not Found\n");
+  EXPECT_EQ(get(c, "/nothing", status::not_found), "Not Found\n");
+  EXPECT_EQ(get(c, "/any"), "GET");
+  c.send("POST /users/5 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(body_of(c.response()), "made 5 abc");
+  c.send("PATCH /any HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "PATCH");
+}
+
+TEST(HttpServerRouter, WrongMethodGets405WithAllowAndHeadUsesGet) {
+  running_http server(local_http(), make_routes());
+  client c(server.port());
+  c.send("PUT /users/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::method_not_allowed);
+  EXPECT_EQ(r->headers.get("Allow"), "GET, POST, DELETE, HEAD");
+  c.send("HEAD /users/3 HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto head = c.response(weft::http::method::head);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, status::ok);
+  EXPECT_EQ(head->headers.get("Content-Length"), "6");
+  EXPECT_EQ(head->body, "");
+  c.send("DELETE /users/3 HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto deleted = c.response();
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(deleted->status, status::no_content);
+}
+
+TEST(HttpServerRouter, MalformedPatternsAreRefusedByName) {
+  router r;
+  auto h = [](exchange& ex) { ex.respond(status::ok, ""); };
+  EXPECT_THROW(r.get("users", h), std::invalid_argument);
+  EXPECT_THROW(r.get("/a/:", h), std::invalid_argument);
+  EXPECT_THROW(r.get("/a/:x/:x", h), std::invalid_argument);
+  try {
+    r.get("/a/*rest/b", h);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/a/*rest/b"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(r.size(), 0u);
+}
+
+}  // namespace

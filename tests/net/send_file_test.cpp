@@ -1,0 +1,203 @@
+// connection::send_file: file ranges queued in order with the memory sends and written with
+// sendfile(2), not counted against the send buffer; a short file closes the connection rather
+// than truncating silently. And receiving in place (input/consume_input/read_input).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "net/net_support.hpp"
+
+namespace {
+
+using namespace net_test;
+using weft::net::close_reason;
+using weft::net::connection;
+
+// A temporary file with `size` bytes of a known pattern; removed by the destructor.
+class temp_file {
+ public:
+  explicit temp_file(std::size_t size) {
+    char name[] = "/tmp/weft-send-file-XXXXXX";
+    fd_ = ::mkstemp(name);
+    path_ = name;
+    content_.resize(size);
+    for (std::size_t i = 0; i < size; ++i) {
+      content_[i] = static_cast<char>('A' + i % 26);
+    }
+    std::size_t done = 0;
+    while (done < size) {
+      ssize_t wrote = ::write(fd_, content_.data() + done, size - done);
+      if (wrote <= 0) {
+        ADD_FAILURE() << "write: " << std::strerror(errno);
+        break;
+      }
+      done += static_cast<std::size_t>(wrote);
+    }
+  }
+  ~temp_file() {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  int fd() const { return fd_; }
+  const std::string& content() const { return content_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  std::string content_;
+};
+
+TEST(NetSendFile, RangeGoesOutInOrderBetweenMemorySends) {
+  temp_file file(100000);
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      c.send("head:");
+      c.send_file(file.fd(), 10, 50000);
+      c.send(":tail");
+    });
+  });
+  int fd = connect_to(server.port());
+  std::string got = read_to_end(fd);
+  ::close(fd);
+  EXPECT_EQ(got, "head:" + file.content().substr(10, 50000) + ":tail");
+}
+
+TEST(NetSendFile, LargeFileToSlowReaderIsWholeAndHoldsNoMemory) {
+  constexpr std::size_t size = 8 << 20;
+  temp_file file(size);
+  std::atomic<std::size_t> high{0};
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    weft::net::connection_events events;
+    events.on_close = [&](connection& c, close_reason) { high = c.counters().send_buffer_high; };
+    s.serve(
+        [&](connection& c) {
+          small_send_buffer(c.native_handle());
+          c.send_file(file.fd(), 0, size);
+          EXPECT_EQ(c.queued(), 0u);  // the range is not memory
+          EXPECT_EQ(c.queued_files(), 1u);
+          c.send("end");
+        },
+        events);
+  });
+  int fd = connect_to(server.port(), 16384);
+  std::string got = read_to_end(fd, std::chrono::milliseconds(20000));
+  ::close(fd);
+  ASSERT_EQ(got.size(), size + 3);
+  EXPECT_TRUE(got == file.content() + "end");
+  server.stop();
+  server.wait();
+  EXPECT_LE(high.load(), 3u);
+}
+
+TEST(NetSendFile, FileShorterThanRangeClosesTheConnectionAndIsReported) {
+  constexpr std::size_t size = 16 << 20;
+  temp_file file(size);
+  log_lines log;
+  auto options = local_options();
+  options.log = log.sink();
+  std::atomic<int> errors{0};
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    weft::net::connection_events events;
+    events.on_error = [&](connection&, const std::exception&) { ++errors; };
+    s.serve(
+        [&](connection& c) {
+          small_send_buffer(c.native_handle());
+          c.send_file(file.fd(), 0, size);  // the client does not read yet: most stays queued
+          EXPECT_EQ(::ftruncate(file.fd(), 0), 0);
+          c.wait_closed(weft::timeout(std::chrono::seconds(20)));
+        },
+        events);
+  });
+  int fd = connect_to(server.port(), 16384);
+  std::string got = read_to_end(fd, std::chrono::milliseconds(20000));
+  ::close(fd);
+  EXPECT_LT(got.size(), size);
+  ASSERT_TRUE(eventually(
+      [&] { return server.server().stats().total.closed_by(close_reason::error) == 1; }));
+  EXPECT_EQ(errors.load(), 1);
+  EXPECT_TRUE(log.contains("short file")) << log.all();
+}
+
+TEST(NetSendFile, BadArgumentsAreRefusedByName) {
+  temp_file file(100);
+  std::atomic<int> refused{0};
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      try {
+        c.send_file(file.fd(), 50, 51);
+      } catch (const std::invalid_argument& e) {
+        if (std::string(e.what()).find("past the end of the file") != std::string::npos) {
+          ++refused;
+        }
+      }
+      try {
+        c.send_file(-1, 0, 1);
+      } catch (const std::invalid_argument& e) {
+        if (std::string(e.what()).find("fd -1") != std::string::npos) {
+          ++refused;
+        }
+      }
+      c.send_file(file.fd(), 50, 0);  // nothing
+      c.send_file(file.fd(), 50, 50);
+    });
+  });
+  int fd = connect_to(server.port());
+  std::string got = read_to_end(fd);
+  ::close(fd);
+  EXPECT_EQ(got, file.content().substr(50));
+  EXPECT_EQ(refused.load(), 2);
+}
+
+TEST(NetReceiveInPlace, ReadInputAccumulatesUntilConsumed) {
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      // Lines, parsed in the connection's buffer: each echoed back reversed.
+      for (;;) {
+        std::string_view in = c.input();
+        std::size_t end = in.find('\n');
+        if (end == std::string_view::npos) {
+          if (!c.read_input(weft::timeout::never(), !in.empty())) {
+            return;
+          }
+          continue;
+        }
+        std::string line(in.substr(0, end));
+        c.consume_input(end + 1);
+        c.send(std::string(line.rbegin(), line.rend()) + "\n");
+      }
+    });
+  });
+  int fd = connect_to(server.port());
+  send_all(fd, "abc\nde");
+  EXPECT_EQ(read_bytes(fd, 4), "cba\n");
+  send_all(fd, "f\nxy\nz");
+  EXPECT_EQ(read_bytes(fd, 7), "fed\nyx\n");
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(read_to_end(fd), "");
+  ::close(fd);
+}
+
+TEST(NetReceiveInPlace, ConsumingMoreThanBufferedIsOutOfRange) {
+  std::atomic<bool> thrown{false};
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      ASSERT_TRUE(c.read_input());
+      try {
+        c.consume_input(c.input().size() + 1);
+      } catch (const std::out_of_range&) {
+        thrown = true;
+      }
+    });
+  });
+  int fd = connect_to(server.port());
+  send_all(fd, "x");
+  read_to_end(fd);
+  ::close(fd);
+  EXPECT_TRUE(thrown.load());
+}
+
+}  // namespace
