@@ -311,6 +311,49 @@ void connection::consume_input(std::size_t bytes) {
   }
 }
 
+void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::string_view replay) {
+  if (p == nullptr) {
+    throw std::invalid_argument("weft::net::connection::switch_protocol: the protocol is null");
+  }
+  const std::string who = "weft::net::connection::switch_protocol: connection " +
+                          std::to_string(id_) + " (" + peer_address_ + ")";
+  if (framer_ != nullptr) {
+    throw std::logic_error(who + " already speaks the " + options_.protocol->name() +
+                           " protocol; only a connection without one can switch");
+  }
+  if (reader_active_) {
+    throw std::logic_error(who + " is being received from; switch between reads");
+  }
+  if (state_ != state::open) {
+    throw connection_closed_error(who + " is closed");
+  }
+  if (!replay.empty()) {
+    if (replay.size() <= in_begin_) {
+      // Room before the unconsumed input (the usual case: the replay is what was just consumed).
+      in_begin_ -= replay.size();
+      std::memcpy(in_.get() + in_begin_, replay.data(), replay.size());
+    } else {
+      const std::size_t total = replay.size() + buffered();
+      std::size_t capacity = in_capacity_ == 0 ? initial_input : in_capacity_;
+      while (capacity < total + 2048) {
+        capacity *= 2;
+      }
+      auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
+      std::memcpy(bigger.get(), replay.data(), replay.size());
+      if (buffered() > 0) {
+        std::memcpy(bigger.get() + replay.size(), in_.get() + in_begin_, buffered());
+      }
+      in_ = std::move(bigger);
+      in_capacity_ = capacity;
+      in_begin_ = 0;
+      in_end_ = total;
+    }
+  }
+  options_.protocol = std::move(p);
+  framer_ = options_.protocol->make_framer();
+  first_message_ = false;  // the new protocol's handshake (if any) is still to come
+}
+
 bool connection::read_input(const timeout& limit, bool mid_message) {
   if (framer_ != nullptr) {
     throw std::logic_error(std::string("weft::net::connection::read_input: connection ") +

@@ -131,6 +131,33 @@ void connection::send_file(int fd, std::uint64_t offset, std::uint64_t length) {
   if (length == 0) {
     return;
   }
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) {
+    const int error_number = errno;
+    throw io_error(-error_number, "send_file (dup)", peer_address_, std::strerror(error_number));
+  }
+  queue_file(copy, offset, length);
+}
+
+void connection::adopt_file(int fd, std::uint64_t offset, std::uint64_t length) {
+  if (fd < 0) {
+    throw std::invalid_argument("weft::net::connection::adopt_file to " + peer_address_ + ": fd " +
+                                std::to_string(fd) + " is not a file descriptor");
+  }
+  if (state_ != state::open) {
+    ::close(fd);
+    throw connection_closed_error("weft::net::connection::adopt_file to " + peer_address_ +
+                                  ": the connection is closed (" + to_string(reason_) + ")");
+  }
+  if (length == 0) {
+    ::close(fd);
+    return;
+  }
+  queue_file(fd, offset, length);
+}
+
+// Queues an fd the connection owns from here on (closed once written, or when dropped).
+void connection::queue_file(int copy, std::uint64_t offset, std::uint64_t length) {
   // sendfile(2) has no MSG_NOSIGNAL: a peer that reset the connection would raise SIGPIPE,
   // whose default action ends the process. The thread that sends files keeps SIGPIPE blocked
   // (once per thread, one system call) and consumes the pending one after an EPIPE.
@@ -142,11 +169,6 @@ void connection::send_file(int fd, std::uint64_t offset, std::uint64_t length) {
     if (::pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr) == 0) {
       sigpipe_blocked = true;
     }
-  }
-  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) {
-    const int error_number = errno;
-    throw io_error(-error_number, "send_file (dup)", peer_address_, std::strerror(error_number));
   }
   const bool was_empty = !pending();
   try {

@@ -201,3 +201,58 @@ TEST(NetReceiveInPlace, ConsumingMoreThanBufferedIsOutOfRange) {
 }
 
 }  // namespace
+
+TEST(NetSendFile, AnAdoptedFileIsSentThenClosedByTheConnection) {
+  temp_file file(30000);
+  std::atomic<int> adopted{-1};
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      const int own = ::open(("/proc/self/fd/" + std::to_string(file.fd())).c_str(), O_RDONLY);
+      adopted = own;
+      c.send("[");
+      c.adopt_file(own, 5, 20000);
+      c.send("]");
+    });
+  });
+  int fd = connect_to(server.port());
+  std::string got = read_to_end(fd);
+  ::close(fd);
+  EXPECT_EQ(got, "[" + file.content().substr(5, 20000) + "]");
+  // The connection closed the descriptor it was handed once the range was out.
+  ASSERT_GE(adopted.load(), 0);
+  EXPECT_TRUE(eventually([&] { return ::fcntl(adopted.load(), F_GETFD) == -1; }));
+}
+
+TEST(NetSwitchProtocol, ReplayedBytesAndTheRestOfTheInputReachTheNewFramer) {
+  std::string lines;
+  std::string failure;
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      // Raw input up to "SWITCH\n", then the text protocol, replaying "first" ahead of what
+      // followed the marker in the same read.
+      while (c.input().find("SWITCH\n") == std::string_view::npos) {
+        ASSERT_TRUE(c.read_input());
+      }
+      c.consume_input(c.input().find("SWITCH\n") + 7);
+      c.switch_protocol(weft::net::text(), "first\n");
+      try {
+        c.switch_protocol(weft::net::text());
+      } catch (const std::logic_error& e) {
+        failure = e.what();
+      }
+      while (auto m = c.receive()) {
+        lines += m->data + ";";
+      }
+    });
+  });
+  int fd = connect_to(server.port());
+  send_all(fd, "raw bytes SWITCH\nsecond\n");
+  send_all(fd, "third\n");
+  ::shutdown(fd, SHUT_WR);
+  read_to_end(fd);
+  ::close(fd);
+  server.stop();
+  server.wait();
+  EXPECT_EQ(lines, "first;second;third;");
+  EXPECT_NE(failure.find("already speaks the text protocol"), std::string::npos) << failure;
+}

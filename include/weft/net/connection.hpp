@@ -182,6 +182,14 @@ class connection : public std::enable_shared_from_this<connection> {
   // the connection closed, or the server is stopping while nothing is buffered and the caller is
   // between messages (mid_message false; reason server_stop). One reader at a time, as receive().
   bool read_input(const timeout& limit = timeout::never(), bool mid_message = false);
+  // Hands the connection to another protocol mid-stream (an HTTP request that upgrades to
+  // WebSocket): from the next receive() on, p's framer reads the input, starting with `replay`
+  // (bytes already taken off the input that the new protocol must see first: the upgrade
+  // request's head, which the WebSocket framer answers with its 101) and then what input()
+  // still holds. Only on an open connection without a protocol and with no coroutine inside
+  // receive()/read_input() (std::logic_error naming the connection otherwise); a null p is
+  // std::invalid_argument. The connection's limits and timeouts stay as they were.
+  void switch_protocol(std::shared_ptr<const net::protocol> p, std::string_view replay = {});
   // The server is stopping gracefully: a protocol that can tell its peer that this is the last
   // reply (HTTP's Connection: close) should.
   bool stopping() const noexcept { return stopping_; }
@@ -203,6 +211,12 @@ class connection : public std::enable_shared_from_this<connection> {
   // regular file, connection_closed_error when closed, io_error when dup(2) fails. A zero
   // length queues nothing.
   void send_file(int fd, std::uint64_t offset, std::uint64_t length);
+  // send_file() for an fd the caller hands over: the connection owns fd from the call on (it is
+  // closed once its range is written, when the connection drops its queue, and by this call
+  // itself when it throws or the length is zero), and neither dup(2) nor fstat(2) is spent on
+  // it. The range is not checked up front: a file shorter than it closes the connection as for
+  // send_file. connection_closed_error when closed; std::invalid_argument for a negative fd.
+  void adopt_file(int fd, std::uint64_t offset, std::uint64_t length);
   // File ranges queued by send_file and not yet fully written.
   std::size_t queued_files() const noexcept { return files_.size(); }
   std::size_t send_buffer_limit() const noexcept { return options_.send_buffer_limit; }
@@ -275,6 +289,7 @@ class connection : public std::enable_shared_from_this<connection> {
   bool flush_now() noexcept;
   bool flush_file() noexcept;
   void drop_files() noexcept;
+  void queue_file(int fd, std::uint64_t offset, std::uint64_t length);
   bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
   bool input_ended(bool mid_message);
   void after_write() noexcept;
