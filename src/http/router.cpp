@@ -3,6 +3,7 @@
 #include "weft/http/router.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -67,6 +68,29 @@ router& router::any(std::string_view pattern, handler h) {
   add(method::get, pattern, std::move(h));
   routes_.back().any_method = true;
   return *this;
+}
+
+router& router::files(std::string_view prefix, static_options options) {
+  if (!prefix.empty() && (prefix.front() != '/' || prefix.back() == '/')) {
+    throw std::invalid_argument("weft::http::router::files: prefix \"" + std::string(prefix) +
+                                "\" must be empty or start with '/' and not end with one");
+  }
+  // One resolver for every worker: resolve() is const and keeps no per-request state.
+  auto resolver = std::make_shared<const static_files>(std::move(options));
+  handler serve = [resolver, skip = prefix.size()](exchange& ex) {
+    // The path after the prefix, still percent-encoded: the resolver splits it itself, so an
+    // encoded '/' never becomes a separator.
+    static_reply reply = resolver->resolve(ex.request(), ex.request().raw_path().substr(skip));
+    if (reply.has_file()) {
+      ex.send_file(std::move(reply.head), std::move(reply.file), reply.offset, reply.length);
+    } else {
+      ex.respond(std::move(reply.head));
+    }
+  };
+  if (!prefix.empty()) {
+    get(prefix, serve);  // redirected to prefix + "/" by the resolver
+  }
+  return get(std::string(prefix) + "/*path", std::move(serve));
 }
 
 bool router::match(const route& r, std::string_view path,

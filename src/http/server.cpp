@@ -32,6 +32,8 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.stop_timeout = o.stop_grace;
   t.handle_signals = o.handle_signals;
   t.log = o.log;
+  t.on_worker_start = o.on_worker_start;
+  t.on_worker_stop = o.on_worker_stop;
   return t;
 }
 

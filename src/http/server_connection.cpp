@@ -256,7 +256,7 @@ void connection_state::run() {
       break;
     }
     serve_one();
-    if (failed || !keep_alive || conn.closed_by().has_value()) {
+    if (failed || upgraded || !keep_alive || conn.closed_by().has_value()) {
       break;
     }
     if (out.size() >= batch_limit) {

@@ -104,6 +104,32 @@ net::connection& exchange::connection() noexcept { return state_.conn; }
 
 unsigned exchange::worker() const noexcept { return state_.conn.worker(); }
 
+net::connection& exchange::upgrade(std::shared_ptr<const net::protocol> p) {
+  detail::connection_state& s = state_;
+  if (p == nullptr) {
+    throw std::invalid_argument("weft::http::exchange::upgrade: the protocol is null");
+  }
+  s.check_not_responded("upgrade");
+  const http::request& r = s.parser.message();
+  if (!s.body_done) {
+    throw std::logic_error(std::string("weft::http::exchange::upgrade: ") +
+                           method_name(r.method).data() + " " + r.target +
+                           " has a body; an upgrade request has none");
+  }
+  // The new protocol reads the request again from its first byte: its head, as parsed (the
+  // fields in their order; the parser kept no other copy of the wire bytes).
+  std::string head;
+  serialize(r, head);
+  s.flush();  // the answers to earlier pipelined requests go first
+  const std::string name = p->name();
+  s.conn.switch_protocol(std::move(p), head);
+  s.responded = true;  // the new protocol answers (WebSocket: 101 or an error)
+  s.keep_alive = false;
+  s.upgraded = true;
+  s.log("upgraded to " + name);
+  return s.conn;
+}
+
 namespace {
 
 response_context context_of(const detail::connection_state& state) {
@@ -294,12 +320,45 @@ void exchange::body_writer::finish(const headers& trailers) {
   }
 }
 
-void exchange::send_file(http::response head, int fd, std::uint64_t offset, std::uint64_t length) {
-  state_.check_not_responded("send_file");
+namespace {
+
+void check_file_status(const http::response& head) {
   if (forbids_content(head.status)) {
     throw std::invalid_argument("weft::http::exchange::send_file: status " +
                                 std::to_string(code_of(head.status)) + " carries no body");
   }
+}
+
+// Writes a file response's head (Content-Length: length) into the batch and flushes it when
+// the file's bytes follow; returns whether they do (not for HEAD, not for an empty range).
+bool write_file_head(detail::connection_state& state, http::response& head, std::uint64_t length) {
+  add_server_field(state, head);
+  head.body.clear();
+  head.headers.remove("Transfer-Encoding");
+  head.headers.set("Content-Length", std::to_string(length));
+  const std::size_t mark = state.out.size();
+  try {
+    if (!serialize_head(head, state.out, context_of(state))) {
+      state.keep_alive = false;
+    }
+  } catch (...) {
+    state.out.resize(mark);
+    throw;
+  }
+  state.responded = true;
+  state.note_response(head.status, state.head_request ? 0 : length);
+  if (state.head_request || length == 0) {
+    return false;
+  }
+  state.flush();
+  return true;
+}
+
+}  // namespace
+
+void exchange::send_file(http::response head, int fd, std::uint64_t offset, std::uint64_t length) {
+  state_.check_not_responded("send_file");
+  check_file_status(head);
   // The range is checked before the head goes out (net's send_file checks it again).
   struct stat info {};
   if (fd < 0 || ::fstat(fd, &info) != 0) {
@@ -315,25 +374,21 @@ void exchange::send_file(http::response head, int fd, std::uint64_t offset, std:
                                   std::to_string(size) + " bytes)");
     }
   }
-  add_server_field(state_, head);
-  head.body.clear();
-  head.headers.remove("Transfer-Encoding");
-  head.headers.set("Content-Length", std::to_string(length));
-  const std::size_t mark = state_.out.size();
-  try {
-    if (!serialize_head(head, state_.out, context_of(state_))) {
-      state_.keep_alive = false;
-    }
-  } catch (...) {
-    state_.out.resize(mark);
-    throw;
-  }
-  state_.responded = true;
-  if (!state_.head_request && length > 0) {
-    state_.flush();
+  if (write_file_head(state_, head, length)) {
     state_.conn.send_file(fd, offset, length);
   }
-  state_.note_response(head.status, state_.head_request ? 0 : length);
+}
+
+void exchange::send_file(http::response head, file_handle file, std::uint64_t offset,
+                         std::uint64_t length) {
+  state_.check_not_responded("send_file");
+  check_file_status(head);
+  if (!file) {
+    throw std::invalid_argument("weft::http::exchange::send_file: the file_handle is empty");
+  }
+  if (write_file_head(state_, head, length)) {
+    state_.conn.adopt_file(file.release(), offset, length);
+  }
 }
 
 }  // namespace weft::http

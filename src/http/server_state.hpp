@@ -94,6 +94,7 @@ struct connection_state {
   bool continue_sent = false;
   bool failed = false;     // the connection ends after this request
   bool body_read = false;  // read_body() filled request().body
+  bool upgraded = false;   // exchange::upgrade() handed the connection to another protocol
   std::uint64_t requests_served = 0;
   std::vector<std::pair<std::string_view, std::string>> params;
 

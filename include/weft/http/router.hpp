@@ -24,6 +24,7 @@
 
 #include "weft/http/message.hpp"
 #include "weft/http/server.hpp"
+#include "weft/http/static_files.hpp"
 
 namespace weft::http {
 
@@ -49,6 +50,12 @@ class router {
   }
   // Every method.
   router& any(std::string_view pattern, handler h);
+  // Serves the files under options.root at prefix ("/static"): GET (and so HEAD) of
+  // prefix + "/<path>" through http::static_files (ETag, Last-Modified, conditional requests,
+  // single byte ranges, sendfile; never outside the root: see static_files.hpp), and prefix
+  // itself redirected to prefix + "/". An empty prefix serves the root at "/". The root is
+  // opened now: std::invalid_argument or io_error naming it when it cannot be.
+  router& files(std::string_view prefix, static_options options);
 
   // Runs the matching route's handler (path parameters set on ex), or answers 404 / 405.
   void dispatch(exchange& ex) const;

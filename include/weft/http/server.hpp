@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "weft/error.hpp"
+#include "weft/http/file_handle.hpp"
 #include "weft/http/headers.hpp"
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
@@ -88,15 +89,21 @@ struct server_options {
   // Access lines (one per response) and error lines (the server's own errors, handler
   // failures, the net layer's closes for errors), on the workers' threads; null: none.
   std::function<void(std::string_view)> log{};
+  // Per-worker resources (a pg::pool, a cache), as net::tcp_server_options' hooks of the same
+  // names: run on the worker's thread, in its main coroutine (they may suspend), before its
+  // first connection and after its last; an exception from either stops the server and serve()
+  // rethrows it.
+  std::function<void(unsigned worker)> on_worker_start{};
+  std::function<void(unsigned worker)> on_worker_stop{};
 };
 
 // Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too
 // large (413), malformed (400), too slow (408) or the client went away. The server has already
 // answered the error (when the handler had not responded) and will close the connection; a
 // handler may catch it to clean up, and need not respond. status() is the status answered.
-class body_error : public error {
+class body_error : public weft::error {
  public:
-  body_error(const std::string& reason, http::status s) : error(reason), status_(s) {}
+  body_error(const std::string& reason, http::status s) : weft::error(reason), status_(s) {}
   http::status status() const noexcept { return status_; }
 
  private:
@@ -162,10 +169,27 @@ class exchange {
   // send_file: fd is duplicated, the caller may close its own at once; a range past the end of
   // the file is std::invalid_argument; a file that shrinks meanwhile aborts the connection).
   void send_file(http::response head, int fd, std::uint64_t offset, std::uint64_t length);
+  // The same for a file the exchange takes over (static_files' replies): no dup(2) and no
+  // fstat(2), the file is closed once sent (at once for HEAD); the range is trusted (a file
+  // shorter than it aborts the connection). std::invalid_argument for an empty handle.
+  void send_file(http::response head, file_handle file, std::uint64_t offset, std::uint64_t length);
   // Whether a response (or its head) was made.
   bool responded() const noexcept;
 
   net::connection& connection() noexcept;
+  // Hands the connection to another protocol (RFC 9110 7.8 Upgrade; WebSocket is the one in
+  // use): the responses made so far are written, then p's framer starts with this request's
+  // head (the WebSocket framer checks it and answers 101, or an HTTP error and ends) followed by
+  // whatever the client sent after it. Returns the connection, to receive() and send() on in
+  // p's messages; the HTTP exchange is over, and when the handler returns the connection closes
+  // (gracefully: what was sent is flushed). std::logic_error after a response was made, or for
+  // a request with a body; std::invalid_argument for a null protocol.
+  //
+  //   routes.get("/ws", [ws = std::make_shared<net::websocket>()](http::exchange& ex) {
+  //     net::connection& c = ex.upgrade(ws);
+  //     while (auto m = c.receive()) c.send(m->data, m->kind);
+  //   });
+  net::connection& upgrade(std::shared_ptr<const net::protocol> p);
   // The index of the worker serving the connection (0..workers-1).
   unsigned worker() const noexcept;
 
