@@ -4,7 +4,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CHAOS_SEEDS ?= 1 2 3
 
-.PHONY: all deps build demo test check-layers test-release test-asan test-chaos test-install test-fuzz tsan bench bench-smoke format clean
+.PHONY: all deps build demo tour test check-layers test-release test-asan test-chaos test-install test-fuzz tsan bench bench-smoke format clean
 
 all: build
 
@@ -23,7 +23,14 @@ build/tsan/build.ninja: | deps
 build: deps build/release/build.ninja
 	cmake --build --preset release -j $(JOBS)
 
+# weft-httpd on 127.0.0.1:8080 in the foreground (Ctrl-C stops it); DEMO_FLAGS adds flags
+# (--workers 2, --pg "host=/run/postgresql dbname=app", --driver poll, --log).
+DEMO_FLAGS ?=
 demo: build
+	build/release/apps/weft-httpd/weft-httpd --listen 127.0.0.1:8080 $(DEMO_FLAGS)
+
+# The guided tour of the runtime's figures (what `make demo` used to run).
+tour: build
 	build/release/examples/tour
 
 # The benchmark smoke run and the install check go first so that the last lines are ctest's.

@@ -1,0 +1,122 @@
+// weft-httpd: weft's HTTP server as a user meets it. `make demo` builds it and starts it on
+// 127.0.0.1:8080 in the foreground; Ctrl-C stops it gracefully (a second Ctrl-C at once).
+//
+//   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
+//              [--driver uv|ev|event|poll] [--log]
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+
+#include "site.hpp"
+#include "weft/error.hpp"
+
+namespace {
+
+// "HOST:PORT", "[V6]:PORT" or ":PORT" (all of IPv4).
+bool parse_listen(const std::string& text, std::string& host, std::uint16_t& port) {
+  std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return false;
+  }
+  host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) {
+    host = "0.0.0.0";
+  }
+  const char* first = text.data() + colon + 1;
+  const char* last = text.data() + text.size();
+  unsigned value = 0;
+  auto [end, failure] = std::from_chars(first, last, value);
+  if (failure != std::errc() || end != last || first == last || value > 65535) {
+    return false;
+  }
+  port = static_cast<std::uint16_t>(value);
+  return true;
+}
+
+// Ten thousand sleepers need ten thousand sockets: lift the soft descriptor limit to the hard
+// one (what a shell's `ulimit -n` would allow anyway).
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  weft_httpd::settings config;
+  config.root = WEFT_HTTPD_DEFAULT_ROOT;
+  std::string listen = "127.0.0.1:8080";
+
+  CLI::App app{
+      "weft-httpd: weft's HTTP/1.1 server (a page, static files, WebSocket echo, "
+      "PostgreSQL routes)"};
+  app.add_option("--listen", listen, "address to listen on: HOST:PORT, [V6]:PORT or :PORT")
+      ->capture_default_str();
+  app.add_option("--workers", config.workers, "worker threads (0: one per core)")
+      ->capture_default_str();
+  app.add_option("--root", config.root, "directory served under /static/")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  app.add_option("--pg", config.pg,
+                 "PostgreSQL conninfo: enables /pg/now and /pg/query?n= (\"host=/run/postgresql "
+                 "dbname=app\")");
+  app.add_option("--driver", config.driver, "event-loop driver: uv, ev, event or poll");
+  app.add_flag("--log", config.log, "write a line per notable event and request to stderr");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!parse_listen(listen, config.host, config.port)) {
+    std::fprintf(stderr, "weft-httpd: --listen %s is not HOST:PORT, [V6]:PORT or :PORT\n",
+                 listen.c_str());
+    return 2;
+  }
+  config.root = std::filesystem::absolute(config.root).lexically_normal().string();
+  raise_descriptor_limit();
+
+  try {
+    weft_httpd::site site(config);
+    weft::http::server_options options;
+    options.host = config.host;
+    options.port = config.port;
+    options.workers = site.worker_count();
+    options.driver = config.driver;
+    options.handle_signals = true;
+    options.on_worker_start = [&site](unsigned worker) { site.start_worker(worker); };
+    options.on_worker_stop = [&site](unsigned worker) { site.stop_worker(worker); };
+    if (config.log) {
+      options.log = [](std::string_view line) {
+        std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
+      };
+    }
+    weft::http::server server(options, site.make_router());
+    site.set_server(&server);
+    server.listen();
+    const std::string shown_host =
+        config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
+    std::printf(
+        "weft-httpd: serving http://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
+        "weft-httpd: Ctrl-C stops it\n",
+        shown_host.c_str(), static_cast<unsigned>(server.port()), site.worker_count(),
+        site.worker_count() == 1 ? "" : "s",
+        config.driver.empty() ? "default" : config.driver.c_str(), config.root.c_str(),
+        config.pg.empty() ? "" : ", PostgreSQL routes on");
+    std::fflush(stdout);
+    server.serve();
+    std::printf("weft-httpd: stopped after %llu requests\n",
+                static_cast<unsigned long long>(server.stats().total.requests));
+    return 0;
+  } catch (const std::exception& failure) {
+    std::fprintf(stderr, "weft-httpd: %s\n", failure.what());
+    return 1;
+  }
+}

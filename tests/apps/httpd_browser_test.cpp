@@ -1,0 +1,78 @@
+// weft-test: driver-independent
+// weft-httpd's page in a real browser (Debian's chromium, headless): it renders, its script
+// fills the live numbers from /stats, and a screenshot is kept for people to look at
+// (build/<preset>/tests/httpd-page.png). Once, not per driver: what is tested is the page.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sys/wait.h>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "apps/httpd_support.hpp"
+
+namespace {
+
+// Runs a shell command line with a time bound; its stdout.
+std::string shell(const std::string& command, int& status) {
+  std::string out;
+  FILE* pipe = ::popen(("timeout 90 " + command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) {
+    status = -1;
+    return out;
+  }
+  char buffer[4096];
+  std::size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+    out.append(buffer, got);
+  }
+  const int raw = ::pclose(pipe);
+  status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
+}
+
+std::string chromium(const std::string& flags, const std::string& url, int& status) {
+  // --no-sandbox: the tests may run as root, where Chromium's sandbox refuses to start.
+  return shell(
+      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+      "--user-data-dir=$(mktemp -d) " +
+          flags + " '" + url + "'",
+      status);
+}
+
+TEST(HttpdBrowser, ThePageRendersAndItsScriptFillsTheLiveNumbers) {
+  ASSERT_EQ(::access("/usr/bin/chromium", X_OK), 0)
+      << "chromium is missing: install it (scripts/install-deps)";
+  httpd_test::httpd server;
+  int status = 0;
+  // The DOM after the page's script has run for a few (virtual) seconds: refresh() has
+  // replaced the server-rendered numbers with /stats' (which count the page's own requests).
+  const std::string dom =
+      chromium("--virtual-time-budget=3000 --dump-dom", server.url("/"), status);
+  ASSERT_EQ(status, 0);
+  EXPECT_NE(dom.find("<title>weft-httpd</title>"), std::string::npos) << dom.substr(0, 400);
+  EXPECT_NE(dom.find("coroutines alive"), std::string::npos);
+  EXPECT_NE(dom.find("Ten thousand sleepers cost nothing"), std::string::npos);
+  EXPECT_NE(dom.find("<tbody id=\"workers\"><tr><td>0</td>"), std::string::npos);
+  EXPECT_EQ(dom.find("id=\"requests\">0<"), std::string::npos)
+      << "the live count should include the page's own requests";
+
+  const std::string shot = std::string(WEFT_TEST_BINARY_DIR) + "/httpd-page.png";
+  ::unlink(shot.c_str());
+  chromium("--window-size=1100,1400 --virtual-time-budget=2000 --screenshot=" + shot,
+           server.url("/"), status);
+  ASSERT_EQ(status, 0);
+  std::ifstream png(shot, std::ios::binary);
+  std::string header(8, '\0');
+  png.read(header.data(), 8);
+  EXPECT_EQ(header, "\x89PNG\r\n\x1a\n");
+  struct stat info {};
+  ASSERT_EQ(::stat(shot.c_str(), &info), 0);
+  // A blank 1100x1400 page compresses to a few KiB; this one has text, cards and a table.
+  EXPECT_GT(info.st_size, 40000) << shot;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace

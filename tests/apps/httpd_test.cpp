@@ -1,0 +1,236 @@
+// weft-httpd end to end, on the driver the test runs under, with clients no one here wrote:
+// curl, wrk, h2load (nghttp2-client) and Node's ws. The browser test is httpd_browser_test.cpp.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "apps/httpd_support.hpp"
+#include "pg/pg_server.hpp"
+#include "test_support.hpp"
+#include "weft/io/subprocess.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using httpd_test::httpd;
+
+weft::subprocess::result run(const std::vector<std::string>& argv,
+                             std::chrono::seconds limit = 20s) {
+  weft::subprocess::result result;
+  weft_test::run_clean([&] {
+    weft::subprocess::options options;
+    options.limit = weft::timeout(limit);
+    result = weft::subprocess::exec(argv, options);
+  });
+  return result;
+}
+
+// curl -s URL plus extra arguments; the body on stdout.
+weft::subprocess::result curl(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"curl", "-sS", "--max-time", "10"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv);
+}
+
+std::uint64_t json_number(const std::string& json, const std::string& name) {
+  std::smatch match;
+  if (!std::regex_search(json, match, std::regex("\"" + name + "\":([0-9]+)"))) {
+    ADD_FAILURE() << name << " missing in " << json;
+    return 0;
+  }
+  return std::stoull(match[1]);
+}
+
+TEST(Httpd, ServesHelloAndStopsCleanlyOnCtrlC) {
+  httpd server;
+  EXPECT_NE(server.output().find("with 2 workers"), std::string::npos) << server.output();
+  auto hello = curl({server.url("/hello")});
+  EXPECT_EQ(hello.exit_status, 0) << hello.standard_error;
+  EXPECT_EQ(hello.standard_output, "hello\n");
+  EXPECT_EQ(server.stop(SIGINT), 0);
+  EXPECT_NE(server.output().find("stopped after"), std::string::npos) << server.output();
+}
+
+TEST(Httpd, SigtermStopsItGracefullyToo) {
+  httpd server;
+  EXPECT_EQ(curl({server.url("/hello")}).standard_output, "hello\n");
+  EXPECT_EQ(server.stop(SIGTERM), 0);
+}
+
+TEST(Httpd, CurlReusesOneConnectionForTwoRequests) {
+  httpd server;
+  auto both = curl({"-v", server.url("/hello"), server.url("/hello")});
+  EXPECT_EQ(both.exit_status, 0) << both.standard_error;
+  EXPECT_EQ(both.standard_output, "hello\nhello\n");
+  EXPECT_NE(both.standard_error.find("Re-using existing connection"), std::string::npos)
+      << both.standard_error;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, StatsNameTheDriverAndEveryWorker) {
+  httpd server;
+  for (int index = 0; index < 3; ++index) {
+    curl({server.url("/hello")});
+  }
+  auto stats = curl({server.url("/stats")});
+  ASSERT_EQ(stats.exit_status, 0) << stats.standard_error;
+  const char* driver = std::getenv("WEFT_DRIVER");
+  ASSERT_NE(driver, nullptr);
+  EXPECT_NE(stats.standard_output.find(std::string("\"driver\":\"") + driver + "\""),
+            std::string::npos)
+      << stats.standard_output;
+  EXPECT_EQ(json_number(stats.standard_output, "workers"), 2u);
+  // Three /hello and this /stats have been counted (a request counts once it has begun).
+  EXPECT_GE(json_number(stats.standard_output, "requests"), 3u);
+  EXPECT_GE(json_number(stats.standard_output, "coroutines_alive"), 1u);
+  EXPECT_NE(stats.standard_output.find("\"per_worker\":[{\"worker\":0"), std::string::npos);
+  EXPECT_NE(stats.standard_output.find("{\"worker\":1"), std::string::npos);
+  EXPECT_NE(stats.standard_output.find("\"pool\":null"), std::string::npos);
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, StaticFilesAnswerRangesAndConditionalRequests) {
+  httpd server;
+  auto range = curl({"-i", "-r", "0-99", server.url("/static/4k.txt")});
+  ASSERT_EQ(range.exit_status, 0) << range.standard_error;
+  EXPECT_EQ(range.standard_output.rfind("HTTP/1.1 206 ", 0), 0u) << range.standard_output;
+  EXPECT_NE(range.standard_output.find("Content-Range: bytes 0-99/4096"), std::string::npos);
+  const std::string& text = range.standard_output;
+  EXPECT_EQ(text.size() - (text.find("\r\n\r\n") + 4), 100u);
+
+  auto head = curl({"-I", server.url("/static/4k.txt")});
+  std::smatch etag;
+  ASSERT_TRUE(std::regex_search(head.standard_output, etag, std::regex("ETag: (\"[^\"]+\")")))
+      << head.standard_output;
+  EXPECT_NE(head.standard_output.find("Content-Length: 4096"), std::string::npos);
+  auto again = curl({"-o", "/dev/null", "-w", "%{http_code}", "-H",
+                     "If-None-Match: " + etag[1].str(), server.url("/static/4k.txt")});
+  EXPECT_EQ(again.standard_output, "304");
+  auto svg = curl({"-o", "/dev/null", "-w", "%{content_type}", server.url("/static/weft.svg")});
+  EXPECT_EQ(svg.standard_output, "image/svg+xml");
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, PathTraversalNeverLeavesTheRoot) {
+  httpd server;
+  for (const char* path : {"/static/../../../../etc/passwd", "/static/%2e%2e/%2e%2e/etc/passwd",
+                           "/static/..%2f..%2f..%2fetc%2fpasswd", "/static//etc/passwd"}) {
+    auto attempt =
+        curl({"--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", server.url(path)});
+    EXPECT_TRUE(attempt.standard_output == "404" || attempt.standard_output == "400")
+        << path << " answered " << attempt.standard_output;
+  }
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, ThousandsOfSleepersAreServedAtOnce) {
+  httpd_test::raise_descriptor_limit();
+  httpd server;
+  constexpr int sleepers = 2000;
+  // wrk opens all its connections at once and sends a request on each; every request sleeps
+  // 1.5 s, so all 2000 sleep together (a SYN the kernel dropped from a full accept queue is
+  // retried after 1 s, still inside the others' sleep). wrk stops at 2 s, during the second
+  // round, whose sleepers the server's stop then ends.
+  auto load = run({"wrk", "-t1", "-c" + std::to_string(sleepers), "-d2s", "--timeout", "10s",
+                   server.url("/sleep?ms=1500")},
+                  60s);
+  EXPECT_EQ(load.exit_status, 0) << load.standard_error;
+  EXPECT_NE(load.standard_output.find(std::to_string(sleepers) + " requests in"), std::string::npos)
+      << load.standard_output;
+  EXPECT_EQ(load.standard_output.find("Socket errors"), std::string::npos) << load.standard_output;
+  const std::string stats = curl({server.url("/stats")}).standard_output;
+  EXPECT_EQ(json_number(stats, "sleepers_max"), static_cast<std::uint64_t>(sleepers)) << stats;
+  // Each sleeper was a coroutine of its own on a lazily committed stack: far less than 64 KiB
+  // of resident memory each (the whole process, libraries included, stays under 128 MiB).
+  EXPECT_LT(json_number(stats, "rss_bytes"), 128u << 20) << stats;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, AShortWrkRunGetsOnlySuccesses) {
+  httpd server;
+  auto wrk = run({"wrk", "-t1", "-c32", "-d1s", server.url("/hello")});
+  ASSERT_EQ(wrk.exit_status, 0) << wrk.standard_error;
+  EXPECT_EQ(wrk.standard_output.find("Non-2xx"), std::string::npos) << wrk.standard_output;
+  EXPECT_EQ(wrk.standard_output.find("Socket errors"), std::string::npos) << wrk.standard_output;
+  std::smatch requests;
+  ASSERT_TRUE(std::regex_search(wrk.standard_output, requests, std::regex("([0-9]+) requests in")));
+  EXPECT_GT(std::stoull(requests[1]), 100u) << wrk.standard_output;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, H2loadPipelinedOverHttp1GetsEveryResponse) {
+  httpd server;
+  // 10 connections, 8 requests in flight on each (pipelined): every response must come back.
+  auto load = run({"h2load", "--h1", "-n", "4000", "-c", "10", "-m", "8", server.url("/hello")});
+  ASSERT_EQ(load.exit_status, 0) << load.standard_output << load.standard_error;
+  EXPECT_NE(load.standard_output.find("4000 total, 4000 started, 4000 done, 4000 succeeded, 0 "
+                                      "failed, 0 errored"),
+            std::string::npos)
+      << load.standard_output;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, WebSocketEchoPassesNodeWsChecks) {
+  httpd server;
+  const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
+  auto session = run({"env", "NODE_PATH=/usr/share/nodejs", "node", script,
+                      "ws://127.0.0.1:" + std::to_string(server.port()) + "/ws/echo"});
+  EXPECT_EQ(session.exit_status, 0) << session.standard_output << session.standard_error;
+  EXPECT_EQ(session.standard_output,
+            "ok handshake\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok ping\nok "
+            "close\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, PgRoutesAnswerFromARealPostgres) {
+  std::string conninfo;
+  try {
+    conninfo = weft_pg_test::conninfo();
+  } catch (const std::exception& failure) {
+    FAIL() << failure.what();
+  }
+  httpd server({"--pg", conninfo});
+  auto now = curl({server.url("/pg/now")});
+  EXPECT_EQ(now.exit_status, 0) << now.standard_error;
+  EXPECT_TRUE(std::regex_search(now.standard_output, std::regex("^\\{\"now\":\"20[0-9]{2}-")))
+      << now.standard_output;
+  auto rows = curl({server.url("/pg/query?n=3")});
+  EXPECT_EQ(rows.standard_output,
+            "{\"rows\":[{\"i\":1,\"md5\":\"c4ca4238a0b923820dcc509a6f75849b\"},"
+            "{\"i\":2,\"md5\":\"c81e728d9d4c2f636f067f89cc14862c\"},"
+            "{\"i\":3,\"md5\":\"eccbc87e4b5ce2fe28308fd9f2a7baf3\"}]}\n");
+  auto bad = curl({"-o", "/dev/null", "-w", "%{http_code}", server.url("/pg/query?n=0")});
+  EXPECT_EQ(bad.standard_output, "400");
+  auto stats = curl({server.url("/stats")});
+  EXPECT_NE(stats.standard_output.find("\"pool\":{"), std::string::npos) << stats.standard_output;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, AnUnreachableDatabaseIsA503WithTheSqlstate) {
+  httpd server({"--pg", "host=/nonexistent-weft-socket-dir dbname=none connect_timeout=2"});
+  auto now = curl({"-w", "\n%{http_code}", server.url("/pg/now")});
+  EXPECT_TRUE(now.standard_output.ends_with("\n503")) << now.standard_output;
+  EXPECT_NE(now.standard_output.find("\"sqlstate\":\"08001\""), std::string::npos)
+      << now.standard_output;
+  // Everything that needs no database still works.
+  EXPECT_EQ(curl({server.url("/hello")}).standard_output, "hello\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Httpd, BadFlagsExitWithAMessageNamingThem) {
+  auto listen = run({WEFT_TEST_HTTPD, "--listen", "localhost"});
+  EXPECT_EQ(listen.exit_status, 2);
+  EXPECT_NE(listen.standard_error.find("--listen localhost is not HOST:PORT"), std::string::npos)
+      << listen.standard_error;
+  auto root = run({WEFT_TEST_HTTPD, "--root", "/nonexistent-weft-root"});
+  EXPECT_NE(root.exit_status, 0);
+  EXPECT_NE(root.standard_error.find("/nonexistent-weft-root"), std::string::npos)
+      << root.standard_error;
+}
+
+}  // namespace
