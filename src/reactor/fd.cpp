@@ -21,6 +21,15 @@ namespace weft::detail {
 namespace {
 
 class fd_registry;
+class fd_deadline;
+
+// The deadline of a timed wait on the fd, kept in the timer heap across waits (see
+// fd_deadline). background: a deadline left queued after its wait ended must not keep the
+// reactor alive; while a wait uses it, the wait's fd watch does.
+struct lazy_timer : timer_entry {
+  fd_deadline* user = nullptr;  // the wait whose deadline it is now, or null
+  scheduler_core* core = nullptr;
+};
 
 // One fd's waiters and its watch. Kept for reuse once its fd has been waited on (fd numbers are
 // small and dense), so a wait on a fresh fd allocates nothing once the registry has seen that
@@ -41,6 +50,7 @@ struct fd_entry : fd_watch {
   // drops an interest once it fires with nobody waiting for it.
   int pinned = 0;
   fd_subscription* subscriber = nullptr;  // the fd's callback watch, if any
+  lazy_timer timer;
 };
 
 class fd_registry final : public driver_extension {
@@ -176,6 +186,9 @@ class fd_registry final : public driver_extension {
       if (entry != nullptr && entry->watched) {
         driver_.unwatch_fd(*entry);
       }
+      if (entry != nullptr && entry->timer.queued()) {
+        driver_.remove_timer(entry->timer);  // a deadline left from the fd's last timed wait
+      }
     }
     entries_.clear();
   }
@@ -234,6 +247,70 @@ class fd_wait final : public wait_source {
   const char* operation_;
   coroutine* waiter_ = nullptr;
   link link_{};
+};
+
+// The deadline of a wait on an fd, on the fd's own timer entry instead of a fresh one per wait.
+// A connection served in a loop waits with a time limit (an idle or keep-alive timeout) before
+// every request; a fresh heap entry per wait cost a push and a removal, and the removal sifts
+// through about log2(n) entries of other coroutines' stacks (a cache and TLB miss each at a
+// thousand connections: timer_queue::sift_down was the costliest function of weft's own in
+// bench_http_weft at 1000 connections). Here the entry stays queued when the wait ends: the
+// next wait, whose deadline is normally later, leaves it where it is, and when it fires early
+// it moves itself to the deadline of the wait then using it (or leaves the heap if none).
+// So a connection's deadline costs about one heap operation per timeout period, not two per
+// request. A deadline earlier than the queued one re-queues it at once. One wait at a time
+// uses an fd's entry; another timed wait on the same fd meanwhile takes a deadline_wait.
+class fd_deadline final : public wait_source {
+ public:
+  fd_deadline(scheduler_core& core, fd_entry& entry, clock::time_point deadline)
+      : core_(core), entry_(entry), deadline_(deadline) {}
+
+  bool arm(coroutine& waiter) override {
+    if (deadline_ <= clock::now()) {
+      return false;
+    }
+    waiter_ = &waiter;
+    lazy_timer& timer = entry_.timer;
+    timer.user = this;
+    if (timer.queued()) {
+      if (timer.deadline <= deadline_) {
+        return true;  // fires early and moves to this deadline then (on_fire)
+      }
+      core_.driver().remove_timer(timer);
+    }
+    timer.deadline = deadline_;
+    timer.core = &core_;
+    timer.background = true;
+    timer.fire = &fd_deadline::on_fire;
+    core_.driver().add_timer(timer);
+    return true;
+  }
+  void disarm() noexcept override { entry_.timer.user = nullptr; }
+  void describe(std::string& out) const override {
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        saturating_remaining(deadline_, clock::now()));
+    out += "deadline in " + std::to_string(remaining.count()) + " ms";
+  }
+
+ private:
+  static void on_fire(timer_entry& fired) {
+    auto& timer = static_cast<lazy_timer&>(fired);
+    fd_deadline* user = timer.user;
+    if (user == nullptr) {
+      return;  // the wait it was queued for is over: out of the heap until the next one
+    }
+    if (user->deadline_ <= timer.deadline) {
+      timer.core->wake(*user->waiter_, user);
+      return;
+    }
+    timer.deadline = user->deadline_;
+    timer.core->driver().add_timer(timer);
+  }
+
+  scheduler_core& core_;
+  fd_entry& entry_;
+  clock::time_point deadline_;
+  coroutine* waiter_ = nullptr;
 };
 
 void fd_registry::on_ready(fd_watch& watch, int events) {
@@ -326,9 +403,17 @@ void wait_for(int fd, bool writing, const timeout& limit) {
     }
   } release{registry, entry};
   fd_wait ready(*core, registry, entry, writing, operation);
+  auto describe = [&] { return std::string(operation) + " fd " + std::to_string(fd); };
+  if (limit.bounded() && cancel_token_of(limit) == nullptr && entry.timer.user == nullptr) {
+    fd_deadline deadline(*core, entry, limit.deadline());
+    wait_source* sources[] = {&ready, &deadline};
+    if (&core->wait(sources, 2) == &deadline) {
+      throw timeout_error("weft: " + describe() + " " + timed_out_after(limit));
+    }
+    return;
+  }
   wait_source* sources[] = {&ready};
-  wait_with_limit(*core, self, sources, limit,
-                  [&] { return std::string(operation) + " fd " + std::to_string(fd); });
+  wait_with_limit(*core, self, sources, limit, describe);
 }
 
 }  // namespace
