@@ -4,7 +4,8 @@ result: NAME, and NAME.p99, NAME.cpu where the suite reports them), in the table
 with one bar per program that has a value for that row: weft's (or its variants', such as
 weft-coroutine and weft-callback) in red first, then the peers in blue, each bar labelled with
 its value. The axis names the unit and which way is better (higher when the unit ends in /s,
-lower otherwise, as in the tables). A program of the suite without a value in a row gets a "—"
+lower otherwise, as in the tables); a chart whose largest bar is over 30 times its smallest
+is drawn on a log scale, and its axis says so. A program of the suite without a value in a row gets a "—"
 where its bar would be, when it has values in other rows.
 
     python3 bench/plot.py bench/results/io.json bench/results/io.png
@@ -84,21 +85,35 @@ def main() -> int:
         weft_names = [name for name in names if name.startswith("weft")]
         colours = [WEFT_COLOURS[weft_names.index(name) % len(WEFT_COLOURS)]
                    if name in weft_names else PEER_COLOUR for name in names]
+        present = [height for height in heights if height is not None]
+        top = max(present or [1.0])
+        # One program 30 times slower than another would flatten every other bar to nothing:
+        # such charts get a log scale (said on the axis), so that each bar stays readable.
+        logarithmic = bool(present) and min(present) > 0 and top / min(present) > 30
         bars = axis.bar(range(len(names)), [height or 0.0 for height in heights], color=colours)
-        top = max([height for height in heights if height is not None] or [1.0])
         for position, (bar, height) in enumerate(zip(bars, heights)):
             text = "—" if height is None else label(height)
-            axis.text(position, (height or 0.0) + top * 0.01, text, ha="center", va="bottom",
+            where = ((height or min(present or [1.0])) * 1.1 if logarithmic else
+                     (height or 0.0) + top * 0.01)
+            axis.text(position, where, text, ha="center", va="bottom",
                       fontsize=7 if len(names) <= 6 else 6, rotation=0 if len(names) <= 6 else 90)
-        axis.set_ylim(0, top * (1.15 if len(names) <= 6 else 1.3))
+        if logarithmic:
+            axis.set_yscale("log")
+            axis.set_ylim(min(present) / 2, top * (4 if len(names) <= 6 else 10))
+        else:
+            axis.set_ylim(0, top * (1.15 if len(names) <= 6 else 1.3))
+        pad = max(0.0, (3 - len(names)) / 2)  # one or two bars do not fill a whole chart
+        axis.set_xlim(-0.6 - pad, len(names) - 0.4 + pad)
         axis.set_xticks(range(len(names)))
         axis.set_xticklabels(names, rotation=40, ha="right", fontsize=8)
         better = "higher" if result["unit"].endswith("/s") else "lower"
         axis.set_title(result["name"], fontsize=9)
-        axis.set_ylabel(f"{result['unit']} ({better} is better)", fontsize=8)
+        scale = ", log scale" if logarithmic else ""
+        axis.set_ylabel(f"{result['unit']} ({better} is better{scale})", fontsize=8)
         axis.tick_params(axis="y", labelsize=7)
         axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: label(value)
                                                             if value else "0"))
+        axis.yaxis.set_minor_formatter(ticker.NullFormatter())
     for index in range(len(results), lines * columns):
         axes[index // columns][index % columns].set_visible(False)
     figure.suptitle(f"Suite {suite}: weft (red) beside its peers (blue), medians of the rounds "
