@@ -5,8 +5,8 @@ with one bar per program that has a value for that row: weft's (or its variants'
 weft-coroutine and weft-callback) in red first, then the peers in blue, each bar labelled with
 its value. The axis names the unit and which way is better (higher when the unit ends in /s,
 lower otherwise, as in the tables); a chart whose largest bar is over 30 times its smallest
-is drawn on a log scale, and its axis says so. A program of the suite without a value in a row gets a "—"
-where its bar would be, when it has values in other rows.
+is drawn on a log scale, and its axis says so. A program listed in a row without a value (null)
+gets a "—" where its bar would be.
 
     python3 bench/plot.py bench/results/io.json bench/results/io.png
 
