@@ -67,7 +67,7 @@ struct tcp_server_options {
   // Per worker; 0 for no limit. A connection accepted over it is closed at once and counted
   // (close_reason::max_connections).
   std::size_t max_connections = 0;
-  std::size_t max_message_size = std::size_t{1} << 20;
+  std::size_t max_message_size = std::size_t{1} << 20;  // bytes; over it: close_reason::too_big
   // Bytes queued per connection before a send waits.
   std::size_t send_buffer_limit = std::size_t{1} << 20;
   // Zero switches a timeout off. idle: no bytes from the peer; handshake: from accept until the
@@ -135,6 +135,8 @@ class tcp_server {
  public:
   // A server with these options; nothing listens until listen() or serve().
   explicit tcp_server(tcp_server_options options = {});
+  // Closes the listening sockets. Destroy a server only once serve() has returned (or if it
+  // never ran).
   ~tcp_server();
   tcp_server(const tcp_server&) = delete;
   tcp_server& operator=(const tcp_server&) = delete;
