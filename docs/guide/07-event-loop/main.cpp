@@ -13,11 +13,22 @@ using namespace std::chrono_literals;
 int main() {
   {
     weft::loop::event_loop loop;
+    // Timers never fire early: five beats of a 10 ms repeat take at least 50 ms.
     int beats = 0;
-    weft::loop::watcher_id heartbeat = loop.repeat(10ms, [&] { ++beats; });
-    loop.delay(0.055, [&] {  // seconds as a double, or any std::chrono duration
-      std::printf("after 55 ms: %s\n", beats >= 4 ? "at least 4 heartbeats" : "too few beats");
+    auto start = std::chrono::steady_clock::now();
+    weft::loop::watcher_id heartbeat{};
+    heartbeat = loop.repeat(10ms, [&] {
+      if (++beats < 5) {
+        return;
+      }
       loop.off_repeat(heartbeat);
+      bool on_time = std::chrono::steady_clock::now() - start >= 50ms;
+      std::printf("5 heartbeats, %s\n", on_time ? "50 ms or more after the start" : "too early");
+      // Callbacks may spawn coroutines: the part that waits goes there, not in the callback.
+      weft::spawn([] {
+        weft::sleep_for(5ms);
+        std::printf("a coroutine spawned by a callback slept and finished\n");
+      });
     });
 
     // An fd watcher: level-triggered, like poll(2).
@@ -31,21 +42,13 @@ int main() {
       std::printf("the pipe said: %.*s\n", static_cast<int>(got), buffer);
       loop.off_readable(fds[0]);  // before the fd is closed
     });
-    loop.delay(20ms, [&] { (void)::write(fds[1], "hello", 5); });
+    loop.delay(0.02, [&] { (void)::write(fds[1], "hello", 5); });  // seconds, or a duration
 
     // A SIGINT handler that does not keep run() going by itself.
     weft::loop::watcher_id interrupt = loop.on_signal(SIGINT, [&] { loop.stop(); });
     loop.unreference(interrupt);
 
     loop.defer([] { std::printf("deferred: runs at the start of the next tick\n"); });
-
-    // Callbacks may spawn coroutines: the part that waits goes there, not in the callback.
-    loop.delay(30ms, [] {
-      weft::spawn([] {
-        weft::sleep_for(5ms);
-        std::printf("a coroutine spawned by a callback slept and finished\n");
-      });
-    });
 
     loop.run();  // returns when no referenced watcher is left and the coroutines ended
     ::close(fds[0]);
