@@ -60,7 +60,8 @@ int main() {
       });
     }
     std::vector<std::string> pages = downloads.all();
-    std::printf("downloaded %zu pages, at most %d at once\n", pages.size(), peak);
+    std::printf("downloaded %zu pages, %s\n", pages.size(),
+                peak <= 4 ? "never more than 4 at once" : "too many at once");
 
     // race(): the first result wins and the slower tasks are cancelled.
     weft::task_group<std::string> mirrors(3);
