@@ -15,12 +15,13 @@ std::size_t echo(weft::tcp::stream& client) {
   std::size_t echoed = 0;
   char buffer[4096];
   for (;;) {
-    // An idle client is dropped after 30 s: every wait of a server wants a limit.
+    // Every wait of a server wants a limit: a client that says nothing for 30 s, or does not
+    // read what it is sent for 30 s, is dropped.
     std::size_t got = client.read_some(buffer, weft::timeout(std::chrono::seconds(30)));
     if (got == 0) {
       return echoed;  // the client closed its side
     }
-    client.write_all(std::string_view(buffer, got));
+    client.write_all(std::string_view(buffer, got), weft::timeout(std::chrono::seconds(30)));
     echoed += got;
   }
 }
