@@ -4,7 +4,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CHAOS_SEEDS ?= 1 2 3
 
-.PHONY: all deps build demo tour test check-layers test-release test-asan test-chaos test-install test-fuzz tsan bench bench-smoke format clean
+.PHONY: all deps build demo tour test check-layers test-release test-asan test-chaos test-install test-guide test-fuzz docs tsan bench bench-smoke format clean
 
 all: build
 
@@ -34,7 +34,16 @@ tour: build
 	build/release/examples/tour
 
 # The benchmark smoke run and the install check go first so that the last lines are ctest's.
-test: check-layers bench-smoke test-install test-fuzz test-release test-asan test-chaos
+test: check-layers docs bench-smoke test-install test-guide test-fuzz test-release test-asan test-chaos
+
+# The API reference, from the public headers' own comments (docs/Doxyfile, through
+# scripts/doxygen-filter), into build/docs/html. Any Doxygen warning fails it, an undocumented
+# public name included (the warnings are in build/docs/warnings.log).
+docs: deps
+	@mkdir -p build/docs
+	@doxygen docs/Doxyfile >/dev/null 2>&1 || { cat build/docs/warnings.log; \
+	  echo "make docs: Doxygen warned (above); document the names it lists"; exit 1; }
+	@echo "docs: build/docs/html/index.html"
 
 # No file of the library includes a header of a higher layer (docs/architecture.md).
 check-layers:
@@ -81,6 +90,11 @@ test-fuzz: deps
 # and pkg-config.
 test-install: build
 	scripts/test-install
+
+# Builds every program of the guide (docs/guide/*/) against the installed package, runs each and
+# checks what it prints (scripts/test-guide says how; about half a minute on 2 cores).
+test-guide: build
+	scripts/test-guide
 
 tsan: deps build/tsan/build.ninja
 	cmake --build --preset tsan -j $(JOBS)

@@ -66,8 +66,9 @@ does, from bench/http/http_load.py (a load client that is a Python script relati
 `client` ends in .py) wrapping wrk (h2load in smoke mode); its CPU figure covers every process
 of the server's session. Its nginx and h2o peers are started by Python launchers (kind PYTHON,
 given --work-dir BUILD/bench/work/SUITE_PROGRAM for their configuration and logs). Its servers
-all get --root bench/http/root (Program.server_args). It also draws bench/results/http.png
-(`plot`: bench/plot.py, when python3-matplotlib is installed).
+all get --root bench/http/root (Program.server_args). Every suite's results are also drawn,
+weft beside its peers, as bench/results/SUITE.png (`plot`: bench/plot.py, when
+python3-matplotlib is installed), which docs/benchmarks.md shows.
 
 To add a suite, add an entry to SUITES below (and its programs under bench/ and
 bench/peers/SUITE/); run.py needs no other change.
@@ -220,8 +221,9 @@ class Suite:
     # Suites with network benchmarks: how the self-measuring ones are pinned, as the results'
     # header says it ("" for suite io's wording).
     pinning_note: str = ""
-    # Draw SUITE.png beside SUITE.md (suite http): see write_plot and bench/plot.py.
-    plot: bool = False
+    # Draw SUITE.png beside SUITE.md (every suite; docs/benchmarks.md shows them): see
+    # write_plot and bench/plot.py.
+    plot: bool = True
 
 
 CORE_ALL = ("suspended_memory", "yield_switch", "spawn_run_complete", "sleep_timers")
@@ -1136,7 +1138,7 @@ def write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-# --- suite http's plot -------------------------------------------------------------------------
+# --- the suites' plots -------------------------------------------------------------------------
 def write_plot(json_path: Path, png_path: Path) -> None:
     """Draws SUITE.png from SUITE.json with bench/plot.py, run by Debian's /usr/bin/python3
     where there is one (python3-matplotlib is installed for it, whatever python3 comes first
@@ -1155,7 +1157,7 @@ def write_plot(json_path: Path, png_path: Path) -> None:
         warn(f"no plot: bench/plot.py failed{tail(result.stderr)}")
     else:
         log(f"wrote {png_path}")
-# --- end of suite http's plot -------------------------------------------------------------------
+# --- end of the suites' plots -------------------------------------------------------------------
 
 
 def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> bool:

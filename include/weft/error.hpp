@@ -23,6 +23,7 @@ class error : public std::runtime_error {
 // that was cancelled before it started. reason() is what the canceller passed.
 class cancelled_error : public error {
  public:
+  // reason: why the coroutine or the wait was cancelled ("deadline passed", "scope cancelled").
   explicit cancelled_error(std::string reason);
   const std::string& reason() const noexcept { return reason_; }
 
@@ -35,6 +36,7 @@ class cancelled_error : public error {
 // for cancellation unwinds the same way).
 class wait_cancelled_error : public cancelled_error {
  public:
+  // The same constructor: reason says what the token was and why it completed.
   using cancelled_error::cancelled_error;
 };
 
@@ -66,9 +68,12 @@ class io_error : public error {
  public:
   // uv_code: a libuv error code (negative); message: what libuv (or weft) says of it.
   io_error(int uv_code, std::string operation, std::string subject, const std::string& message);
+  // The code as std::error_code (generic_category's errno value).
   std::error_code error_code() const noexcept;
-  int uv_code() const noexcept { return uv_code_; }
+  int uv_code() const noexcept { return uv_code_; }  // the raw libuv code (negative)
+  // The failed call: "connect", "read", "open".
   const std::string& operation() const noexcept { return operation_; }
+  // What it was applied to: a peer address or a path.
   const std::string& subject() const noexcept { return subject_; }
 
  private:
@@ -81,6 +86,7 @@ class io_error : public error {
 // are drained. reason() is the reason given to the first close().
 class channel_closed_error : public error {
  public:
+  // reason: the reason given to the channel's first close().
   explicit channel_closed_error(std::string reason);
   const std::string& reason() const noexcept { return reason_; }
 
@@ -96,6 +102,7 @@ class channel_closed_error : public error {
 // order they were raised in).
 class all_failed_error : public error {
  public:
+  // errors: the failures; indexes: where each came from (see above).
   all_failed_error(const std::string& message, std::vector<std::exception_ptr> errors,
                    std::vector<std::size_t> indexes);
   const std::vector<std::exception_ptr>& errors() const noexcept { return errors_; }
@@ -110,6 +117,7 @@ class all_failed_error : public error {
 // the scope was closed with ("scope 'x' failed: ...", "scope cancelled", ...).
 class scope_closed_error : public error {
  public:
+  // message: the full what(); reason: why the scope closed.
   scope_closed_error(const std::string& message, std::string reason);
   const std::string& reason() const noexcept { return reason_; }
 
@@ -135,6 +143,7 @@ class service_unavailable_error : public error {
 // a lease's destructor, a healthcheck replacement). The message quotes the first.
 class resource_destroy_error : public error {
  public:
+  // errors: what each resource's destructor threw.
   resource_destroy_error(const std::string& message, std::vector<std::exception_ptr> errors);
   const std::vector<std::exception_ptr>& errors() const noexcept { return errors_; }
 
@@ -146,6 +155,7 @@ class resource_destroy_error : public error {
 // that could wake them. report() holds the full "who waits on what" report.
 class deadlock_error : public error {
  public:
+  // waiting: how many coroutines were found waiting; report: who waits on what.
   deadlock_error(std::size_t waiting, std::string report);
   std::size_t waiting() const noexcept { return waiting_; }
   const std::string& report() const noexcept { return report_; }

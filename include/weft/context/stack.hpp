@@ -19,16 +19,18 @@
 
 namespace weft {
 
+// Whether the stacks of coroutines get a guard page (see above).
 enum class guard_policy {
   budget,  // guard stacks while the process-wide guard budget lasts, then use unguarded slabs
   always,  // every stack gets a guard page; allocation fails with std::system_error past the limit
   never,   // no guard pages at all (smallest footprint, no overflow detection)
 };
 
+// How a scheduler's coroutine stacks are made (run_options::stack).
 struct stack_options {
   // Usable bytes per stack (rounded up to whole pages). Virtual: pages are committed on touch.
   std::size_t size = 256 * 1024;
-  guard_policy guards = guard_policy::budget;
+  guard_policy guards = guard_policy::budget;  // guard pages or not (see guard_policy)
   // Guarded stacks allowed in the whole process under guard_policy::budget; 0 means a quarter of
   // vm.max_map_count (half of the mappings it allows), leaving the rest for malloc, libraries
   // and unguarded slabs.

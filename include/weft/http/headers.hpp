@@ -35,20 +35,24 @@ class fields_builder;
 
 class headers {
  public:
+  // One header field: views into the headers object, valid while it is unchanged.
   struct field {
-    std::string_view name;
-    std::string_view value;
+    std::string_view name;   // as received or set (compare case-insensitively)
+    std::string_view value;  // without surrounding whitespace
   };
 
+  // Walks the fields in order.
   class const_iterator {
    public:
+    // The standard iterator protocol (fields are returned by value).
     using iterator_category = std::random_access_iterator_tag;
-    using value_type = field;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = field;
+    using value_type = field;                // field
+    using difference_type = std::ptrdiff_t;  // std::ptrdiff_t
+    using pointer = void;                    // fields are made on the fly: no pointer
+    using reference = field;                 // fields are returned by value
 
     const_iterator() = default;
+    // The standard iterator protocol: operator* gives the field, operator++ moves to the next.
     field operator*() const noexcept { return (*owner_)[index_]; }
     const_iterator& operator++() noexcept {
       ++index_;
@@ -71,12 +75,15 @@ class headers {
   };
 
   headers() = default;
+  // The fields in the order given.
   headers(std::initializer_list<std::pair<std::string_view, std::string_view>> fields);
 
+  // size() and empty(): how many fields (every occurrence counts).
   std::size_t size() const noexcept { return index_.size(); }
   bool empty() const noexcept { return index_.empty(); }
   // The i-th field in order; i < size().
   field operator[](std::size_t i) const noexcept;
+  // begin() and end(): for (auto field : headers), in order.
   const_iterator begin() const noexcept { return {this, 0}; }
   const_iterator end() const noexcept { return {this, index_.size()}; }
 
@@ -86,10 +93,11 @@ class headers {
   void set(std::string_view name, std::string_view value);
   // Removes every field of that name; returns how many there were.
   std::size_t remove(std::string_view name);
-  void clear() noexcept;
+  void clear() noexcept;  // removes every field
 
   // The value of the first field of that name.
   std::optional<std::string_view> get(std::string_view name) const noexcept;
+  // contains() and count(): whether a field of that name is there, and how many times.
   bool contains(std::string_view name) const noexcept { return find(name) != npos; }
   std::size_t count(std::string_view name) const noexcept;
   // Every value of that name, in order.

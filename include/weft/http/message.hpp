@@ -51,15 +51,16 @@ std::string percent_decode(std::string_view text, bool plus_is_space = false);
 // when keep_slash (for a path).
 std::string percent_encode(std::string_view text, bool keep_slash = false);
 
+// An HTTP/1.1 request: what the request parser fills and a client sends.
 struct request {
-  http::method method = http::method::get;
+  http::method method = http::method::get;  // GET unless set
   // As on the wire: origin-form "/a/b?x=1", absolute-form "http://h/a", authority-form
   // "host:443" (CONNECT), asterisk-form "*" (OPTIONS).
   std::string target = "/";
   // HTTP/1.<version_minor>: 0 or 1 (a received 1.2-1.9 is kept as sent and treated as 1.1).
   int version_minor = 1;
-  weft::http::headers headers;
-  std::string body;
+  weft::http::headers headers;  // the header fields, in order
+  std::string body;             // the whole body (a parser appends body events here only if you do)
   // Trailer fields of a chunked body; kept apart from headers so that nothing a sender puts
   // in a trailer can pose as a header (RFC 9110 6.5.1).
   weft::http::headers trailers;
@@ -86,14 +87,15 @@ struct request {
   bool expects_continue() const noexcept;
 };
 
+// An HTTP/1.1 response: what a server sends and the response parser fills.
 struct response {
-  http::status status = http::status::ok;
+  http::status status = http::status::ok;  // 200 unless set
   // Empty: the standard phrase of the status (reason_phrase()).
   std::string reason;
-  int version_minor = 1;
-  weft::http::headers headers;
-  std::string body;
-  weft::http::headers trailers;
+  int version_minor = 1;         // HTTP/1.<version_minor>: 0 or 1
+  weft::http::headers headers;   // the header fields, in order
+  std::string body;              // the whole body
+  weft::http::headers trailers;  // trailer fields of a chunked body (see request::trailers)
 
   // As request::keep_alive(), for a received response (the client's view).
   bool keep_alive() const noexcept;

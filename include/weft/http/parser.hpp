@@ -86,10 +86,13 @@
 
 namespace weft::http {
 
+// The incremental request parser (see above): a server's side.
 class request_parser : public detail::parser_core {
  public:
+  // Limits: the sizes past which it rejects (see parser_limits).
   explicit request_parser(const parser_limits& limits = {}) : parser_core(limits) {}
 
+  // Parses what it can of input (see above for the events and the bytes consumed).
   parse_result parse(std::string_view input);
   // The peer closed its side: need_more with nothing pending (no partial request), else an
   // error (a request cut short: 400).
@@ -97,6 +100,7 @@ class request_parser : public detail::parser_core {
   // Forgets the current message and any error: the next byte starts a new request.
   void reset() noexcept;
 
+  // The message being parsed (its storage is reused by the next one).
   request& message() noexcept { return message_; }
   const request& message() const noexcept { return message_; }
   // After headers_complete: whether body events may follow (Content-Length > 0 or chunked).
@@ -111,8 +115,10 @@ class request_parser : public detail::parser_core {
   request message_;
 };
 
+// The incremental response parser (see above): a client's side.
 class response_parser : public detail::parser_core {
  public:
+  // Limits: the sizes past which it rejects (see parser_limits).
   explicit response_parser(const parser_limits& limits = {}) : parser_core(limits) {}
 
   // The method of the request the next response answers: a response to HEAD has no body,
@@ -120,14 +126,18 @@ class response_parser : public detail::parser_core {
   // for each response when pipelining.
   void set_request_method(method m) noexcept { request_method_ = m; }
 
+  // Parses what it can of input (see above for the events and the bytes consumed).
   parse_result parse(std::string_view input);
   // The server closed the connection: message_complete for a body delimited by the close,
   // need_more with nothing pending, else an error (a response cut short).
   parse_result finish() { return finish_input(); }
+  // Forgets the current message and any error: the next byte starts a new response.
   void reset() noexcept;
 
+  // The message being parsed (its storage is reused by the next one).
   response& message() noexcept { return message_; }
   const response& message() const noexcept { return message_; }
+  // After headers_complete: whether body events may follow.
   bool body_expected() const noexcept;
   // Whether the connection may carry another request after this response.
   bool keep_alive() const noexcept {

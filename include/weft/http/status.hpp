@@ -11,6 +11,7 @@
 
 namespace weft::http {
 
+// The HTTP status codes of RFC 9110 and the common extensions.
 enum class status : std::uint16_t {
   continue_ = 100,  // trailing underscore: `continue` is a keyword
   switching_protocols = 101,
@@ -64,11 +65,13 @@ enum class status : std::uint16_t {
 // ("Client Error" for an unlisted 4xx); "Unknown" outside 100-599. Static storage.
 std::string_view reason_phrase(status code) noexcept;
 
+// The status as its number.
 constexpr std::uint16_t code_of(status s) noexcept { return static_cast<std::uint16_t>(s); }
 
 // RFC 9110 15: 1xx informational; a response that may not carry content (1xx, 204, 304) is
 // what the serialiser and the response parser need to know.
 constexpr bool is_informational(status s) noexcept { return code_of(s) / 100 == 1; }
+// Whether a response with this status may not carry content (1xx, 204, 304).
 constexpr bool forbids_content(status s) noexcept {
   return is_informational(s) || s == status::no_content || s == status::not_modified;
 }

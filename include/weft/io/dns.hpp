@@ -18,10 +18,11 @@
 
 namespace weft::dns {
 
+// One resolved address.
 struct address {
-  int family = 0;  // AF_INET or AF_INET6
-  std::string ip;  // numeric form: "127.0.0.1", "::1"
-  std::uint16_t port = 0;
+  int family = 0;          // AF_INET or AF_INET6
+  std::string ip;          // numeric form: "127.0.0.1", "::1"
+  std::uint16_t port = 0;  // the port asked for, in host byte order
 
   friend bool operator==(const address&, const address&) = default;
 };

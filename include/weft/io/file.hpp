@@ -28,6 +28,7 @@
 #include "weft/io/fs.hpp"
 #include "weft/sched/timeout.hpp"
 
+// libuv's loop type, declared here so that this header need not include <uv.h>.
 typedef struct uv_loop_s uv_loop_t;
 
 namespace weft {
@@ -68,6 +69,7 @@ class file {
   std::uint64_t position() const noexcept { return position_; }
   void seek(std::uint64_t position) noexcept { position_ = position; }
 
+  // The open file's size, mode and type (fstat).
   fs::file_status stat(const timeout& limit = timeout::never());
   // fsync(2): the data and metadata are on the device when it returns.
   void sync(const timeout& limit = timeout::never());
@@ -75,9 +77,10 @@ class file {
   // cancelled, the file counts as closed afterwards: the descriptor is not to be reused.
   void close(const timeout& limit = timeout::never());
 
+  // Whether the file is open; its descriptor (-1 once closed); the path it was opened with.
   bool is_open() const noexcept { return fd_ >= 0; }
-  int fd() const noexcept { return fd_; }
-  const std::string& path() const noexcept { return path_; }
+  int fd() const noexcept { return fd_; }                     // the descriptor; -1 once closed
+  const std::string& path() const noexcept { return path_; }  // the path the file was opened with
 
  private:
   file(int fd, std::string path, uv_loop_t* loop);

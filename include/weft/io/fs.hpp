@@ -29,6 +29,7 @@ struct watch_state;
 
 namespace fs {
 
+// What a directory entry or a stat() says a path is.
 enum class entry_type {
   unknown,
   file,
@@ -42,17 +43,19 @@ enum class entry_type {
 
 // What stat() reports. mode holds the permission and type bits (st_mode).
 struct file_status {
-  std::uint64_t size = 0;
-  std::uint32_t mode = 0;
-  entry_type type = entry_type::unknown;
+  std::uint64_t size = 0;                            // bytes
+  std::uint32_t mode = 0;                            // st_mode: permission and type bits
+  entry_type type = entry_type::unknown;             // what mode's type bits say
   std::chrono::system_clock::time_point modified{};  // mtime, nanosecond resolution
 };
 
+// One entry of a directory listing.
 struct directory_entry {
-  std::string name;  // without the directory ("a.txt")
-  entry_type type = entry_type::unknown;
+  std::string name;                       // without the directory ("a.txt")
+  entry_type type = entry_type::unknown;  // unknown when the file system does not say
 };
 
+// stat(2), rename(2), unlink(2), mkdir(2) and rmdir(2) for coroutines (see above).
 file_status stat(const std::string& path, const timeout& limit = timeout::never());
 void rename(const std::string& from, const std::string& to,
             const timeout& limit = timeout::never());
@@ -75,9 +78,10 @@ void write_file(const std::string& path, std::string_view data,
 // directory (for a watched file: the file's own name); it may be empty when the kernel does not
 // say. renamed covers creation, deletion and renaming; changed covers content and attributes.
 struct watch_event {
-  std::string filename;
-  bool renamed = false;
-  bool changed = false;
+  std::string
+      filename;  // the entry's name, relative to the watched directory (or the file's own name)
+  bool renamed = false;  // created, deleted or renamed
+  bool changed = false;  // content or attributes changed
 };
 
 // Events arrived while the watcher's queue was full. Thrown by watcher::next() once the events
@@ -85,13 +89,16 @@ struct watch_event {
 // watch. The watcher keeps working afterwards.
 class watch_overflow_error : public error {
  public:
+  // path: the watched path; dropped: events lost; capacity: watch_options::queue_capacity.
   watch_overflow_error(std::string path, std::size_t dropped, std::size_t capacity);
+  // How many events were lost.
   std::size_t dropped() const noexcept { return dropped_; }
 
  private:
   std::size_t dropped_;
 };
 
+// Options of fs::watch.
 struct watch_options {
   // Events queue up while no coroutine waits in next(); past this many, further ones are counted
   // and reported by watch_overflow_error instead of growing without bound.
@@ -124,8 +131,8 @@ class watcher {
   // the handle asynchronously and the watcher's state is freed in the close callback (run()
   // waits for it). Coroutines waiting in next() wake with weft::error.
   void close() noexcept;
-  bool is_open() const noexcept { return state_ != nullptr; }
-  const std::string& path() const noexcept;
+  bool is_open() const noexcept { return state_ != nullptr; }  // false once closed or moved from
+  const std::string& path() const noexcept;                    // the watched path
 
  private:
   friend watcher watch(const std::string& path, const watch_options& options);

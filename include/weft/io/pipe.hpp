@@ -23,6 +23,7 @@ struct listener_state;
 class pipe : public weft::stream {
  public:
   class listener;
+  // Options of listener::listen.
   struct listen_options {
     int backlog = 511;  // pending connections the kernel holds before refusing more
     // accept() when out of file descriptors: throw, or back off and retry (see stream.hpp).
@@ -49,12 +50,13 @@ class pipe : public weft::stream {
 class pipe::listener {
  public:
   listener() noexcept = default;
+  // Creates the socket file at path and listens (see above for the errors).
   static listener listen(const std::string& path, int backlog = 511);
   static listener listen(const std::string& path, const listen_options& options);
 
   // Assigning over a listener, or destroying it, closes it (as close()).
   listener(listener&& other) noexcept = default;
-  listener& operator=(listener&& other) noexcept = default;
+  listener& operator=(listener&& other) noexcept = default;  // assigning over a listener closes it
   listener(const listener&) = delete;
   listener& operator=(const listener&) = delete;
   ~listener() = default;
@@ -63,8 +65,9 @@ class pipe::listener {
   // also while the process is out of file descriptors (listen_options::out_of_fds).
   pipe accept(const timeout& limit = timeout::never());
 
+  // The socket path; whether the listener is open (false once closed or moved from).
   const std::string& path() const noexcept { return path_; }
-  bool is_open() const noexcept;
+  bool is_open() const noexcept;  // false once closed or moved from
   // Stops listening and removes the socket file; an acceptor gets io_error UV_ECANCELED.
   void close() noexcept;
 

@@ -70,7 +70,7 @@ class stream {
 
   // False for a default-constructed or moved-from stream.
   bool is_open() const noexcept;
-  explicit operator bool() const noexcept { return is_open(); }
+  explicit operator bool() const noexcept { return is_open(); }  // is_open()
 
   // Reads what is available, at least one byte, into buffer; returns how many. 0 means the
   // peer ended the stream (and every later read returns 0 at once), or buffer is empty.

@@ -56,6 +56,7 @@ enum class stdio {
   ignore,   // /dev/null
 };
 
+// How a child is started (exec and spawn).
 struct options {
   // "NAME=value" entries making up the child's whole environment (an empty vector: an empty
   // environment); unset: the child inherits ours.
@@ -74,15 +75,16 @@ struct options {
 
 // How a child ended: its exit status, or the signal that ended it (then exit_status is 0).
 struct status {
-  std::int64_t exit_status = 0;
-  int term_signal = 0;
+  std::int64_t exit_status = 0;  // the child's exit code
+  int term_signal = 0;           // the signal that ended it, or 0
 };
 
+// What exec returns: how the child ended and everything it wrote.
 struct result {
-  std::int64_t exit_status = 0;
-  int term_signal = 0;
-  std::string standard_output;
-  std::string standard_error;
+  std::int64_t exit_status = 0;  // the child's exit code
+  int term_signal = 0;           // the signal that ended it, or 0
+  std::string standard_output;   // all it wrote to stdout
+  std::string standard_error;    // all it wrote to stderr
 };
 
 // Runs argv (argv[0] is looked up in PATH) to its end: it returns once the child has exited and
@@ -109,6 +111,7 @@ class child {
   // the pipes (unread output is dropped).
   ~child();
 
+  // The child's process id.
   int pid() const noexcept { return pid_; }
   // Waits for the child to end (returns at once if it has).
   subprocess::status wait(const timeout& limit = timeout::never());

@@ -25,6 +25,7 @@ struct listener_state;
 
 namespace tcp {
 
+// A connected TCP socket: a weft::stream (read, write, shutdown) with TCP's options.
 class stream : public weft::stream {
  public:
   stream() noexcept = default;
@@ -42,6 +43,7 @@ class stream : public weft::stream {
   explicit stream(detail::stream_state* state) noexcept : weft::stream(state) {}
 };
 
+// Options of listener::listen.
 struct listen_options {
   int backlog = 511;          // pending connections the kernel holds before refusing more
   bool reuse_address = true;  // SO_REUSEADDR (libuv sets it on every TCP bind on Unix)
@@ -51,6 +53,7 @@ struct listen_options {
   fd_exhaustion out_of_fds = fd_exhaustion::report;
 };
 
+// A listening TCP socket (see above).
 class listener {
  public:
   listener() noexcept = default;
@@ -74,9 +77,9 @@ class listener {
   // takes them once descriptors are free again.
   tcp::stream accept(const timeout& limit = timeout::never());
 
-  std::uint16_t port() const;
+  std::uint16_t port() const;         // the bound port (the kernel's pick for port 0)
   std::string local_address() const;  // "127.0.0.1:41234", "[::]:8080"
-  bool is_open() const noexcept;
+  bool is_open() const noexcept;      // false once closed or moved from
   // Stops listening; a coroutine waiting in accept() gets io_error UV_ECANCELED. Idempotent.
   void close() noexcept;
 
@@ -84,8 +87,9 @@ class listener {
   detail::handle_owner<detail::listener_state> state_;
 };
 
+// Options of tcp::connect.
 struct connect_options {
-  bool nodelay = false;
+  bool nodelay = false;  // TCP_NODELAY on the new connection (see stream::set_nodelay)
 };
 
 // Connects to host:port. io_error "connect 127.0.0.1:1: connection refused"; timeout_error when

@@ -17,9 +17,10 @@ struct stream_access;
 
 class tty : public weft::stream {
  public:
+  // The terminal's size in characters.
   struct window_size {
-    int columns = 0;
-    int rows = 0;
+    int columns = 0;  // characters per line
+    int rows = 0;     // lines
   };
 
   tty() noexcept = default;
@@ -29,8 +30,9 @@ class tty : public weft::stream {
   // Raw mode: input byte by byte, no echo, no line editing or signal keys. set_raw(false)
   // restores the mode the terminal had before.
   void set_raw(bool raw);
-  bool raw() const noexcept;
+  bool raw() const noexcept;  // whether raw mode is on
 
+  // The terminal's current size (io_error when the fd is not a terminal).
   window_size size() const;
 
  private:

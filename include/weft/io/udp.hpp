@@ -27,15 +27,17 @@ struct udp_state;
 
 namespace udp {
 
+// What recv_from got.
 struct datagram {
   std::size_t bytes = 0;   // bytes copied into the buffer
   std::string peer;        // "127.0.0.1:5353" / "[::1]:5353"
   bool truncated = false;  // the datagram was longer than the buffer; the rest is lost
 };
 
+// Options of socket::bind.
 struct bind_options {
   bool reuse_address = false;  // SO_REUSEADDR: several sockets on one port (multicast receivers)
-  bool ipv6_only = false;
+  bool ipv6_only = false;      // for "::": IPv6 only, no IPv4-mapped datagrams
 };
 
 class socket {
@@ -60,20 +62,26 @@ class socket {
   void send_to(std::string_view data, const std::string& host, std::uint16_t port,
                const timeout& limit = timeout::never());
   void send(std::string_view data, const timeout& limit = timeout::never());  // after connect
+  // Waits for the next datagram and copies it into buffer (see datagram for what it says).
   datagram recv_from(std::span<char> buffer, const timeout& limit = timeout::never());
 
+  // Multicast and broadcast options (setsockopt; io_error when the OS refuses): join or leave a
+  // group on an interface (empty: the default one), the hop limit of sent multicast datagrams,
+  // whether they loop back to this host, and SO_BROADCAST.
   void join_group(const std::string& group, const std::string& interface_address = "");
   void leave_group(const std::string& group, const std::string& interface_address = "");
-  void set_multicast_ttl(int ttl);
-  void set_multicast_loop(bool enabled);
-  void set_broadcast(bool enabled);
+  void set_multicast_ttl(int ttl);        // the hop limit of multicast datagrams sent
+  void set_multicast_loop(bool enabled);  // whether multicast datagrams sent loop back to this host
+  void set_broadcast(bool enabled);       // SO_BROADCAST: allow sending to a broadcast address
 
+  // The bound address ("0.0.0.0:5353"), its port, and whether the socket is open.
   std::string local_address() const;
   std::uint16_t port() const;
-  bool is_open() const noexcept;
+  bool is_open() const noexcept;  // false once closed or moved from
   // Idempotent; a receiver still waiting gets io_error UV_ECANCELED.
   void close() noexcept;
 
+  // The most datagrams held while no coroutine waits in recv_from (see above).
   static constexpr std::size_t queue_limit = 1024;
 
  private:

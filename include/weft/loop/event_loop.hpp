@@ -169,7 +169,10 @@ std::int64_t nanoseconds_of(std::chrono::duration<Rep, Period> duration, const c
 
 class event_loop {
  public:
+  // What the loop calls: a callback takes nothing and returns nothing (capture what it needs); the
+  // error handler gets what escaped a callback.
   using callback = weft::unique_function<void()>;
+  // Receives what escaped a callback (set_error_handler).
   using error_handler = weft::unique_function<void(std::exception_ptr)>;
 
   event_loop();
@@ -178,16 +181,19 @@ class event_loop {
   event_loop& operator=(const event_loop&) = delete;
 
   // --- timers ---
+  // Runs fn once, after the delay (see TIMERS); returns the timer's id.
   watcher_id delay(double seconds, callback fn);
   template <class Rep, class Period>
   watcher_id delay(std::chrono::duration<Rep, Period> after, callback fn) {
     return add_timer(detail::nanoseconds_of(after, "delay"), false, std::move(fn));
   }
+  // Runs fn every interval until removed (see TIMERS); returns the timer's id.
   watcher_id repeat(double interval_seconds, callback fn);
   template <class Rep, class Period>
   watcher_id repeat(std::chrono::duration<Rep, Period> interval, callback fn) {
     return add_timer(detail::nanoseconds_of(interval, "repeat"), true, std::move(fn));
   }
+  // Removes a timer of either kind; false when id names no live timer.
   bool off_delay(watcher_id id);
   bool off_repeat(watcher_id id);
   // Removes every timer (delays and repeats); returns how many.
@@ -196,26 +202,36 @@ class event_loop {
   std::size_t timer_count() const;
 
   // --- fds ---
+  // Runs fn whenever fd is readable (writable), level-triggered, until removed (see FDS). One
+  // callback per fd and direction: registering again replaces it.
   watcher_id on_readable(int fd, callback fn);
   watcher_id on_writable(int fd, callback fn);
+  // Removes the readable (writable) callback of fd; false when there was none.
   bool off_readable(int fd);
   bool off_writable(int fd);
 
   // --- signals ---
+  // Runs fn in a tick after each delivery of the signal (see SIGNALS); one callback per signal.
   watcher_id on_signal(int signal_number, callback fn);
+  // Removes the signal's callback; false when there was none.
   bool off_signal(int signal_number);
 
   // --- defer ---
+  // Runs fn once, at the start of the next tick.
   watcher_id defer(callback fn);
   // Removes a defer that has not run yet.
   bool off_defer(watcher_id id);
 
   // --- references ---
+  // Makes a watcher keep run() going again (reference) or not (unreference), see REFERENCES;
+  // false when id names no live watcher.
   bool reference(watcher_id id);
   bool unreference(watcher_id id);
 
   // --- running ---
+  // Dispatches ticks until stop() or until no referenced watcher is left (see RUN AND STOP).
   void run();
+  // Ends run() after the current tick; nothing when no run() is active.
   void stop();
   // Replaces the handler (an empty one removes it). It runs on the dispatching coroutine, right
   // after the failed callback.

@@ -113,11 +113,13 @@ class suspension {
                 "weft::loop::suspension<T> needs a move-constructible T");
 
  public:
+  // The type of the value resume() hands over.
   using value_type = T;
 
   // An empty handle (valid() is false); every operation on it is a std::logic_error.
   suspension() = default;
 
+  // False for an empty handle.
   bool valid() const noexcept { return state_ != nullptr; }
 
   // Parks the calling coroutine (the owner) until resume() or throw_into() (see the file
@@ -145,6 +147,7 @@ class suspension {
     state_->value.emplace(std::move(value));
     state_->wake();
   }
+  // Resumes the suspended owner of a suspension<> (std::logic_error when it is not suspended).
   template <class U = T>
   requires std::is_void_v<U>
   void resume() {

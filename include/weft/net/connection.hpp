@@ -91,7 +91,7 @@ enum class close_reason : std::uint8_t {
   server_stop,        // the server stopped (gracefully, or destroyed at its deadline)
   error,              // a socket error or an exception from the handler
 };
-inline constexpr std::size_t close_reason_count = 12;
+inline constexpr std::size_t close_reason_count = 12;  // the number of close_reason values
 // "peer", "idle timeout", ... (static strings).
 const char* to_string(close_reason reason) noexcept;
 
@@ -106,8 +106,9 @@ class send_refused_error : public error {
   using error::error;
 };
 
+// What one connection received and sent (connection::counters()).
 struct connection_counters {
-  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_in = 0;        // read from the socket
   std::uint64_t bytes_out = 0;       // written to the socket
   std::uint64_t messages_in = 0;     // handed to the user
   std::uint64_t messages_out = 0;    // accepted sends
@@ -124,26 +125,29 @@ class connection;
 // member of the connection (close() included); an exception escaping one is reported to
 // on_error (escaping on_error or on_close: to the server's log).
 struct connection_events {
+  // When the connection is accepted, before any message.
   std::function<void(connection&)> on_connect{};
-  std::function<void(connection&, message&)> on_message{};  // callback style only
-  std::function<void(connection&, close_reason)> on_close{};
+  std::function<void(connection&, message&)> on_message{};    // callback style only
+  std::function<void(connection&, close_reason)> on_close{};  // once closed, with the reason
+  // An exception from a callback or the handler, a refused send.
   std::function<void(connection&, const std::exception&)> on_error{};
-  std::function<void(connection&)> on_buffer_full{};
+  std::function<void(connection&)> on_buffer_full{};  // the send buffer reached its limit
+  // The send buffer drained below its limit again.
   std::function<void(connection&)> on_buffer_drain{};
 };
 
 // The settings of one connection (tcp_server_options carries the same for its connections).
 // A zero duration switches that timeout off.
 struct connection_options {
-  std::shared_ptr<const net::protocol> protocol{};  // null: raw bytes, each read is one message
-  std::size_t max_message_size = std::size_t{1} << 20;
-  std::size_t send_buffer_limit = std::size_t{1} << 20;
-  std::chrono::milliseconds idle_timeout{0};
-  std::chrono::milliseconds handshake_timeout{0};
-  std::chrono::milliseconds message_timeout{0};
-  std::chrono::milliseconds close_timeout{5000};
-  std::chrono::milliseconds send_timeout{30000};
-  bool no_delay = true;  // TCP_NODELAY
+  std::shared_ptr<const net::protocol> protocol{};      // null: raw bytes, each read is one message
+  std::size_t max_message_size = std::size_t{1} << 20;  // in bytes; over it: close_reason::too_big
+  std::size_t send_buffer_limit = std::size_t{1} << 20;  // bytes queued at most before a send waits
+  std::chrono::milliseconds idle_timeout{0};             // no bytes from the peer this long
+  std::chrono::milliseconds handshake_timeout{0};  // accept to first message, and while handshaking
+  std::chrono::milliseconds message_timeout{0};    // first byte of a message to its end
+  std::chrono::milliseconds close_timeout{5000};   // flushing a graceful close
+  std::chrono::milliseconds send_timeout{30000};   // a send waiting for room
+  bool no_delay = true;                            // TCP_NODELAY
 };
 
 namespace detail {
@@ -158,6 +162,8 @@ class connection : public std::enable_shared_from_this<connection> {
   connection& operator=(const connection&) = delete;
 
   // --- receiving (one coroutine at a time) ---
+  // The next message; nullopt once the input has ended (the peer closed, or the connection is
+  // closing).
   std::optional<message> receive(const timeout& limit = timeout::never());
   // The same into a message the caller keeps (true: a message; false: the input has ended),
   // reusing its string's capacity: a loop over one message allocates nothing per message.
@@ -166,7 +172,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // resume_recv(); a receive() meanwhile waits. Idempotent.
   void pause_recv() noexcept;
   void resume_recv() noexcept;
-  bool recv_paused() const noexcept { return paused_; }
+  bool recv_paused() const noexcept { return paused_; }  // whether pause_recv() is in effect
 
   // --- receiving in place (no protocol; see the file comment) ---
   // The bytes received and not yet consumed, in the connection's buffer. The view stays valid
@@ -222,10 +228,12 @@ class connection : public std::enable_shared_from_this<connection> {
   std::size_t send_buffer_limit() const noexcept { return options_.send_buffer_limit; }
   // Zero is std::invalid_argument.
   void set_send_buffer_limit(std::size_t bytes);
+  // The largest message accepted, in bytes (zero is std::invalid_argument for the setter).
   std::size_t max_message_size() const noexcept { return options_.max_message_size; }
   void set_max_message_size(std::size_t bytes);
 
   // --- closing ---
+  // close(): graceful, flushes what was sent first; destroy(): at once, dropping what is queued.
   void close() noexcept;
   void destroy() noexcept;
   // Suspends until the socket is closed (a graceful close has flushed or given up; see
@@ -237,7 +245,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::optional<close_reason> closed_by() const noexcept;
 
   // --- identity, context, counters ---
-  std::uint64_t id() const noexcept { return id_; }
+  std::uint64_t id() const noexcept { return id_; }  // unique in the process
   // The index of the worker (0..workers-1) the connection belongs to; 0 for net::connect's.
   unsigned worker() const noexcept { return worker_index_; }
   // "127.0.0.1:5000", "[::1]:5000"; "" when unknown.
@@ -245,6 +253,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string local_address() const;
   // Anything the application wants to keep with the connection.
   std::any& context() noexcept { return context_; }
+  // Bytes and messages in and out.
   const connection_counters& counters() const noexcept { return counters_; }
   // This connection's own callbacks (see connection_events).
   connection_events& events();

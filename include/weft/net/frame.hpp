@@ -14,6 +14,7 @@
 
 namespace weft::net {
 
+// The frame protocol (shared, immutable).
 std::shared_ptr<const protocol> frame();
 
 }  // namespace weft::net

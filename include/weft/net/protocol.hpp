@@ -40,9 +40,10 @@ namespace weft::net {
 // received); WebSocket tells text from binary, and validates text as UTF-8.
 enum class message_kind : std::uint8_t { binary, text };
 
+// One message of a protocol.
 struct message {
-  std::string data;
-  message_kind kind = message_kind::binary;
+  std::string data;                          // the payload
+  message_kind kind = message_kind::binary;  // text or binary (WebSocket tells them apart)
 };
 
 // Bytes that break the protocol, or a message over the size limit. close_code() is the code the
@@ -50,8 +51,10 @@ struct message {
 // 1009 too big); 0 otherwise.
 class protocol_error : public error {
  public:
+  // reason: what was wrong; close_code: the protocol's close code, or 0.
   explicit protocol_error(const std::string& reason, std::uint16_t close_code = 0)
       : error(reason), close_code_(close_code) {}
+  // The code the protocol closes with (0: none).
   std::uint16_t close_code() const noexcept { return close_code_; }
 
  private:
@@ -64,6 +67,7 @@ class protocol_error : public error {
 // for it; the connection then counts it as a protocol error.
 class message_too_big_error : public protocol_error {
  public:
+  // protocol_name, size and limit make the message; close_code as for protocol_error.
   message_too_big_error(const char* protocol_name, std::size_t size, std::size_t limit,
                         std::uint16_t close_code = 0)
       : protocol_error(std::string(protocol_name) + " message of " + std::to_string(size) +
@@ -97,6 +101,7 @@ class framer_link {
   ~framer_link() = default;
 };
 
+// Cuts one connection's bytes into messages and encodes outgoing ones; one per connection.
 class framer {
  public:
   virtual ~framer() = default;
@@ -127,6 +132,7 @@ class protocol {
   virtual ~protocol() = default;
   // "text", "frame", "websocket", "http": what logs and stats call it (static lifetime).
   virtual const char* name() const noexcept = 0;
+  // A framer for a new connection.
   virtual std::unique_ptr<framer> make_framer() const = 0;
 };
 

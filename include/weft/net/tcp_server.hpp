@@ -52,6 +52,7 @@
 
 namespace weft::net {
 
+// The settings of a tcp_server.
 struct tcp_server_options {
   // A numeric IPv4 or IPv6 address to listen on ("0.0.0.0" or "" for all of IPv4, "::" for all
   // of IPv6), and the port (0: the kernel picks one; port() tells which).
@@ -62,11 +63,12 @@ struct tcp_server_options {
   // The driver of the workers' schedulers ("" for the default; see weft::run_options).
   std::string driver{};
   std::shared_ptr<const net::protocol> protocol{};  // null: raw bytes, each read one message
-  int backlog = 1024;
+  int backlog = 1024;  // pending connections the kernel holds per listener
   // Per worker; 0 for no limit. A connection accepted over it is closed at once and counted
   // (close_reason::max_connections).
   std::size_t max_connections = 0;
-  std::size_t max_message_size = std::size_t{1} << 20;
+  std::size_t max_message_size = std::size_t{1} << 20;  // bytes; over it: close_reason::too_big
+  // Bytes queued per connection before a send waits.
   std::size_t send_buffer_limit = std::size_t{1} << 20;
   // Zero switches a timeout off. idle: no bytes from the peer; handshake: from accept until the
   // first complete message and while the protocol says it is handshaking; message: from the
@@ -79,9 +81,11 @@ struct tcp_server_options {
   std::chrono::milliseconds send_timeout{30000};
   // The grace period of a stop by signal.
   std::chrono::milliseconds stop_timeout{10000};
+  // Backoff after accept runs out of descriptors or memory: the first delay, doubling up to the
+  // max.
   std::chrono::milliseconds accept_retry_delay{10};
   std::chrono::milliseconds accept_retry_max_delay{1000};
-  bool no_delay = true;
+  bool no_delay = true;  // TCP_NODELAY on every connection
   // The workers' run_options::reactor_poll_interval: how often a busy worker polls for I/O
   // between coroutines. Longer than the scheduler's default (250 us) because a worker wakes
   // many connections per poll, and a poll before they have all run reports their sockets
@@ -104,27 +108,31 @@ struct tcp_server_options {
   std::function<void(std::string_view line)> log{};
 };
 
+// A ready tcp_server_options::log: writes the line to stderr.
 void log_to_stderr(std::string_view line);
 
+// One worker's counters (stats()).
 struct worker_stats {
   std::uint64_t connections = 0;                           // open now
   std::uint64_t accepted = 0;                              // max_connections rejects included
   std::array<std::uint64_t, close_reason_count> closed{};  // by close_reason
-  std::uint64_t bytes_in = 0;
-  std::uint64_t bytes_out = 0;
-  std::uint64_t messages_in = 0;
-  std::uint64_t messages_out = 0;
-  std::uint64_t send_buffer_high = 0;  // the most any one connection queued
-  std::uint64_t accept_retries = 0;    // accepts retried after EMFILE/ENFILE/ENOBUFS/ENOMEM
-  std::uint64_t sends_refused = 0;
+  std::uint64_t bytes_in = 0;                              // read from sockets
+  std::uint64_t bytes_out = 0;                             // written to sockets
+  std::uint64_t messages_in = 0;                           // handed to handlers
+  std::uint64_t messages_out = 0;                          // accepted sends
+  std::uint64_t send_buffer_high = 0;                      // the most any one connection queued
+  std::uint64_t accept_retries = 0;  // accepts retried after EMFILE/ENFILE/ENOBUFS/ENOMEM
+  std::uint64_t sends_refused = 0;   // sends refused at the limit
+  // How many connections closed for reason.
   std::uint64_t closed_by(close_reason reason) const noexcept {
     return closed[static_cast<std::size_t>(reason)];
   }
 };
 
+// The server's counters: each worker's, and their sums.
 struct server_stats {
-  std::vector<worker_stats> workers;
-  worker_stats total;  // sums; send_buffer_high is the maximum
+  std::vector<worker_stats> workers;  // one per worker
+  worker_stats total;                 // sums; send_buffer_high is the maximum
 };
 
 namespace detail {
@@ -133,14 +141,17 @@ struct server_state;
 
 class tcp_server {
  public:
+  // A server with these options; nothing listens until listen() or serve().
   explicit tcp_server(tcp_server_options options = {});
+  // Closes the listening sockets. Destroy a server only once serve() has returned (or if it
+  // never ran).
   ~tcp_server();
   tcp_server(const tcp_server&) = delete;
   tcp_server& operator=(const tcp_server&) = delete;
 
   // Binds and listens on every worker's socket now (serve() does it if not done).
   void listen();
-  bool listening() const noexcept;
+  bool listening() const noexcept;  // whether listen() succeeded
   // The bound port (0 before listen()).
   std::uint16_t port() const noexcept;
 
@@ -153,6 +164,7 @@ class tcp_server {
   // time (before serve() starts, serve() then returns at once).
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) noexcept;
 
+  // stats(): the counters now (thread-safe); options(): what it was made with.
   server_stats stats() const;
   const tcp_server_options& options() const noexcept;
 

@@ -14,6 +14,7 @@
 
 namespace weft::net {
 
+// The line protocol (shared, immutable).
 std::shared_ptr<const protocol> text();
 
 }  // namespace weft::net

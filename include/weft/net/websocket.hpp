@@ -62,6 +62,7 @@
 
 namespace weft::net {
 
+// The settings of the WebSocket protocol.
 struct websocket_options {
   // The largest frame payload accepted, in bytes (1009 past it). The message limit, the sum of
   // a message's fragments, is the connection's (framer_link::max_message_size()).
@@ -84,22 +85,25 @@ class websocket : public protocol {
  public:
   // Close codes (RFC 6455 7.4.1) the framer sends or a server commonly uses.
   static constexpr std::uint16_t normal_closure = 1000;
-  static constexpr std::uint16_t going_away = 1001;
-  static constexpr std::uint16_t protocol_violation = 1002;
-  static constexpr std::uint16_t unsupported_data = 1003;
-  static constexpr std::uint16_t invalid_payload = 1007;
-  static constexpr std::uint16_t policy_violation = 1008;
-  static constexpr std::uint16_t message_too_big = 1009;
-  static constexpr std::uint16_t internal_failure = 1011;
+  static constexpr std::uint16_t going_away = 1001;          // the peer goes away
+  static constexpr std::uint16_t protocol_violation = 1002;  // a frame broke the protocol
+  static constexpr std::uint16_t unsupported_data =
+      1003;                                               // a message kind the endpoint cannot take
+  static constexpr std::uint16_t invalid_payload = 1007;  // text that is not UTF-8
+  static constexpr std::uint16_t policy_violation =
+      1008;                                               // a message against the endpoint's policy
+  static constexpr std::uint16_t message_too_big = 1009;  // a message over the size limit
+  static constexpr std::uint16_t internal_failure = 1011;  // the server failed
 
   // std::invalid_argument when options make no sense (a zero frame or handshake limit, a path
   // not starting with '/', an empty or non-token subprotocol name).
   explicit websocket(websocket_options options = {});
 
   const char* name() const noexcept override { return "websocket"; }
+  // A framer for a new connection (one per connection).
   std::unique_ptr<framer> make_framer() const override;
 
-  const websocket_options& options() const noexcept { return *options_; }
+  const websocket_options& options() const noexcept { return *options_; }  // what it was made with
 
  private:
   // Shared with every framer made, so a framer stays valid if the protocol object goes first.

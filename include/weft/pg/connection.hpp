@@ -69,8 +69,9 @@ namespace weft::pg {
 class statement {
  public:
   statement() = default;
+  // The name it was prepared under, and its SQL.
   const std::string& name() const noexcept { return name_; }
-  const std::string& sql() const noexcept { return sql_; }
+  const std::string& sql() const noexcept { return sql_; }  // the statement's SQL text
 
  private:
   friend class connection;

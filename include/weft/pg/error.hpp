@@ -16,6 +16,8 @@
 
 namespace weft::pg {
 
+// A failure of the PostgreSQL client (see above): sqlstate(), the server's message, detail and
+// hint.
 class error : public weft::error {
  public:
   // message is the full what(); primary is the server's (or libpq's) message alone.
@@ -24,6 +26,7 @@ class error : public weft::error {
 
   // The five-character SQLSTATE code ("42P01"); see the PostgreSQL manual, appendix A.
   const std::string& sqlstate() const noexcept { return sqlstate_; }
+  // The server's (or libpq's) message alone.
   const std::string& primary_message() const noexcept { return primary_; }
   const std::string& detail() const noexcept { return detail_; }  // empty when none was sent
   const std::string& hint() const noexcept { return hint_; }      // empty when none was sent

@@ -30,6 +30,7 @@
 
 namespace weft::pg {
 
+// A PostgreSQL type's object id (pg_type.oid).
 using oid = unsigned int;
 
 // Binary data: a bytea parameter, and what as<pg::bytea>() reads from a bytea column.
@@ -38,22 +39,23 @@ using bytea = std::vector<std::byte>;
 // One encoded parameter: its bytes (none for NULL), the type it is declared with (0: let the
 // server infer it) and whether the bytes are binary.
 struct param {
-  std::optional<std::string> value;
-  oid type = 0;
-  bool binary = false;
+  std::optional<std::string> value;  // the bytes; nullopt sends NULL
+  oid type = 0;                      // the declared type; 0 lets the server infer it
+  bool binary = false;               // value holds binary bytes (bytea), not text
 };
 
 namespace type_oid {
+// The oids of the built-in types that parameters are declared as.
 inline constexpr oid unknown = 0;
-inline constexpr oid boolean = 16;
-inline constexpr oid bytea = 17;
-inline constexpr oid int8 = 20;
-inline constexpr oid int2 = 21;
-inline constexpr oid int4 = 23;
-inline constexpr oid text = 25;
-inline constexpr oid float4 = 700;
-inline constexpr oid float8 = 701;
-inline constexpr oid numeric = 1700;
+inline constexpr oid boolean = 16;    // bool
+inline constexpr oid bytea = 17;      // bytea (binary)
+inline constexpr oid int8 = 20;       // bigint
+inline constexpr oid int2 = 21;       // smallint
+inline constexpr oid int4 = 23;       // integer
+inline constexpr oid text = 25;       // text
+inline constexpr oid float4 = 700;    // real
+inline constexpr oid float8 = 701;    // double precision
+inline constexpr oid numeric = 1700;  // numeric
 }  // namespace type_oid
 
 namespace detail {
@@ -69,6 +71,8 @@ inline constexpr bool always_false = false;
 }  // namespace detail
 
 template <class T>
+// The parameter a query sends for value (see above for the types; unsupported ones fail to
+// compile).
 param to_param(const T& value) {
   using type = std::remove_cvref_t<T>;
   if constexpr (std::is_same_v<type, bool>) {

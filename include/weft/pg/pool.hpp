@@ -58,34 +58,40 @@
 
 namespace weft::pg {
 
+// The settings of a pg::pool.
 struct pool_options {
   std::string conninfo;  // as for connection::connect
-  std::size_t min = 0;
-  std::size_t max = 10;
+  std::size_t min = 0;   // connections kept open even when idle
+  std::size_t max = 10;  // connections at most
   // Zero (or duration::max()): no periodic healthcheck.
   saturating_duration healthcheck_interval{};
   // What acquire() without an argument waits at most; unset: forever.
   std::optional<saturating_duration> acquire_timeout{};
-  saturating_duration connect_timeout = std::chrono::seconds(10);
+  saturating_duration connect_timeout = std::chrono::seconds(10);  // bounds each connect
   // Limit for the session reset on release, the healthcheck's SELECT 1 and the validation
   // after idle.
   saturating_duration reset_timeout = std::chrono::seconds(5);
   // Validate a connection idle at least this long before handing it out (see above). Unset:
   // never; zero: every idle connection.
   std::optional<saturating_duration> validate_after_idle{};
-  bool reset_on_release = true;
+  bool reset_on_release = true;  // reset the session when a lease comes back (see above)
   // The most queries pool::query pipelines on one shared session.
   std::size_t pipeline_depth = 32;
+  // Null: no circuit breaker strategy (manual control only).
   std::shared_ptr<circuit_breaker_strategy> breaker_strategy{};
-  std::string name = "pg";
+  std::string name = "pg";  // in error messages and deadlock reports
 };
 
 class pool {
  public:
+  // Opens min connections (from a coroutine when min > 0 or with a healthcheck, see above).
   explicit pool(pool_options options);
 
+  // A lease of a connection of its own (see weft::pool::acquire): without a limit the wait is
+  // acquire_timeout.
   weft::lease<connection> acquire() { return connections_.acquire(); }
   weft::lease<connection> acquire(const timeout& limit) { return connections_.acquire(limit); }
+  // A lease when a connection is free now, nullopt otherwise.
   std::optional<weft::lease<connection>> try_acquire() { return connections_.try_acquire(); }
 
   // Runs one query on a shared session (see above); limit bounds the wait for a connection
@@ -101,12 +107,15 @@ class pool {
     return session.get().query(limit, sql, params...);
   }
 
+  // Closes the pool: idle connections close, leases close theirs on return, waiters get
+  // pool_closed_error.
   void close() {
     connections_.close();
     shared_waiters_.grant_all(0);  // they find the pool closed
   }
-  bool closed() const { return connections_.closed(); }
-  pool_stats stats() const { return connections_.stats(); }
+  bool closed() const { return connections_.closed(); }      // whether close() was called
+  pool_stats stats() const { return connections_.stats(); }  // counts of connections and waits
+  // The pool's circuit breaker, for manual control.
   circuit_breaker& breaker() { return connections_.breaker(); }
   // See weft::pool::set_breaker_strategy.
   void set_breaker_strategy(std::shared_ptr<circuit_breaker_strategy> strategy) {

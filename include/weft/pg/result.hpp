@@ -27,6 +27,7 @@
 
 #include "weft/pg/param.hpp"
 
+// libpq's result type, declared here so that this header need not include <libpq-fe.h>.
 typedef struct pg_result PGresult;
 
 namespace weft::pg {
@@ -59,17 +60,21 @@ std::vector<std::byte> parse_bytea(const PGresult* raw, int row, int column);
 // One value: a column of a row.
 class field {
  public:
+  // Made by row; a field is a view into its result.
   field(const PGresult* raw, int row, int column) noexcept
       : raw_(raw), row_(row), column_(column) {}
 
+  // True for SQL NULL.
   bool is_null() const noexcept;
   // The value as the server sent it (text format); empty for NULL.
   std::string_view text() const noexcept;
-  std::string_view column_name() const noexcept;
+  std::string_view column_name() const noexcept;  // the column's name
   oid type() const noexcept;  // the column's type oid (23 for int4, 25 for text, ...)
+  // The column's position in the row.
   std::size_t column_index() const noexcept { return static_cast<std::size_t>(column_); }
 
   template <class T>
+  // The value converted to T (see above for the types, NULL and the errors).
   T as() const {
     if constexpr (detail::is_optional<T>::value) {
       if (is_null()) {
@@ -132,15 +137,17 @@ class field {
 // One row of a result.
 class row {
  public:
+  // Made by result; a row is a view into it.
   row(const PGresult* raw, int index) noexcept : raw_(raw), index_(index) {}
 
   std::size_t size() const noexcept;  // number of columns
+  // The row's position in the result.
   std::size_t index() const noexcept { return static_cast<std::size_t>(index_); }
   // std::out_of_range for a column that does not exist.
   field operator[](std::size_t column) const;
   field operator[](std::string_view column_name) const;
-  field at(std::size_t column) const { return (*this)[column]; }
-  field at(std::string_view column_name) const { return (*this)[column_name]; }
+  field at(std::size_t column) const { return (*this)[column]; }                 // as operator[]
+  field at(std::string_view column_name) const { return (*this)[column_name]; }  // as operator[]
 
   // Shorthands for row[column].as<T>().
   template <class T>
@@ -157,28 +164,36 @@ class row {
   int index_;
 };
 
+// The rows a query returned (see above).
 class result {
  public:
+  // Walks the rows in order: for (pg::row each : result).
   class iterator {
    public:
+    // The standard iterator protocol (an input iterator yielding rows by value).
     using iterator_category = std::input_iterator_tag;
-    using value_type = pg::row;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = pg::row;
+    using value_type = pg::row;              // pg::row
+    using difference_type = std::ptrdiff_t;  // std::ptrdiff_t
+    using pointer = void;                    // rows are made on the fly: no pointer
+    using reference = pg::row;               // rows are returned by value
 
     iterator() noexcept = default;
+    // Made by begin() and end().
     iterator(const PGresult* raw, int index) noexcept : raw_(raw), index_(index) {}
+    // The standard iterator protocol: the row, the next one, equality.
     pg::row operator*() const noexcept { return pg::row(raw_, index_); }
+    // The next row.
     iterator& operator++() noexcept {
       ++index_;
       return *this;
     }
+    // The next row, returning the current one.
     iterator operator++(int) noexcept {
       iterator before = *this;
       ++index_;
       return before;
     }
+    // Same position.
     bool operator==(const iterator& other) const noexcept { return index_ == other.index_; }
 
    private:
@@ -187,21 +202,27 @@ class result {
   };
 
   result() noexcept = default;  // empty: no rows, no columns
+  // Takes ownership of a libpq result (weft's own use).
   explicit result(PGresult* raw) noexcept : raw_(raw) {}
 
   std::size_t size() const noexcept;  // number of rows
+  // True when the result has no rows.
   bool empty() const noexcept { return size() == 0; }
   // std::out_of_range past the last row. Not on a temporary result (`conn.query(...)[0]`): the
   // row would outlive the data it views; keep the result in a variable first.
   pg::row operator[](std::size_t index) const&;
-  pg::row at(std::size_t index) const& { return (*this)[index]; }
+  pg::row at(std::size_t index) const& { return (*this)[index]; }  // as operator[]
   pg::row operator[](std::size_t index) const&& = delete;
   pg::row at(std::size_t index) const&& = delete;
-  iterator begin() const noexcept { return iterator(raw_.get(), 0); }
+  iterator begin() const noexcept { return iterator(raw_.get(), 0); }  // the first row
+  // Past the last row.
   iterator end() const noexcept { return iterator(raw_.get(), static_cast<int>(size())); }
 
+  // The number of columns, a column's name and its type's oid (std::out_of_range for a column
+  // that does not exist).
   std::size_t columns() const noexcept;
   std::string_view column_name(std::size_t column) const;  // std::out_of_range if none
+  // The column's type oid (23 for int4, 25 for text, ...).
   oid column_type(std::size_t column) const;
   // The index of a column by name; std::out_of_range naming the columns there are.
   std::size_t column_index(std::string_view column_name) const;

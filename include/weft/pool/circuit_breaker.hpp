@@ -38,6 +38,7 @@
 
 namespace weft {
 
+// closed: requests go through; open: they fail fast; half_open: one probe tests the backend.
 enum class circuit_state : std::uint8_t { closed, open, half_open };
 
 // "closed", "open", "half-open".
@@ -45,6 +46,8 @@ const char* to_string(circuit_state state) noexcept;
 
 class circuit_breaker;
 
+// Decides when a breaker opens and when it tries to recover (see above): implement it for a policy
+// of your own, or use consecutive_failures.
 class circuit_breaker_strategy {
  public:
   virtual ~circuit_breaker_strategy() = default;
@@ -67,6 +70,8 @@ class circuit_breaker_strategy {
 // breaker then stays open until closed by hand.
 class consecutive_failures final : public circuit_breaker_strategy {
  public:
+  // threshold: the failures in a row that open the breaker; cool_down: how long it stays open
+  // before a probe.
   template <class Rep, class Period>
   consecutive_failures(std::size_t threshold, std::chrono::duration<Rep, Period> cool_down)
       : consecutive_failures(threshold, detail::saturating_ticks(cool_down), nullptr) {}
@@ -74,6 +79,7 @@ class consecutive_failures final : public circuit_breaker_strategy {
   void on_failure(circuit_breaker& breaker, const std::exception_ptr& error) override;
   bool should_try_recovery(const circuit_breaker& breaker) override;
 
+  // The current count of failures in a row.
   std::size_t failures_in_a_row() const noexcept { return failures_in_a_row_; }
 
  private:
@@ -88,17 +94,19 @@ class consecutive_failures final : public circuit_breaker_strategy {
 
 class circuit_breaker {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = std::chrono::steady_clock;  // the clock of opened_at()
 
   // Null strategy: manual control only.
   explicit circuit_breaker(std::shared_ptr<circuit_breaker_strategy> strategy = nullptr) noexcept;
 
-  circuit_state state() const noexcept { return state_; }
+  circuit_state state() const noexcept { return state_; }  // closed, open or half_open
   // When it last went open (the start of its cool-down); epoch if never.
   clock::time_point opened_at() const noexcept { return opened_at_; }
   // How many times it went open (manual or automatic), for metrics and tests.
   std::uint64_t times_opened() const noexcept { return times_opened_; }
+  // Whether a strategy drives it.
   bool has_strategy() const noexcept { return strategy_ != nullptr; }
+  // The strategy that drives it (null: manual control only).
   const std::shared_ptr<circuit_breaker_strategy>& strategy() const noexcept { return strategy_; }
   // Replaces (or, with null, removes) the strategy and closes the breaker; see the contract above.
   void set_strategy(std::shared_ptr<circuit_breaker_strategy> strategy);
@@ -110,6 +118,7 @@ class circuit_breaker {
   void half_open() noexcept;
 
   // --- for the breaker's user (weft::pool) ---
+  // What admit() decides for one request.
   enum class admission : std::uint8_t { allowed, probe, refused };
   // closed: allowed. open: polls should_try_recovery (true: half-open, probe). half-open: probe
   // if no probe is in flight, refused otherwise. After a probe admission, probe_id() names it.
@@ -126,10 +135,13 @@ class circuit_breaker {
       probe_in_flight_ = false;
     }
   }
+  // Whether a probe is in flight (the id form: that probe).
   bool probe_in_flight() const noexcept { return probe_in_flight_; }
   bool probe_in_flight(std::uint64_t id) const noexcept {
     return probe_in_flight_ && id == probe_id_;
   }
+  // record_success and record_failure: the outcome of an admitted request, for the strategy.
+  // The outcome of an admitted request, for the strategy (record_success and record_failure).
   void record_success();
   void record_failure(const std::exception_ptr& error);
 

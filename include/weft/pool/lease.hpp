@@ -55,8 +55,10 @@ class lease {
 
   // False once released, discarded or moved from.
   bool valid() const noexcept { return resource_ != nullptr; }
-  explicit operator bool() const noexcept { return valid(); }
+  explicit operator bool() const noexcept { return valid(); }  // valid()
 
+  // The leased resource (std::logic_error once released, discarded or moved from); operator* and
+  // operator-> reach it too.
   T& get() const {
     if (resource_ == nullptr) {
       detail::throw_empty_lease("get");
@@ -66,12 +68,15 @@ class lease {
   T& operator*() const { return get(); }
   T* operator->() const { return &get(); }
 
+  // Returns the resource to the pool now, as the destructor would.
   void release() {
     if (resource_ == nullptr) {
       detail::throw_empty_lease("release");
     }
     end_as_release();
   }
+  // Destroys the resource instead of returning it (it is broken); error, when given, is the failure
+  // the circuit breaker records.
   void discard(std::exception_ptr error = nullptr) {
     if (resource_ == nullptr) {
       detail::throw_empty_lease("discard");

@@ -86,6 +86,7 @@
 
 namespace weft {
 
+// How a pool makes, checks and destroys its resources (C++ callables), besides the pool's settings.
 template <class T>
 struct pool_options : pool_settings {
   // Makes a resource. May suspend (connect) and may throw (the error reaches the acquirer).
@@ -109,12 +110,13 @@ struct pool_options : pool_settings {
 // optional hooks are null. The factory's result is moved into the pool's own storage.
 template <class T>
 struct pool_c_options : pool_settings {
-  void* context = nullptr;
-  T (*factory)(void* context) = nullptr;
-  void (*destructor)(void* context, T* resource) = nullptr;
-  bool (*healthcheck)(void* context, T* resource) = nullptr;
-  bool (*before_acquire)(void* context, T* resource) = nullptr;
-  bool (*before_release)(void* context, T* resource) = nullptr;
+  void* context = nullptr;                // passed back to every hook
+  T (*factory)(void* context) = nullptr;  // makes a resource (pool_options::factory)
+  void (*destructor)(void* context, T* resource) = nullptr;      // as pool_options::destructor
+  bool (*healthcheck)(void* context, T* resource) = nullptr;     // as pool_options::healthcheck
+  bool (*before_acquire)(void* context, T* resource) = nullptr;  // as pool_options::before_acquire
+  bool (*before_release)(void* context, T* resource) = nullptr;  // as pool_options::before_release
+  // As pool_options::validate.
   bool (*validate)(void* context, T* resource, const timeout& limit) = nullptr;
 };
 
@@ -233,8 +235,10 @@ void close_on_destruction(pool_core& core) noexcept;
 template <class T>
 class pool {
  public:
-  using value_type = T;
+  using value_type = T;  // the pooled type
 
+  // A pool whose resources options' hooks make and check (C++ callables, or C function pointers
+  // with pool_c_options).
   explicit pool(pool_options<T> options)
       : core_(detail::pool_core::create(detail::callable_hooks<T>::make(options),
                                         std::move(static_cast<pool_settings&>(options)))) {}
@@ -276,6 +280,8 @@ class pool {
     }
     borrowed.release();
   }
+  // Closes the pool (see above): closed() says whether it was; stats() counts resources and waits;
+  // breaker() is the circuit breaker, for manual control.
   void close() { core().close(); }
   bool closed() const { return core().closed(); }
   pool_stats stats() const { return core().stats(); }

@@ -41,8 +41,9 @@ class engine;
 // slot is reused under a new generation, so an old pid never reaches the new process. 0 is
 // never a valid pid.
 using pid = std::uint64_t;
-inline constexpr pid no_pid = 0;
+inline constexpr pid no_pid = 0;  // never a valid pid
 
+// What an event tells a step.
 enum class event_type : std::uint8_t {
   yield_complete,  // a command this process yielded finished: tag is the yield's tag
   message,         // send(pid, data) from another process or a thread
@@ -56,13 +57,14 @@ enum class event_type : std::uint8_t {
 // procs::event is a value a step reads out of std::span<event>, never waited on; a weft::event
 // is a non-copyable object that coroutines wait on, never read as data.
 struct event {
-  event_type type = event_type::message;
-  std::uint64_t tag = 0;     // yield_complete: the tag the command was yielded with
-  std::string data;          // the message, or the command's result
+  event_type type = event_type::message;  // what happened
+  std::uint64_t tag = 0;                  // yield_complete: the tag the command was yielded with
+  std::string data;                       // the message, or the command's result
   std::exception_ptr error;  // yield_complete: set when the command failed (data is empty)
   pid from = no_pid;         // message: the sending process, no_pid when sent from a thread
 };
 
+// What a step asks for next.
 enum class step_status : std::uint8_t {
   keep_running,  // step again soon, after the other ready processes had a turn
   wait,          // step again when an event arrives (yields outstanding or a message)
@@ -72,9 +74,9 @@ enum class step_status : std::uint8_t {
 
 // A command yielded by a step, dispatched to the handler registered for its type.
 struct command {
-  std::string type;
-  std::uint64_t tag = 0;
-  std::string payload;
+  std::string type;       // the handler it goes to (runtime::on_command)
+  std::uint64_t tag = 0;  // comes back on the yield_complete event
+  std::string payload;    // the handler's input
 };
 
 // What a step produced. The runtime reuses one per worker and clears it before each step:
@@ -82,6 +84,8 @@ struct command {
 // here. The default status is `wait`.
 class step_output {
  public:
+  // The step's status: keep_running (step again soon), wait (step on the next event; the default),
+  // done (finish with a result) or fail (finish with an error).
   void keep_running() noexcept { status_ = step_status::keep_running; }
   void wait() noexcept { status_ = step_status::wait; }
   void done(std::string_view result = {});
@@ -91,6 +95,7 @@ class step_output {
   // completion comes back as a yield_complete event carrying `tag`.
   void yield(std::string_view type, std::uint64_t tag, std::string_view payload = {});
 
+  // What the step produced, for the runtime: status(), commands(), result() and error().
   step_status status() const noexcept { return status_; }
   std::span<const command> commands() const noexcept { return {commands_.data(), used_}; }
   const std::string& result() const noexcept { return result_; }
@@ -114,6 +119,7 @@ class step_output {
 // which senders on other cores write.
 class context {
  public:
+  // self(): this process's pid; owner(): the runtime running it.
   pid self() const noexcept { return self_; }
   runtime& owner() const noexcept { return *owner_; }
 
@@ -123,6 +129,7 @@ class context {
   runtime* owner_ = nullptr;
 };
 
+// A step-driven process: implement init, step and, if needed, close (see above).
 class process {
  public:
   virtual ~process() = default;
@@ -133,6 +140,7 @@ class process {
   // object through this virtual destructor, so the size matches. Over-aligned classes and
   // placement new use the standard forms.
   static void* operator new(std::size_t size) { return weft::detail::allocate_block(size); }
+  // The matching delete, and the aligned and placement forms of new and delete.
   static void operator delete(void* block, std::size_t size) noexcept {
     weft::detail::deallocate_block(block, size);
   }
@@ -148,7 +156,9 @@ class process {
   // `self` is this object's own context (the same reference for the whole life of the
   // process), so keeping a pointer or reference to it is safe until close().
   virtual void init(context& self, std::string_view method, std::string_view input) = 0;
+  // Reads events and writes the step's status and yields into out (see above).
   virtual void step(std::span<event> events, step_output& out) = 0;
+  // Called once after the process completed (see above); must not throw.
   virtual void close() noexcept {}
 
  private:

@@ -93,10 +93,12 @@ class completion {
   completion& operator=(const completion&) = delete;
   ~completion();
 
+  // Completes the yield with its result (complete) or an error (fail); once, from any thread.
   void complete(std::string data = {});
   void fail(std::exception_ptr error);
   void fail(std::string_view reason);  // a weft::error with this message
 
+  // pending(): not yet completed; target(): the process that yielded; tag(): the yield's tag.
   bool pending() const noexcept { return engine_ != nullptr; }
   pid target() const noexcept { return target_; }
   std::uint64_t tag() const noexcept { return tag_; }
@@ -113,6 +115,7 @@ class completion {
   const std::string* type_ = nullptr;  // the handler's registered name (lives in the engine)
 };
 
+// What runs a yielded command: it completes done, at once or later from any thread.
 using command_handler = std::function<void(const command& yielded, completion done)>;
 
 // A submitted process's outcome: its result (done), its error (failed; cancelled_error when
@@ -120,6 +123,7 @@ using command_handler = std::function<void(const command& yielded, completion do
 class process_handle {
  public:
   process_handle() noexcept = default;
+  // id(): the process's pid; valid(): false for an empty handle; done(): whether it finished.
   pid id() const noexcept { return id_; }
   bool valid() const noexcept { return state_ != nullptr; }
   bool done() const noexcept;
@@ -142,6 +146,7 @@ class process_handle {
   std::shared_ptr<detail::outcome_state> state_;
 };
 
+// How a runtime schedules (the defaults suit most uses).
 struct runtime_options {
   std::size_t workers = 0;                 // 0: one per hardware thread
   std::size_t local_queue_capacity = 256;  // a power of two
@@ -164,10 +169,12 @@ struct runtime_options {
   std::function<void(pid id, std::exception_ptr error)> on_detached_failure = nullptr;
 };
 
+// The grace period of the destructor's stop().
 inline constexpr std::chrono::seconds default_stop_grace{10};
 
 class runtime {
  public:
+  // Starts the workers.
   explicit runtime(runtime_options options = {});
   ~runtime();  // stop(default_stop_grace) unless stopped
   runtime(const runtime&) = delete;
@@ -215,6 +222,7 @@ class runtime {
   // negative forces at once whatever did not finish on the cancel.
   bool stop(std::chrono::steady_clock::duration grace);
 
+  // The number of worker threads.
   std::size_t workers() const noexcept;
   // Processes submitted and not yet finished. Agrees with the handles: once wait(), await() or
   // done() on a process's handle has seen it finish, live() no longer counts it (the count is
@@ -222,8 +230,9 @@ class runtime {
   // or may not be counted.
   std::size_t live() const noexcept;
 
+  // What the workers did, summed (stats()).
   struct counters {
-    std::uint64_t steps = 0;
+    std::uint64_t steps = 0;           // steps run
     std::uint64_t steals = 0;          // successful steal operations
     std::uint64_t stolen = 0;          // processes moved by them
     std::uint64_t global_batches = 0;  // batches taken from the global queue

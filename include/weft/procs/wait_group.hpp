@@ -111,7 +111,7 @@ class wait_group {
     // Counts this unit down (the last one wakes the waiter); nothing if already done or empty.
     // Thread-safe against the other units; one unit is used by one thread at a time.
     void done() noexcept;
-    bool pending() const noexcept { return block_ != nullptr; }
+    bool pending() const noexcept { return block_ != nullptr; }  // false once done or empty
 
    private:
     friend class wait_group;
@@ -132,6 +132,7 @@ class wait_group {
 
     // The next unit; std::out_of_range when every unit of the batch was taken.
     unit take();
+    // Units not taken yet.
     std::size_t left() const noexcept { return static_cast<std::size_t>(left_); }
 
    private:

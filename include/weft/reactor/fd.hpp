@@ -19,6 +19,8 @@
 
 namespace weft {
 
+// wait_readable (wait_writable) suspends until fd is readable (writable) or limit passes (see
+// above).
 void wait_readable(int fd, const timeout& limit = timeout::never());
 void wait_writable(int fd, const timeout& limit = timeout::never());
 
@@ -40,6 +42,8 @@ class fd_registration {
   fd_registration& operator=(const fd_registration&) = delete;
   ~fd_registration();
 
+  // fd(): the registered fd (-1 when empty); reset(): ends the registration early, as the
+  // destructor.
   int fd() const noexcept { return fd_; }
   void reset() noexcept;
 

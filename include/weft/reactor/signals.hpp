@@ -19,6 +19,7 @@
 
 namespace weft::signals {
 
+// Suspends until one of signal_numbers is delivered and returns it (see above).
 int wait(std::initializer_list<int> signal_numbers, const timeout& limit = timeout::never());
 
 }  // namespace weft::signals

@@ -30,6 +30,7 @@
 
 namespace weft {
 
+// The handle of a spawn_thread: await() the thread's result (see above).
 template <class T>
 class thread_task {
  public:
@@ -44,6 +45,7 @@ class thread_task {
   }
   ~thread_task() { finish(); }
 
+  // False for an empty (default-made or moved-from) handle.
   bool valid() const noexcept { return state_ != nullptr; }
   // True once the thread's run has ended (its result is ready).
   bool done() const noexcept {
@@ -104,6 +106,7 @@ class thread_task {
   std::unique_ptr<state> state_;
 };
 
+// Runs fn as the main coroutine of a new scheduler on a new thread (see above).
 template <class Function>
 auto spawn_thread(Function&& fn) -> thread_task<std::invoke_result_t<std::decay_t<Function>&>> {
   using result = std::invoke_result_t<std::decay_t<Function>&>;

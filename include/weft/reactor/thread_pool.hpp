@@ -80,6 +80,7 @@ class pool_job_for final : public pool_job {
 
 namespace thread_pool {
 
+// Runs fn on the pool and returns its value or rethrows its exception (see above).
 template <class Function>
 auto run(Function&& fn, const timeout& limit = timeout::never())
     -> std::invoke_result_t<std::decay_t<Function>&> {

@@ -25,7 +25,7 @@ class scheduler_core;
 
 class timer {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = std::chrono::steady_clock;  // the clock durations are measured with
 
   timer();
   ~timer();

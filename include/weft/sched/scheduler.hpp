@@ -64,13 +64,15 @@ void cancel_coroutine(scheduler& owner, coroutine& target, std::string reason);
 coroutine* running_coroutine(const scheduler& owner) noexcept;
 }  // namespace detail
 
+// The order in which ready coroutines run (run_options::order).
 enum class scheduling_order {
   fifo,    // ready coroutines run in the order they became ready (high priority first)
   random,  // chaos order for tests: a random ready coroutine of the highest ready priority
 };
 
+// How a scheduler runs (weft::run and scheduler take one).
 struct run_options {
-  stack_options stacks{};
+  stack_options stacks{};  // coroutine stacks: size and guard pages
   // The event machinery the scheduler blocks on: "uv" (libuv), "ev" (libev), "event"
   // (libevent) or "poll" (poll(2), no library). Empty: the environment's WEFT_DRIVER, and when
   // that is unset too the first of uv, ev, event, poll that this build has. Every weft API
@@ -80,6 +82,7 @@ struct run_options {
   std::string driver{};
   // Unset: taken from the environment, WEFT_SCHED=random WEFT_SEED=n (fifo otherwise).
   std::optional<scheduling_order> order{};
+  // The seed of the random order; unset: WEFT_SEED, else random.
   std::optional<std::uint64_t> seed{};
   // How often, at most, the scheduler polls the reactor without blocking while coroutines are
   // runnable, so that timers and I/O are noticed by a busy program. Zero polls at every switch.
@@ -93,30 +96,32 @@ struct run_options {
   std::vector<std::function<void()>> on_main_start{};
 };
 
+// Counters of a run (scheduler::stats()).
 struct scheduler_stats {
-  const char* driver = "";             // the driver's name ("uv", "ev", "event", "poll")
-  std::uint64_t switches = 0;          // context switches (jumps between stacks)
-  std::uint64_t spawned = 0;           // coroutines created (main included)
-  std::uint64_t started = 0;           // coroutines that began running
-  std::uint64_t started_in_place = 0;  // ... of which on the stack of one that just finished
-  std::uint64_t finished = 0;          // coroutines that ended (any way)
-  std::uint64_t cancelled = 0;         // coroutines that ended cancelled
-  std::uint64_t never_started = 0;     // cancelled before they ever ran
-  std::uint64_t microtasks_run = 0;
-  std::uint64_t reactor_polls = 0;  // non-blocking polls between switches
-  std::uint64_t reactor_waits = 0;  // blocking waits (nothing was runnable)
-  std::uint64_t deadlocks = 0;
-  std::uint64_t live_coroutines = 0;  // unfinished right now
-  std::uint64_t max_live_coroutines = 0;
-  std::uint64_t stacks_allocated = 0;  // stacks taken from the kernel
-  std::uint64_t stacks_guarded = 0;    // ... of which with a guard page
-  std::uint64_t stacks_pooled = 0;     // free stacks held for reuse right now
+  const char* driver = "";                // the driver's name ("uv", "ev", "event", "poll")
+  std::uint64_t switches = 0;             // context switches (jumps between stacks)
+  std::uint64_t spawned = 0;              // coroutines created (main included)
+  std::uint64_t started = 0;              // coroutines that began running
+  std::uint64_t started_in_place = 0;     // ... of which on the stack of one that just finished
+  std::uint64_t finished = 0;             // coroutines that ended (any way)
+  std::uint64_t cancelled = 0;            // coroutines that ended cancelled
+  std::uint64_t never_started = 0;        // cancelled before they ever ran
+  std::uint64_t microtasks_run = 0;       // microtasks run (add_microtask)
+  std::uint64_t reactor_polls = 0;        // non-blocking polls between switches
+  std::uint64_t reactor_waits = 0;        // blocking waits (nothing was runnable)
+  std::uint64_t deadlocks = 0;            // deadlocks found
+  std::uint64_t live_coroutines = 0;      // unfinished right now
+  std::uint64_t max_live_coroutines = 0;  // the most unfinished at once
+  std::uint64_t stacks_allocated = 0;     // stacks taken from the kernel
+  std::uint64_t stacks_guarded = 0;       // ... of which with a guard page
+  std::uint64_t stacks_pooled = 0;        // free stacks held for reuse right now
 };
 
 // A cancellable microtask. Dropping the handle does not cancel it.
 class microtask_handle {
  public:
   microtask_handle() = default;
+  // cancel(): the microtask will not run (nothing if it ran); valid(): false for an empty handle.
   void cancel() noexcept;
   bool valid() const noexcept { return static_cast<bool>(state_); }
 
@@ -129,8 +134,10 @@ class microtask_handle {
   std::shared_ptr<state> state_;
 };
 
+// A scheduler that runs coroutines on the calling thread (weft::run makes one for a call).
 class scheduler {
  public:
+  // A scheduler with these options; nothing runs until run().
   explicit scheduler(run_options options = {});
   ~scheduler();
   scheduler(const scheduler&) = delete;
@@ -143,6 +150,7 @@ class scheduler {
 
   // Statistics of the current or the last run.
   const scheduler_stats& stats() const noexcept;
+  // options(): what it was made with; running(): whether a run() is under way.
   const run_options& options() const noexcept { return options_; }
   bool running() const noexcept { return core_ != nullptr; }
 
@@ -159,7 +167,7 @@ class scheduler {
   // and ends run() once all have ended. Idempotent. Coroutines spawned by that cleanup run
   // normally (a cleanup may need helpers); they are not cancelled unless shutdown is asked again.
   void graceful_shutdown();
-  bool shutting_down() const noexcept;
+  bool shutting_down() const noexcept;  // whether graceful_shutdown() was called during this run
 
   // Lets the other ready coroutines run first; the caller is resumed after them.
   void yield();

@@ -26,9 +26,10 @@
 
 namespace weft {
 
+// How spawn() names and schedules a coroutine.
 struct spawn_options {
-  std::string name{};
-  weft::priority priority = weft::priority::normal;
+  std::string name{};  // in errors, deadlock reports and this_coroutine::name()
+  weft::priority priority = weft::priority::normal;  // high runs before normal
   // A background coroutine (a healthcheck loop, a metrics flusher) does not keep run() going:
   // once every other coroutine has ended, background ones are cancelled (their cleanup runs)
   // and run() returns. Its sleeps do not count against deadlock detection either.
@@ -46,6 +47,7 @@ void await_finished(coroutine& target, const timeout& limit);
 const cancel_token* make_task_cancel_token(coroutine& target);
 }  // namespace detail
 
+// A handle to a coroutine's result (see above).
 template <class T>
 class task;
 
@@ -59,7 +61,7 @@ task<T> adopt_task(result_holder<T>* coroutine) noexcept;
 template <class T>
 class task {
  public:
-  using value_type = T;
+  using value_type = T;  // T
 
   task() noexcept = default;
   task(const task& other) noexcept : coroutine_(other.coroutine_) {
@@ -114,10 +116,13 @@ class task {
     detail::cancel_coroutine(coroutine_->owner(), *coroutine_, std::move(reason));
   }
 
+  // False for an empty (default-made or moved-from) task.
   bool valid() const noexcept { return coroutine_ != nullptr; }
   // The control block (null for an empty task), for the layers that wait on tasks themselves
   // (the await combinators wait on several at once). Not for application code.
   detail::coroutine* control_block() const noexcept { return coroutine_; }
+  // done(): whether the coroutine ended; id() and name(): the coroutine's (std::logic_error on an
+  // empty task).
   bool done() const {
     valid_or_throw("done");
     return coroutine_->done();
@@ -216,6 +221,7 @@ task<T> detail::adopt_task(result_holder<T>* coroutine) noexcept {
   return task<T>(coroutine);
 }
 
+// Spawns fn as a new coroutine and returns its task (see above: lazy, FIFO).
 template <class Function>
 auto spawn(Function&& fn, spawn_options options = {},
            std::source_location spawned_at = std::source_location::current())

@@ -15,6 +15,7 @@
 
 namespace weft {
 
+// The clock of sleeps and deadlines.
 using clock = std::chrono::steady_clock;
 
 // Lets every other ready coroutine run once, then continues (FIFO order). Returns at once (no
@@ -49,6 +50,8 @@ decltype(auto) protect(Function&& fn) {
 }
 
 namespace this_coroutine {
+// id(), name() and is_main(): the calling coroutine's id, its spawn_options::name, and whether it
+// is weft::run's main coroutine.
 std::uint64_t id();
 const std::string& name();
 bool is_main();

@@ -122,9 +122,10 @@ namespace detail {
 const cancel_token* cancel_token_of(const timeout& limit) noexcept;
 }  // namespace detail
 
+// The limits of a wait (see above).
 class timeout {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = std::chrono::steady_clock;  // the clock deadlines are on
 
   constexpr timeout() noexcept = default;  // never
   constexpr timeout(const timeout& other) noexcept
@@ -136,6 +137,7 @@ class timeout {
       token_->add_ref();
     }
   }
+  // Copies share the cancel token.
   constexpr timeout& operator=(const timeout& other) noexcept {
     timeout copy(other);
     swap(copy);
@@ -146,12 +148,14 @@ class timeout {
       token_->release();
     }
   }
+  // A limit relative to now; duration::max() (or anything past the clock's end) means never.
   template <class Rep, class Period>
   explicit timeout(std::chrono::duration<Rep, Period> limit) noexcept
       : limit_(detail::saturating_ticks(limit)) {
     deadline_ = detail::saturating_add(clock::now(), limit_);
     bounded_ = deadline_ != clock::time_point::max();
   }
+  // A limit at an absolute deadline.
   static timeout at(clock::time_point deadline) noexcept {
     timeout result;
     result.deadline_ = deadline;

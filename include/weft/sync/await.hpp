@@ -56,8 +56,9 @@
 
 namespace weft {
 
+// The limit of a combinator's wait and what happens to the pending inputs when it ends early.
 struct await_options {
-  timeout limit = timeout::never();
+  timeout limit = timeout::never();  // how long to wait (see weft::timeout)
   // When the limit passes first, cancel the inputs still pending (default: they keep running).
   bool cancel_rest_on_timeout = false;
   // When the awaiting coroutine is cancelled mid-wait, cancel the inputs still pending too.
@@ -68,6 +69,7 @@ struct await_options {
 template <class T>
 class outcome {
  public:
+  // An outcome: failure(error) or success(value).
   static outcome failure(std::exception_ptr error) {
     outcome result;
     result.error_ = std::move(error);
@@ -80,6 +82,7 @@ class outcome {
     return result;
   }
 
+  // has_value() (and operator bool): whether it is a value rather than an error.
   bool has_value() const noexcept { return !error_; }
   explicit operator bool() const noexcept { return has_value(); }
   // The value, or the error rethrown.
@@ -140,8 +143,8 @@ using result_value_t = typename detail::result_value<T>::type;
 // A range combinator's winner: which input (its position in the range) and its value.
 template <class T>
 struct indexed_result {
-  std::size_t index;
-  result_value_t<T> value;
+  std::size_t index;        // the input's position in the range
+  result_value_t<T> value;  // its value
 };
 
 namespace detail {
@@ -371,6 +374,8 @@ concept await_arguments = (detail::handles_then_limit<Arguments...>());
 
 // --- await_all: every outcome --------------------------------------------------------------
 
+// await_all over a range, or over handles given one by one: every input's outcome, never throwing
+// for theirs.
 template <await_range Range, detail::limit_argument... Limit>
 requires(sizeof...(Limit) <= 1) auto await_all(Range&& inputs, const Limit&... limit) {
   detail::range_inputs<Range> set(inputs);
@@ -383,6 +388,7 @@ requires(sizeof...(Limit) <= 1) auto await_all(Range&& inputs, const Limit&... l
   return results;
 }
 
+// await_all over handles given one by one, then optionally a limit.
 template <class... Arguments>
 requires await_arguments<Arguments...>
 auto await_all(Arguments&&... arguments) {
@@ -393,6 +399,8 @@ auto await_all(Arguments&&... arguments) {
 
 // --- await_all_or_fail: every value, or the first error ------------------------------------
 
+// await_all_or_fail over a range, or over handles given one by one: every value, or the first error
+// thrown.
 template <await_range Range, detail::limit_argument... Limit>
 requires(sizeof...(Limit) <= 1) auto await_all_or_fail(Range&& inputs, const Limit&... limit) {
   detail::range_inputs<Range> set(inputs);
@@ -405,6 +413,7 @@ requires(sizeof...(Limit) <= 1) auto await_all_or_fail(Range&& inputs, const Lim
   return results;
 }
 
+// await_all_or_fail over handles given one by one, then optionally a limit.
 template <class... Arguments>
 requires await_arguments<Arguments...>
 auto await_all_or_fail(Arguments&&... arguments) {
@@ -415,12 +424,15 @@ auto await_all_or_fail(Arguments&&... arguments) {
 
 // --- await_any_or_fail: the first to finish ------------------------------------------------
 
+// await_any_or_fail over a range, or over handles given one by one: the first input to finish, its
+// value or its error.
 template <await_range Range, detail::limit_argument... Limit>
 requires(sizeof...(Limit) <= 1) auto await_any_or_fail(Range&& inputs, const Limit&... limit) {
   detail::range_inputs<Range> set(inputs);
   return set.indexed(detail::wait_for_any(set.inputs, detail::to_options(limit...)));
 }
 
+// await_any_or_fail over handles given one by one, then optionally a limit.
 template <class... Arguments>
 requires await_arguments<Arguments...>
 auto await_any_or_fail(Arguments&&... arguments) {
@@ -430,12 +442,15 @@ auto await_any_or_fail(Arguments&&... arguments) {
 
 // --- await_first_success: the first value --------------------------------------------------
 
+// await_first_success over a range, or over handles given one by one: the first value;
+// all_failed_error when every input failed.
 template <await_range Range, detail::limit_argument... Limit>
 requires(sizeof...(Limit) <= 1) auto await_first_success(Range&& inputs, const Limit&... limit) {
   detail::range_inputs<Range> set(inputs);
   return set.indexed(detail::wait_for_first_success(set.inputs, detail::to_options(limit...)));
 }
 
+// await_first_success over handles given one by one, then optionally a limit.
 template <class... Arguments>
 requires await_arguments<Arguments...>
 auto await_first_success(Arguments&&... arguments) {
@@ -445,6 +460,8 @@ auto await_first_success(Arguments&&... arguments) {
 
 // --- await_any_of: the first count values, in the order they came --------------------------
 
+// await_any_of over a range, or over handles given one by one: the first count values;
+// all_failed_error once fewer can succeed.
 template <await_range Range, detail::limit_argument... Limit>
 requires(sizeof...(Limit) <= 1) auto await_any_of(std::size_t count, Range&& inputs,
                                                   const Limit&... limit) {
@@ -457,6 +474,7 @@ requires(sizeof...(Limit) <= 1) auto await_any_of(std::size_t count, Range&& inp
   return results;
 }
 
+// await_any_of over handles given one by one, then optionally a limit.
 template <class... Arguments>
 requires await_arguments<Arguments...>
 auto await_any_of(std::size_t count, Arguments&&... arguments) {

@@ -76,6 +76,7 @@ namespace weft {
 
 class scope;
 
+// Options of a channel.
 struct channel_options {
   // The scope that closes the channel when it closes (see the header comment); null: none.
   weft::scope* owner = nullptr;
@@ -449,7 +450,7 @@ class channel {
                 "during hand-offs that cannot be undone halfway (wrap T in std::unique_ptr)");
 
  public:
-  using value_type = T;
+  using value_type = T;  // T
   // capacity() of an unbounded channel.
   static constexpr std::size_t unlimited = detail::unlimited_capacity;
 
@@ -527,6 +528,7 @@ class channel {
 
   // Buffered values (not counting blocked senders' values).
   std::size_t size() const noexcept { return state_->size(); }
+  // capacity(): the buffer's size (unlimited for unbounded); closed(): whether close() was called.
   std::size_t capacity() const noexcept { return state_->capacity(); }
   bool closed() const noexcept { return state_->closed(); }
 
@@ -537,6 +539,7 @@ class channel {
 
   // for (T value : ch) receives until the channel is closed and drained.
   using iterator = detail::receiving_iterator<T, detail::channel_state<T>>;
+  // begin() and end(): for (T value : ch) receives until the channel is closed and drained.
   iterator begin() { return iterator(state_); }
   std::default_sentinel_t end() const noexcept { return {}; }
 

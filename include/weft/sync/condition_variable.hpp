@@ -89,7 +89,7 @@ class condition_variable {
   // Wakes every current waiter (they re-acquire the mutex one after another, in order).
   void notify_all() noexcept;
 
-  std::size_t waiting() const noexcept { return waiters_.size(); }
+  std::size_t waiting() const noexcept { return waiters_.size(); }  // coroutines waiting now
 
  private:
   std::cv_status wait_within(std::unique_lock<mutex>& lock, const timeout& limit);

@@ -25,6 +25,7 @@ namespace weft {
 
 class event {
  public:
+  // An event, set or not.
   explicit event(bool initially_set = false) noexcept;
   event(const event&) = delete;
   event& operator=(const event&) = delete;
@@ -33,11 +34,11 @@ class event {
   void set() noexcept;
   // Makes later waits wait again. Never suspends.
   void clear() noexcept { set_ = false; }
-  bool is_set() const noexcept { return set_; }
+  bool is_set() const noexcept { return set_; }  // whether it is set
   // Waits until the event is set.
   void wait(const timeout& limit = timeout::never());
 
-  std::size_t waiting() const noexcept { return waiters_.size(); }
+  std::size_t waiting() const noexcept { return waiters_.size(); }  // coroutines waiting now
 
  private:
   static void describe(const void* self, std::string& out);

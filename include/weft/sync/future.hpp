@@ -53,8 +53,10 @@ class broken_promise_error : public error {
   using error::error;
 };
 
+// The writing end of a future (see below).
 template <class T>
 class promise;
+// The result of an operation that settles later (see above).
 template <class T>
 class future;
 
@@ -220,9 +222,11 @@ const cancel_token* make_future_cancel_token(future_state_base& state);
 
 }  // namespace detail
 
+// The writing end: settles its future once (see above).
 template <class T>
 class promise {
  public:
+  // A promise with a pending future (created_at: for the messages of misuse).
   explicit promise(std::source_location created_at = std::source_location::current())
       : state_(new detail::future_state<T>(created_at)) {}
   promise(promise&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
@@ -260,6 +264,7 @@ class promise {
       state_->settle_with_value(where);
     }
   }
+  // Settles a future<void> (same rules as the other set_value).
   void set_value(
       std::source_location where = std::source_location::current()) requires std::is_void_v<T> {
     valid_or_throw("set_value");
@@ -286,7 +291,7 @@ class promise {
     set_exception(std::make_exception_ptr(std::forward<Exception>(error)), where);
   }
 
-  bool valid() const noexcept { return state_ != nullptr; }
+  bool valid() const noexcept { return state_ != nullptr; }  // false once moved from
   // True once the future was settled, by this promise or by a cancel.
   bool settled() const {
     valid_or_throw("settled");
@@ -319,10 +324,11 @@ class promise {
   detail::future_state<T>* state_;
 };
 
+// The result of an operation that settles later (see above).
 template <class T>
 class future {
  public:
-  using value_type = T;
+  using value_type = T;  // T
 
   future() noexcept = default;
   future(const future& other) noexcept : state_(other.state_) {
@@ -364,9 +370,10 @@ class future {
     }
   }
 
-  bool valid() const noexcept { return state_ != nullptr; }
+  bool valid() const noexcept { return state_ != nullptr; }  // false for an empty handle
   // True once settled (with a value, an error, or by cancel).
   bool done() const { return state_or_throw("done").settled(); }
+  // Whether it was settled by cancel().
   bool cancelled() const { return state_or_throw("cancelled").cancelled(); }
   // The error it settled with (null while pending or after a value).
   std::exception_ptr exception() const { return state_or_throw("exception").error(); }

@@ -61,7 +61,9 @@
 
 namespace weft {
 
+// Options of weft::iterate.
 struct iterate_options {
+  // Concurrency: no limit.
   static constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
   // Once every call has returned: cancel the children still alive (true) or wait for them.
   bool cancel_children = true;
@@ -148,6 +150,7 @@ void invoke_call(Function& fn, Element&& element, std::size_t index) {
 
 }  // namespace detail
 
+// Runs fn on every element of range, at most concurrency at once (see above).
 template <std::ranges::input_range Range, class Function>
 void iterate(Range&& range, Function&& fn, std::size_t concurrency, iterate_options options = {}) {
   using reference = std::ranges::range_reference_t<Range>;

@@ -108,7 +108,7 @@ class mutex {
   // unless the calling coroutine holds it.
   void unlock();
 
-  bool locked() const noexcept { return owner_ != nullptr; }
+  bool locked() const noexcept { return owner_ != nullptr; }  // whether a coroutine holds it
   // The id of the coroutine holding it (task::id()), if any.
   std::optional<std::uint64_t> owner_id() const noexcept;
   // How many coroutines wait for it.
@@ -149,6 +149,7 @@ class scoped_lock_all {
   static_assert(sizeof...(Mutexes) > 0, "scoped_lock_all: name at least one mutex");
 
  public:
+  // Locks every mutex, waiting at most limit when given (timeout_error, none held then).
   explicit scoped_lock_all(Mutexes&... mutexes) : held_{&mutexes...} { lock_all(held_); }
   scoped_lock_all(const timeout& limit, Mutexes&... mutexes) : held_{&mutexes...} {
     lock_all(held_, limit);

@@ -73,29 +73,31 @@
 
 namespace weft {
 
+// The type of weft::detached_scope.
 struct detached_scope_t {
   explicit detached_scope_t() = default;
 };
 // weft::scope s(weft::detached_scope): a scope with no parent, wherever it is made.
 inline constexpr detached_scope_t detached_scope{};
 
+// Counters of a scope (scope::stats()).
 struct scope_stats {
-  std::uint64_t spawned = 0;
+  std::uint64_t spawned = 0;       // coroutines spawned into it
   std::uint64_t live = 0;          // its own coroutines not yet ended
   std::uint64_t live_in_tree = 0;  // ... plus those of every descendant scope
-  std::uint64_t succeeded = 0;
-  std::uint64_t failed = 0;     // ended with an exception other than cancelled_error
-  std::uint64_t cancelled = 0;  // ended with cancelled_error (or never started)
+  std::uint64_t succeeded = 0;     // ended with a value
+  std::uint64_t failed = 0;        // ended with an exception other than cancelled_error
+  std::uint64_t cancelled = 0;     // ended with cancelled_error (or never started)
 };
 
 // One scope in a scope::children() snapshot.
 struct scope_info {
-  std::uint64_t id = 0;
-  std::string name;
-  std::uint64_t live = 0;          // its own coroutines not yet ended
-  std::uint64_t live_in_tree = 0;  // ... plus those of every descendant scope
-  bool closed = false;
-  std::string close_reason;
+  std::uint64_t id = 0;              // the scope's id()
+  std::string name;                  // the scope's name()
+  std::uint64_t live = 0;            // its own coroutines not yet ended
+  std::uint64_t live_in_tree = 0;    // ... plus those of every descendant scope
+  bool closed = false;               // closed (cancelled, failed or being destroyed)
+  std::string close_reason;          // why it closed
   std::vector<scope_info> children;  // its child scopes, oldest first
 };
 
@@ -119,6 +121,7 @@ class scope_body {
 
 class scope {
  public:
+  // Receives what escapes a coroutine of the scope (see set_exception_handler).
   using exception_handler = std::function<void(std::exception_ptr)>;
 
   // A child of the calling coroutine's scope, if it has one; else a scope with no parent.
@@ -166,6 +169,7 @@ class scope {
   // std::invalid_argument.
   void on_finally(std::function<void()> fn);
 
+  // name(), parent() (null without one), closed() and failed() (see above).
   const std::string& name() const noexcept { return name_; }
   scope* parent() const noexcept { return parent_; }
   bool closed() const noexcept { return closed_; }
@@ -174,6 +178,8 @@ class scope {
   const std::string& close_reason() const noexcept { return close_reason_; }
   // The failure join() would rethrow, or null. Reading it counts as observing it.
   std::exception_ptr error() noexcept;
+  // live(): its coroutines not yet ended; stats(): its counters; done() (see above); id(): unique
+  // in the process.
   std::size_t live() const noexcept { return live_; }
   scope_stats stats() const noexcept;
   bool done() const noexcept { return done_; }

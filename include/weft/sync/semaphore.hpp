@@ -31,6 +31,7 @@ namespace weft {
 
 class semaphore {
  public:
+  // The default max: no practical bound.
   static constexpr std::size_t default_max =
       static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
 
@@ -73,6 +74,7 @@ class semaphore {
 
   // Free permits (those handed to waiters are no longer counted).
   std::size_t count() const noexcept { return count_; }
+  // max(): the most permits it may hold; waiting(): coroutines waiting now.
   std::size_t max() const noexcept { return max_; }
   std::size_t waiting() const noexcept { return waiters_.size(); }
 

@@ -70,16 +70,17 @@
 
 namespace weft {
 
+// Counters of a task_group (stats()).
 struct task_group_stats {
-  std::uint64_t spawned = 0;
+  std::uint64_t spawned = 0;           // tasks spawned
   std::uint64_t running = 0;           // handed to the scheduler, not yet ended
   std::uint64_t queued = 0;            // waiting for a running task to end
   std::uint64_t blocked_spawners = 0;  // spawn() calls suspended on a full queue
   std::uint64_t unclaimed = 0;         // ended, not yet taken by next/all/race/any
-  std::uint64_t max_running = 0;
-  std::uint64_t succeeded = 0;
-  std::uint64_t failed = 0;
-  std::uint64_t cancelled = 0;
+  std::uint64_t max_running = 0;       // the most that ran at once
+  std::uint64_t succeeded = 0;         // ended with a value
+  std::uint64_t failed = 0;            // ended with an error
+  std::uint64_t cancelled = 0;         // ended cancelled (or never started)
 };
 
 namespace detail {
@@ -148,7 +149,8 @@ class task_group : private detail::task_group_base {
   static_assert(!std::is_reference_v<T>, "weft::task_group<T>: T must be a value type or void");
 
  public:
-  using value_type = T;
+  using value_type = T;  // T
+  // What all() returns: the values, or nothing for void.
   using results_type = std::conditional_t<std::is_void_v<T>, void, std::vector<T>>;
   using detail::task_group_base::unlimited;
 
@@ -176,6 +178,8 @@ class task_group : private detail::task_group_base {
   task<T> spawn(Function&& fn, const timeout& limit, spawn_options options = {},
                 std::source_location spawned_at = std::source_location::current());
 
+  // The next ended task, or nullopt once none is left (see above); the limit form gives up with
+  // timeout_error.
   std::optional<task<T>> next() { return next(timeout::never()); }
   // Throws timeout_error when no task ended before limit.
   std::optional<task<T>> next(const timeout& limit) {
@@ -187,14 +191,17 @@ class task_group : private detail::task_group_base {
         static_cast<detail::result_holder<T>*>(ended));  // adopts take's reference
   }
 
+  // all(), race() and any() (see above).
   results_type all();
   T race();
   T any();
 
+  // Closes the group and cancels its tasks (see above).
   void cancel(std::string reason = "task_group cancelled") { scope::cancel(std::move(reason)); }
   // Seals the group: see "Sealing" above.
   void close() noexcept { seal(); }
 
+  // concurrency(), queue_limit() and stats(): what it was made with, and its counters.
   std::size_t concurrency() const noexcept { return concurrency_; }
   std::size_t queue_limit() const noexcept { return queue_limit_; }
   task_group_stats stats() const noexcept { return group_stats(); }
@@ -203,6 +210,7 @@ class task_group : private detail::task_group_base {
   bool sealed() const noexcept { return task_group_base::sealed(); }
   // The reason it was cancelled with (empty while not cancelled, also once only sealed).
   using scope::close_reason;
+  // id() and name(), as the scope's.
   using scope::id;
   using scope::name;
 

@@ -340,11 +340,14 @@ class thread_channel {
                 "move during hand-offs that cannot be undone halfway (wrap T in std::unique_ptr)");
 
  public:
-  using value_type = T;
+  using value_type = T;  // T
+  // Capacity() of an unbounded channel.
   static constexpr std::size_t unlimited = detail::unlimited_capacity;
 
+  // capacity 0: rendezvous; N: at most N buffered values.
   explicit thread_channel(std::size_t capacity)
       : state_(std::make_shared<detail::thread_channel_state<T>>(capacity)) {}
+  // A channel whose send never blocks.
   static thread_channel unbounded() { return thread_channel(unlimited); }
   // Copies share the channel. Moving copies too, so that a handle is never empty.
   thread_channel(const thread_channel&) = default;
@@ -364,12 +367,14 @@ class thread_channel {
     T copy(value);
     state_->send(std::move(copy), limit);
   }
+  // Never blocks: false when the value could not be buffered or handed over now.
   bool try_send(T&& value) { return state_->offer(value); }
   bool try_send(const T& value) requires std::is_copy_constructible_v<T> {
     T copy(value);
     return state_->offer(copy);
   }
 
+  // As channel<T>::recv, from a coroutine or a plain thread.
   T recv(const timeout& limit = timeout::never()) {
     std::optional<T> value = state_->receive(limit);
     if (!value) {
@@ -377,6 +382,7 @@ class thread_channel {
     }
     return std::move(*value);
   }
+  // Never blocks: a value if one is ready, nullopt otherwise.
   std::optional<T> try_recv() {
     bool closed_and_drained = false;
     std::optional<T> value = state_->poll(closed_and_drained);
@@ -386,10 +392,12 @@ class thread_channel {
     return value;
   }
 
+  // As channel<T>::close: values buffered before are still received.
   void close(std::string reason = "closed") { state_->close(std::move(reason)); }
 
   // Snapshots: another thread may change them right after they are read.
   std::size_t size() const { return state_->size(); }
+  // capacity(): the buffer's size; closed(): whether close() was called.
   std::size_t capacity() const noexcept { return state_->capacity(); }
   bool closed() const { return state_->closed(); }
 
@@ -399,6 +407,7 @@ class thread_channel {
 
   // for (T value : ch): receives until closed and drained.
   using iterator = detail::receiving_iterator<T, detail::thread_channel_state<T>>;
+  // begin() and end(): for (T value : ch) receives until closed and drained.
   iterator begin() { return iterator(state_.get()); }
   std::default_sentinel_t end() const noexcept { return {}; }
 

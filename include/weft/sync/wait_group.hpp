@@ -30,10 +30,11 @@ class wait_group {
 
   // Adds delta (negative to subtract) to the counter; reaching zero releases every waiter.
   void add(std::ptrdiff_t delta = 1);
-  void done() { add(-1); }
+  void done() { add(-1); }  // add(-1)
   // Waits until the counter is zero.
   void wait(const timeout& limit = timeout::never());
 
+  // count(): the counter now; waiting(): coroutines waiting now.
   std::ptrdiff_t count() const noexcept { return count_; }
   std::size_t waiting() const noexcept { return waiters_.size(); }
 
