@@ -32,19 +32,26 @@ class router {
  public:
   router() = default;
 
+  // Adds a route: requests with method m whose path matches pattern (see the file comment) go
+  // to h. Returns *this, so that routes chain.
   router& add(method m, std::string_view pattern, handler h);
+  // add(method::get, pattern, h); a GET route also serves HEAD.
   router& get(std::string_view pattern, handler h) {
     return add(method::get, pattern, std::move(h));
   }
+  // add(method::post, pattern, h).
   router& post(std::string_view pattern, handler h) {
     return add(method::post, pattern, std::move(h));
   }
+  // add(method::put, pattern, h).
   router& put(std::string_view pattern, handler h) {
     return add(method::put, pattern, std::move(h));
   }
+  // add(method::patch, pattern, h).
   router& patch(std::string_view pattern, handler h) {
     return add(method::patch, pattern, std::move(h));
   }
+  // add(method::delete_, pattern, h) (the trailing '_': delete is a C++ keyword).
   router& delete_(std::string_view pattern, handler h) {
     return add(method::delete_, pattern, std::move(h));
   }

@@ -94,8 +94,9 @@ struct static_reply {
   // The file to send after the head; empty when nothing follows (errors, redirects, 304, HEAD,
   // an empty file).
   file_handle file;
-  // The first byte to send and how many: Content-Length of the head. Both 0 without a file.
+  // The first byte of the file to send; 0 without a file.
   std::uint64_t offset = 0;
+  // How many bytes to send from offset: the head's Content-Length; 0 without a file.
   std::uint64_t length = 0;
 
   // Whether file bytes follow the head.

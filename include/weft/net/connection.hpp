@@ -225,6 +225,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void adopt_file(int fd, std::uint64_t offset, std::uint64_t length);
   // File ranges queued by send_file and not yet fully written.
   std::size_t queued_files() const noexcept { return files_.size(); }
+  // The most bytes queued in memory before a send waits (try_send refuses).
   std::size_t send_buffer_limit() const noexcept { return options_.send_buffer_limit; }
   // Zero is std::invalid_argument.
   void set_send_buffer_limit(std::size_t bytes);

@@ -1,0 +1,37 @@
+"""The test's client for the HTTP service (scripts/test-guide): one kept-alive connection, each
+route once, and the errors the router answers by itself; prints what it checked."""
+import http.client
+import sys
+
+host, port = sys.argv[1], int(sys.argv[2])
+conn = http.client.HTTPConnection(host, port, timeout=10)
+failures = []
+
+
+def check(method, path, status, body, send=None, headers=None):
+    conn.request(method, path, body=send, headers=headers or {})
+    response = conn.getresponse()
+    got = response.read().decode()
+    if response.status != status or (body is not None and got != body):
+        failures.append(f"{method} {path}: expected {status} {body!r}, got {response.status} {got!r}")
+    return response
+
+
+check("GET", "/hello", 200, "hello\n")
+check("GET", "/users/42", 200, '{"user":"42"}\n')
+check("POST", "/sum", 200, "6\n", send="1 2 3", headers={"Content-Type": "text/plain"})
+counted = check("GET", "/count/3", 200, "1\n2\n3\n")
+if counted.getheader("Transfer-Encoding") != "chunked":
+    failures.append("/count/3 was not chunked")
+check("GET", "/nowhere", 404, None)
+not_allowed = check("DELETE", "/hello", 405, None)
+if "GET" not in (not_allowed.getheader("Allow") or ""):
+    failures.append("405 without GET in Allow")
+check("HEAD", "/hello", 200, "")
+if conn.sock is None:
+    failures.append("the connection was not kept alive")
+conn.close()
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print("client: 7 requests on one kept-alive connection, every answer as expected")
