@@ -147,7 +147,12 @@ TEST(Httpd, ThousandsOfSleepersAreServedAtOnce) {
   EXPECT_EQ(json_number(stats, "sleepers_max"), static_cast<std::uint64_t>(sleepers)) << stats;
   // Each sleeper was a coroutine of its own on a lazily committed stack: far less than 64 KiB
   // of resident memory each (the whole process, libraries included, stays under 128 MiB).
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ASan the shadow memory and redzones make the resident size say nothing about weft.
+  static_cast<void>(json_number(stats, "rss_bytes"));
+#else
   EXPECT_LT(json_number(stats, "rss_bytes"), 128u << 20) << stats;
+#endif
   EXPECT_EQ(server.stop(), 0);
 }
 
