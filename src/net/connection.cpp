@@ -249,32 +249,41 @@ bool connection::receive(message& out, const timeout& limit) {
       return true;
     }
   need_bytes:
-    if (peer_ended_) {
-      if (buffered() > 0) {
-        log("peer closed in the middle of a message (" + std::to_string(buffered()) +
-            " bytes of it dropped)");
-      }
-      end_input(close_reason::peer);
+    if (!pull_input(limit, buffered() > 0)) {
       return false;
     }
-    if (stopping_ && buffered() == 0) {
-      // The server is stopping: serve what already arrived, then end at a message boundary.
-      if (stop_read_done_ || !read_once()) {
-        if (state_ == state::open) {
-          end_input(close_reason::server_stop);
-        }
-        return false;
-      }
-      stop_read_done_ = true;
-      continue;
-    }
-    if (!read_first_) {
-      if (!wait_input(limit)) {
-        continue;
-      }
-    }
-    read_once();
   }
+}
+
+// One step towards more input, for receive() and read_input() once what is buffered is not
+// enough: the input ends when the peer has closed (what was partly received is logged as
+// dropped) or when the server is stopping and the reader is between messages (what already
+// arrived is read once more, then it ends at the boundary); otherwise it reads, waiting for the
+// socket first unless the last read filled the buffer. False: the input has ended.
+bool connection::pull_input(const timeout& limit, bool partial) {
+  if (peer_ended_) {
+    if (partial) {
+      log("peer closed in the middle of a message (" + std::to_string(buffered()) +
+          " bytes of it dropped)");
+    }
+    end_input(close_reason::peer);
+    return false;
+  }
+  if (stopping_ && !partial) {
+    if (stop_read_done_ || !read_once()) {
+      if (state_ == state::open) {
+        end_input(close_reason::server_stop);
+      }
+      return false;
+    }
+    stop_read_done_ = true;
+    return true;
+  }
+  if (!read_first_ && !wait_input(limit)) {
+    return true;  // cut short: the caller looks at its state again
+  }
+  read_once();
+  return true;
 }
 
 // Waits while receiving is paused (an interrupt or resume_recv ends the wait).
@@ -384,30 +393,9 @@ bool connection::read_input(const timeout& limit, bool mid_message) {
     if (buffered() > before) {
       return true;
     }
-    if (peer_ended_) {
-      if (buffered() > 0 || mid_message) {
-        log("peer closed in the middle of a message (" + std::to_string(buffered()) +
-            " bytes of it dropped)");
-      }
-      end_input(close_reason::peer);
+    if (!pull_input(limit, buffered() > 0 || mid_message)) {
       return false;
     }
-    if (stopping_ && !mid_message && buffered() == 0) {
-      if (stop_read_done_ || !read_once()) {
-        if (state_ == state::open) {
-          end_input(close_reason::server_stop);
-        }
-        return false;
-      }
-      stop_read_done_ = true;
-      continue;
-    }
-    if (!read_first_) {
-      if (!wait_input(limit)) {
-        continue;
-      }
-    }
-    read_once();
   }
 }
 
