@@ -5,10 +5,11 @@
 //
 // Contract:
 //   - Blocking: the constructor and resolve() make plain system calls (openat2 or openat,
-//     fstat, readlinkat, close) on the calling thread. On a local file system they do not wait
-//     for the disk beyond a metadata lookup; the file's bytes are never read here.
+//     fstat, readlinkat, close, and pread of a small file the cache takes in) on the calling
+//     thread. On a local file system they wait for the disk at most for a metadata lookup and
+//     one read of at most cache_file_max bytes; bigger files are never read here.
 //   - Threads: a static_files is immutable after construction; resolve() is const and may run
-//     on several threads at once (it only reads the root descriptor).
+//     on several threads at once (it reads the root descriptor, and each thread's own cache).
 //   - Ownership: static_files owns a descriptor of its root directory (O_PATH|O_DIRECTORY),
 //     opened once by the constructor: renaming the root afterwards changes nothing, and every
 //     open is relative to it. A static_reply owns the descriptor of the file it names
