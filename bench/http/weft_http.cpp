@@ -10,9 +10,10 @@
 // Modes:
 //   hello: GET /hello -> 200, Content-Type: text/plain, body "hello\n" (Content-Length).
 //   static: GET /4k.txt -> DIR/4k.txt through router::files, the static-file handler a user
-//     mounts: per request the file is opened beneath the root (openat2 RESOLVE_BENEATH),
-//     fstat'ed for its ETag and Last-Modified, and sent with sendfile(2) (no cache of open
-//     files, as nginx's default and h2o's).
+//     mounts, with its defaults: the file is opened beneath the root (openat2 RESOLVE_BENEATH)
+//     and fstat'ed for its ETag and Last-Modified, and, being small, kept in the worker's
+//     memory for a second (static_options::cache_valid), as h2o's default file cache does;
+//     bigger files go out with sendfile(2).
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <optional>
@@ -17,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include "http/chars.hpp"
@@ -170,7 +173,7 @@ bool if_range_holds(const headers& fields, const static_options& options, std::s
 // The answer for a regular file that exists: preconditions, then the range.
 static_reply serve_file(const request& req, const static_options& options,
                         std::string_view cache_control, file_handle file, const struct stat& st,
-                        std::string_view name) {
+                        std::string_view name, const std::string* content = nullptr) {
   const headers& fields = req.headers;
   std::string tag = options.etag ? detail::entity_tag_of(st) : std::string();
   std::time_t modified = st.st_mtim.tv_sec;
@@ -239,11 +242,68 @@ static_reply serve_file(const request& req, const static_options& options,
   if (options.last_modified) out.add("Last-Modified", format_http_date(modified));
   out.add("Cache-Control", cache_control);
   if (req.method == method::get && length > 0) {
-    reply.file = std::move(file);
-    reply.offset = first;
-    reply.length = length;
+    if (content != nullptr) {
+      reply.head.body.assign(*content, static_cast<std::size_t>(first),
+                             static_cast<std::size_t>(length));
+    } else {
+      reply.file = std::move(file);
+      reply.offset = first;
+      reply.length = length;
+    }
   }
   return reply;
+}
+
+// The small-file cache of one thread (see the header's contract): entries by instance and
+// relative path, each with the fstat it was read with and when it was last checked.
+struct cached_file {
+  struct stat st {};
+  std::string content;
+  std::chrono::steady_clock::time_point checked{};
+  std::uint64_t used = 0;  // the cache's tick at the last hit: the least recent goes first
+};
+
+struct file_cache {
+  std::unordered_map<std::string, cached_file> entries;
+  std::size_t bytes = 0;
+  std::uint64_t tick = 0;
+
+  // Drops the least recently used entries until the cache holds at most `target` bytes (a
+  // batch at a time: the scan is linear, so it runs once per quarter of the cache refilled).
+  void shrink_to(std::size_t target) {
+    while (bytes > target && !entries.empty()) {
+      auto oldest = entries.begin();
+      for (auto it = entries.begin(); it != entries.end(); ++it) {
+        if (it->second.used < oldest->second.used) oldest = it;
+      }
+      bytes -= oldest->second.content.size();
+      entries.erase(oldest);
+    }
+  }
+};
+
+thread_local file_cache this_thread_cache;
+std::atomic<std::uint64_t> next_cache_id{1};
+
+std::string cache_key(std::uint64_t id, std::string_view relative) {
+  std::string key = std::to_string(id);
+  key.push_back('\0');
+  key.append(relative);
+  return key;
+}
+
+// Reads a whole small file into memory; false when it turned out shorter than st says (it is
+// changing: not cached) or a read failed.
+bool read_whole(int fd, const struct stat& st, std::string& out) {
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t got = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<std::size_t>(got);
+  }
+  return true;
 }
 
 }  // namespace
@@ -285,6 +345,7 @@ static_files::static_files(static_options options) : options_(std::move(options)
   }
   root_.reset(fd);
   openat2_ = detail::openat2_works(fd);
+  cache_id_ = next_cache_id.fetch_add(1, std::memory_order_relaxed);
   cache_control_ = options_.max_age.count() > 0
                        ? "max-age=" + std::to_string(options_.max_age.count())
                        : std::string("no-cache");
@@ -335,6 +396,26 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
     return redirect_to_directory(req);  // the root itself, named without its '/'
   }
 
+  const std::string_view name = std::string_view(relative).substr(name_start);
+  const bool caching = options_.cache_valid.count() > 0;
+  const auto now =
+      caching ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  std::string key;
+  if (caching) {
+    key = cache_key(cache_id_, relative);
+    file_cache& cache = this_thread_cache;
+    auto hit = cache.entries.find(key);
+    if (hit != cache.entries.end()) {
+      if (now - hit->second.checked < options_.cache_valid) {
+        hit->second.used = ++cache.tick;
+        return serve_file(req, options_, cache_control_, file_handle(), hit->second.st, name,
+                          &hit->second.content);
+      }
+      cache.bytes -= hit->second.content.size();
+      cache.entries.erase(hit);  // stale: looked up afresh below
+    }
+  }
+
   bool use_openat2 = openat2_ && detail::get_confine_mode() == detail::confine_mode::automatic;
   int fd = detail::open_beneath(root_.get(), relative, use_openat2);
   if (fd < 0) {
@@ -346,8 +427,26 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
   if (::fstat(fd, &st) < 0) throw_io_error(errno, "fstat", options_, relative);
   if (S_ISDIR(st.st_mode)) return slash ? not_found() : redirect_to_directory(req);
   if (!S_ISREG(st.st_mode)) return not_found();  // FIFO, socket, device
-  return serve_file(req, options_, cache_control_, std::move(file), st,
-                    std::string_view(relative).substr(name_start));
+  if (caching && static_cast<std::uint64_t>(st.st_size) <= options_.cache_file_max &&
+      static_cast<std::size_t>(st.st_size) <= options_.cache_bytes) {
+    cached_file entry;
+    entry.st = st;
+    entry.checked = now;
+    if (read_whole(file.get(), st, entry.content)) {
+      file_cache& cache = this_thread_cache;
+      const std::size_t size = entry.content.size();
+      if (cache.bytes + size > options_.cache_bytes) {
+        cache.shrink_to((options_.cache_bytes - size) / 4 * 3);
+      }
+      entry.used = ++cache.tick;
+      auto [slot, inserted] = cache.entries.insert_or_assign(std::move(key), std::move(entry));
+      static_cast<void>(inserted);
+      cache.bytes += size;
+      return serve_file(req, options_, cache_control_, file_handle(), slot->second.st, name,
+                        &slot->second.content);
+    }
+  }
+  return serve_file(req, options_, cache_control_, std::move(file), st, name);
 }
 
 }  // namespace weft::http

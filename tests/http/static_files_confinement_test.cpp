@@ -58,6 +58,7 @@ class StaticConfinement : public ::testing::TestWithParam<confine_mode> {
   http::static_files files(bool dotfiles = false) const {
     http::static_options options;
     options.root = tree_.root().string();
+    options.cache_valid = std::chrono::milliseconds(0);  // each resolve looks afresh
     options.dotfiles = dotfiles;
     return http::static_files(options);
   }

@@ -39,6 +39,7 @@ class StaticDirectory : public ::testing::Test {
   http::static_files files(std::string index = "index.html") const {
     http::static_options options;
     options.root = tree_.root().string();
+    options.cache_valid = std::chrono::milliseconds(0);  // each resolve looks afresh
     options.index = std::move(index);
     return http::static_files(options);
   }

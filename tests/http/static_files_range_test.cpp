@@ -44,6 +44,7 @@ class StaticRange : public ::testing::Test {
   http::static_files make() const {
     http::static_options options;
     options.root = tree_.root().string();
+    options.cache_valid = std::chrono::milliseconds(0);  // each resolve looks afresh
     return http::static_files(options);
   }
   // Checks a 206 for [first, last] of content.

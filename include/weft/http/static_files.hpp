@@ -5,10 +5,11 @@
 //
 // Contract:
 //   - Blocking: the constructor and resolve() make plain system calls (openat2 or openat,
-//     fstat, readlinkat, close) on the calling thread. On a local file system they do not wait
-//     for the disk beyond a metadata lookup; the file's bytes are never read here.
+//     fstat, readlinkat, close, and pread of a small file the cache takes in) on the calling
+//     thread. On a local file system they wait for the disk at most for a metadata lookup and
+//     one read of at most cache_file_max bytes; bigger files are never read here.
 //   - Threads: a static_files is immutable after construction; resolve() is const and may run
-//     on several threads at once (it only reads the root descriptor).
+//     on several threads at once (it reads the root descriptor, and each thread's own cache).
 //   - Ownership: static_files owns a descriptor of its root directory (O_PATH|O_DIRECTORY),
 //     opened once by the constructor: renaming the root afterwards changes nothing, and every
 //     open is relative to it. A static_reply owns the descriptor of the file it names
@@ -52,9 +53,18 @@
 //   - The file may change after resolve(): its size is fstat's at that moment, and a file
 //     that shrank before it was sent is the sender's to report (exchange::send_file fails
 //     with a short file rather than send fewer bytes than Content-Length said).
+//   - Small files are cached in memory (static_options::cache_valid, on by default for one
+//     second, as h2o's file cache and nginx's open_file_cache): a file of at most
+//     cache_file_max bytes is read once and kept, with its fstat, by the thread that resolved
+//     it; for cache_valid afterwards that thread answers it from memory (the bytes go in the
+//     head's body, no file descriptor) without opening the file again, so a file changed on
+//     disk is served as it was for at most cache_valid. Each thread keeps at most
+//     cache_bytes of files, dropping the least recently used first. Misses are never
+//     cached. cache_valid of zero opens and stats the file for every request.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <optional>
@@ -85,11 +95,19 @@ struct static_options {
   std::chrono::seconds max_age{0};
   // Whether segments starting with '.' (".git", ".env") are served; refused with 404 if not.
   bool dotfiles = false;
+  // How long a thread answers a small file from memory before it opens and stats the file
+  // again (see the contract); zero switches the cache off.
+  std::chrono::milliseconds cache_valid{1000};
+  // The largest file the cache holds (bigger ones are always sent from their descriptor).
+  std::size_t cache_file_max = std::size_t{64} << 10;
+  // The most bytes of files the cache holds per thread.
+  std::size_t cache_bytes = std::size_t{8} << 20;
 };
 
 // A response head plus, when bytes of a file follow it, that file open and the range to send.
 struct static_reply {
-  // Status, reason and fields; body only for the small generated answers (see the contract).
+  // Status, reason and fields; body only for the small generated answers and for a cached
+  // file's bytes (see the contract).
   http::response head;
   // The file to send after the head; empty when nothing follows (errors, redirects, 304, HEAD,
   // an empty file).
@@ -132,6 +150,9 @@ class static_files {
   file_handle root_;
   // Whether the kernel accepted openat2 when the root was opened (else the O_NOFOLLOW walk).
   bool openat2_ = true;
+  // Names this instance in the threads' file caches (unique for the process's life, so a new
+  // static_files at a dead one's address never sees its entries).
+  std::uint64_t cache_id_ = 0;
 };
 
 // The media type for a file name, by its extension, compared case-insensitively ("a.HTML" ->
