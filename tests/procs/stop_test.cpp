@@ -1,6 +1,7 @@
 // Ending processes and the runtime: cancel asks once, terminate ends at once, stop cancels
 // everything, waits its grace, forces the stubborn and joins its workers; after stop nothing
 // is accepted, and work racing stop either takes effect or is refused, never lost or hung.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -277,7 +278,14 @@ TEST_F(ProcsStop, NoWorkerThreadOutlivesStop) {
   // A first thread makes the runtime start what it starts lazily with the first thread (TSan's
   // background thread), so that only the runtime's own threads make a difference below.
   std::thread([] {}).join();
-  const std::size_t before = threads_of_this_process();
+  // A joined thread's task can linger in /proc/self/task for a moment after join() returns
+  // (the kernel releases it after the thread has cleared its tid): take the count once it has
+  // settled, the lowest seen over a short while.
+  std::size_t before = threads_of_this_process();
+  for (int look = 0; look < 20; ++look) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    before = std::min(before, threads_of_this_process());
+  }
   runtime engine({.workers = 4});
   EXPECT_EQ(engine.workers(), 4u);
   std::atomic<int> closes{0};
@@ -285,6 +293,11 @@ TEST_F(ProcsStop, NoWorkerThreadOutlivesStop) {
     engine.submit(wait_for_cancel(closes));
   }
   stop_and_check_clean(engine);
+  // The same lingering after stop() joined the workers: wait (bounded) for it to pass.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (threads_of_this_process() > before && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_EQ(threads_of_this_process(), before) << "a thread of the runtime is still alive";
   EXPECT_EQ(closes.load(), 16);
 }
