@@ -165,18 +165,26 @@ std::optional<message> connection::receive(const timeout& limit) {
   return out;
 }
 
-bool connection::receive(message& out, const timeout& limit) {
-  if (reader_active_) {
-    throw std::logic_error("weft::net::connection::receive: connection " + std::to_string(id_) +
-                           " (" + peer_address_ +
-                           ") is already being received from by another coroutine; one reader "
-                           "at a time");
+// Marks the connection as being received from for one call (receive, read_input): a second
+// coroutine receiving at the same time is misuse, named with the operation.
+struct connection::reader_guard {
+  reader_guard(connection& owner, const char* operation) : self(owner) {
+    if (self.reader_active_) {
+      throw std::logic_error(std::string("weft::net::connection::") + operation + ": connection " +
+                             std::to_string(self.id_) + " (" + self.peer_address_ +
+                             ") is already being received from by another coroutine; one "
+                             "reader at a time");
+    }
+    self.reader_active_ = true;
   }
-  reader_active_ = true;
-  struct leave {
-    connection& self;
-    ~leave() { self.reader_active_ = false; }
-  } guard{*this};
+  reader_guard(const reader_guard&) = delete;
+  reader_guard& operator=(const reader_guard&) = delete;
+  ~reader_guard() { self.reader_active_ = false; }
+  connection& self;
+};
+
+bool connection::receive(message& out, const timeout& limit) {
+  reader_guard guard(*this, "receive");
 
   for (;;) {
     if (state_ != state::open || finished_) {
@@ -370,17 +378,7 @@ bool connection::read_input(const timeout& limit, bool mid_message) {
                            " protocol; receiving in place is for connections without one "
                            "(use receive())");
   }
-  if (reader_active_) {
-    throw std::logic_error("weft::net::connection::read_input: connection " + std::to_string(id_) +
-                           " (" + peer_address_ +
-                           ") is already being received from by another coroutine; one reader "
-                           "at a time");
-  }
-  reader_active_ = true;
-  struct leave {
-    connection& self;
-    ~leave() { self.reader_active_ = false; }
-  } guard{*this};
+  reader_guard guard(*this, "read_input");
   const std::size_t before = buffered();
   for (;;) {
     if (state_ != state::open) {

@@ -290,6 +290,7 @@ class connection : public std::enable_shared_from_this<connection> {
   bool fill(const timeout& limit);
   bool wait_input(const timeout& limit);
   bool pull_input(const timeout& limit, bool partial);
+  struct reader_guard;
   void wait_resumed(const timeout& limit);
   bool read_once();
   void protocol_failed(const protocol_error& failure, bool too_big);
