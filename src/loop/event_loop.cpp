@@ -171,7 +171,7 @@ void loop_core::end_running(std::uint32_t slot) noexcept {
 
 void loop_core::arm_timer(std::uint32_t slot, watcher& w, std::int64_t deadline) {
   std::uint64_t sequence = next_sequence_++;
-  timers_.push(timer_node{deadline, sequence, slot});
+  timers_.push(timer_node{deadline, sequence, slot}, w.interval);
   w.armed_sequence = sequence;
 }
 
@@ -191,7 +191,8 @@ void loop_core::start_timers(std::int64_t now) {
   // with ten million timers that look is a second pass over 640 MB of slots.
   compact_if_worth_it();
   for (const unstarted_timer& timer : unstarted_) {
-    timers_.push(timer_node{deadline_after(now, timer.interval), timer.sequence, timer.slot});
+    timers_.push(timer_node{deadline_after(now, timer.interval), timer.sequence, timer.slot},
+                 timer.interval);
   }
   unstarted_.clear();
 }
@@ -291,9 +292,7 @@ std::size_t loop_core::delete_all_timers() {
       doomed.push_back(slot);
     }
   };
-  for (const timer_node& node : timers_.nodes()) {
-    collect(node.sequence, node.slot);
-  }
+  timers_.for_each([&](const timer_node& node) { collect(node.sequence, node.slot); });
   for (const unstarted_timer& timer : unstarted_) {
     collect(timer.sequence, timer.slot);
   }

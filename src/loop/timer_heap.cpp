@@ -1,9 +1,94 @@
 #include "loop/timer_heap.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace weft::loop::detail {
+
+timer_heap::~timer_heap() {
+  std::free(nodes_);
+  for (run& r : runs_) {
+    std::free(r.nodes);
+  }
+}
+
+void timer_heap::push(const timer_node& node, std::int64_t interval) {
+  std::size_t index = run_index(interval);
+  run& r = runs_[index];
+  if (r.count == 0) {
+    if (heap_size_ == capacity_) {
+      grow();  // first, so that a failure leaves no run without its representative
+    }
+    append(r, node);
+    r.interval = interval;
+    heap_push(
+        timer_node{node.deadline, node.sequence, run_flag | static_cast<std::uint32_t>(index)});
+  } else if (r.interval == interval && !earlier(node, r.back())) {
+    append(r, node);  // the run's representative keeps its front's key
+  } else {
+    heap_push(node);  // another interval's run, or out of its order
+  }
+  ++size_;
+}
+
+void timer_heap::pop() noexcept {
+  --size_;
+  timer_node& first = nodes_[0];
+  if (first.slot >= run_flag) {
+    run& r = runs_[first.slot - run_flag];
+    r.head = (r.head + 1) & (r.capacity - 1);
+    if (--r.count > 0) {
+      // The representative takes the next front's key, later than the last: down it goes.
+      first.deadline = r.front().deadline;
+      first.sequence = r.front().sequence;
+      sift_down(0);
+      return;
+    }
+    release(r);
+  }
+  heap_pop();
+}
+
+void timer_heap::clear() noexcept {
+  heap_size_ = 0;
+  size_ = 0;
+  for (run& r : runs_) {
+    r.count = 0;
+    release(r);
+  }
+}
+
+void timer_heap::append(run& r, const timer_node& node) {
+  if (r.count == r.capacity) {
+    std::size_t capacity = r.capacity == 0 ? 16 : r.capacity * 2;
+    auto* grown = static_cast<timer_node*>(std::malloc(capacity * sizeof(timer_node)));
+    if (grown == nullptr) {
+      throw std::bad_alloc();
+    }
+    // Unwrap the ring into the new buffer: the part from head to the end, then the start.
+    std::size_t tail = r.capacity - r.head;
+    if (r.count > 0) {
+      std::memcpy(grown, r.nodes + r.head, tail * sizeof(timer_node));
+      std::memcpy(grown + tail, r.nodes, r.head * sizeof(timer_node));
+    }
+    std::free(r.nodes);
+    r.nodes = grown;
+    r.capacity = capacity;
+    r.head = 0;
+  }
+  r.nodes[(r.head + r.count) & (r.capacity - 1)] = node;
+  ++r.count;
+}
+
+void timer_heap::release(run& r) noexcept {
+  r.head = 0;
+  if (r.capacity > kept_capacity) {
+    std::free(r.nodes);
+    r.nodes = nullptr;
+    r.capacity = 0;
+  }
+}
 
 void timer_heap::grow() {
   std::size_t capacity = capacity_ == 0 ? 64 : capacity_ * 2;
@@ -15,12 +100,12 @@ void timer_heap::grow() {
   capacity_ = capacity;
 }
 
-void timer_heap::push(const timer_node& node) {
-  if (size_ == capacity_) {
+void timer_heap::heap_push(const timer_node& node) {
+  if (heap_size_ == capacity_) {
     grow();
   }
   // Move the hole up rather than swapping: one store per level.
-  std::size_t index = size_++;
+  std::size_t index = heap_size_++;
   while (index > 0) {
     std::size_t parent = (index - 1) / arity;
     if (!earlier(node, nodes_[parent])) {
@@ -32,9 +117,9 @@ void timer_heap::push(const timer_node& node) {
   nodes_[index] = node;
 }
 
-void timer_heap::pop() noexcept {
-  timer_node last = nodes_[--size_];
-  const std::size_t count = size_;
+void timer_heap::heap_pop() noexcept {
+  timer_node last = nodes_[--heap_size_];
+  const std::size_t count = heap_size_;
   if (count == 0) {
     return;
   }
@@ -71,7 +156,7 @@ void timer_heap::pop() noexcept {
 
 void timer_heap::sift_down(std::size_t index) noexcept {
   const timer_node node = nodes_[index];
-  const std::size_t count = size_;
+  const std::size_t count = heap_size_;
   for (;;) {
     std::size_t first = index * arity + 1;
     if (first >= count) {
@@ -94,10 +179,10 @@ void timer_heap::sift_down(std::size_t index) noexcept {
 }
 
 void timer_heap::heapify() noexcept {
-  if (size_ < 2) {
+  if (heap_size_ < 2) {
     return;
   }
-  for (std::size_t index = (size_ - 2) / arity + 1; index-- > 0;) {
+  for (std::size_t index = (heap_size_ - 2) / arity + 1; index-- > 0;) {
     sift_down(index);
   }
 }

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <vector>
 
 #include "weft/detail/unique_function.hpp"
@@ -54,6 +55,8 @@ static_assert(sizeof(watcher) == 64, "keep a timer's slot to one cache line");
 class watcher_table {
  public:
   static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+  // Slots stay below 2^31 (128 GiB of watchers): the timer heap marks its own nodes above.
+  static constexpr std::uint32_t max_slots = std::uint32_t{1} << 31;
 
   watcher_table() = default;
   watcher_table(const watcher_table&) = delete;
@@ -77,6 +80,9 @@ class watcher_table {
       std::uint32_t slot = free_;
       free_ = at(slot).next_free;
       return slot;
+    }
+    if (size_ == max_slots) [[unlikely]] {
+      throw std::length_error("weft::loop: 2^31 watchers are live at once, the most a loop holds");
     }
     if ((size_ & (chunk_size - 1)) == 0) {
       // Raw storage: a slot is constructed when first handed out, so that a growing table

@@ -201,8 +201,10 @@ TEST(LoopTimers, EqualDeadlinesComeOutInTheOrderTheyWereSet) {
     nodes.push_back({deadline, sequence, static_cast<std::uint32_t>(sequence)});
   }
   std::shuffle(nodes.begin(), nodes.end(), random);
+  // Three intervals: the nodes of one go to its run while they come in order and to the heap
+  // when they do not, so both halves and their ties are exercised.
   for (const auto& node : nodes) {
-    heap.push(node);
+    heap.push(node, static_cast<std::int64_t>(node.sequence % 3) * 1'000'000);
   }
   heap.retain([](const weft::loop::detail::timer_node& node) { return node.sequence % 7 != 0; });
   std::vector<std::pair<std::int64_t, std::uint64_t>> popped;
@@ -213,6 +215,72 @@ TEST(LoopTimers, EqualDeadlinesComeOutInTheOrderTheyWereSet) {
   EXPECT_EQ(popped.size(), 1000u - 1000u / 7);
   EXPECT_TRUE(std::is_sorted(popped.begin(), popped.end()))
       << "by deadline, and by the order set among equal deadlines";
+}
+
+// The queue against a plain ordered set, in the shapes the loop gives it: a clock that only
+// moves forward, a few common intervals (their runs) and many rare ones (more than the runs'
+// table: collisions go to the heap), timers armed from an earlier reading (out of their run's
+// order), pops between pushes, and lazy cancellation swept by retain(). Every timer must come
+// out exactly once, in (deadline, sequence) order.
+TEST(LoopTimers, TheQueueKeepsDeadlineOrderAcrossItsRunsAndItsHeap) {
+  using weft::loop::detail::timer_node;
+  weft::loop::detail::timer_heap queue;
+  std::mt19937_64 random(19);
+  std::set<std::pair<std::int64_t, std::uint64_t>> expected;
+  std::set<std::uint64_t> cancelled;
+  std::int64_t now = 1'000'000;
+  std::uint64_t sequence = 1;
+  std::size_t popped = 0;
+  auto check_top = [&] {
+    ASSERT_FALSE(queue.empty());
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(queue.top().deadline, expected.begin()->first);
+    EXPECT_EQ(queue.top().sequence, expected.begin()->second);
+    EXPECT_EQ(queue.top().slot, static_cast<std::uint32_t>(queue.top().sequence));
+  };
+  for (int round = 0; round < 200; ++round) {
+    for (int index = 0; index < 100; ++index) {
+      now += static_cast<std::int64_t>(random() % 3);
+      std::uint64_t pick = random() % 10;
+      std::int64_t interval = pick < 7 ? static_cast<std::int64_t>(pick) * 1'000'000  // common
+                                       : static_cast<std::int64_t>(random() % 1000) * 7;
+      std::int64_t read_at = random() % 8 == 0 ? now - 50 : now;  // an earlier reading
+      timer_node node{read_at + interval, sequence, static_cast<std::uint32_t>(sequence)};
+      ++sequence;
+      queue.push(node, interval);
+      expected.emplace(node.deadline, node.sequence);
+      if (random() % 5 == 0) {
+        cancelled.insert(node.sequence);
+      }
+    }
+    ASSERT_EQ(queue.size(), expected.size());
+    if (round % 10 == 9) {
+      queue.retain([&](const timer_node& node) { return cancelled.count(node.sequence) == 0; });
+      std::erase_if(expected, [&](const auto& entry) { return cancelled.count(entry.second); });
+      cancelled.clear();
+      ASSERT_EQ(queue.size(), expected.size());
+    }
+    for (std::uint64_t take = random() % 120; take > 0 && !expected.empty(); --take) {
+      check_top();
+      queue.pop();
+      expected.erase(expected.begin());
+      ++popped;
+    }
+  }
+  std::size_t visited = 0;
+  queue.for_each([&](const timer_node& node) {
+    ++visited;
+    EXPECT_EQ(expected.count({node.deadline, node.sequence}), 1u);
+  });
+  EXPECT_EQ(visited, expected.size());
+  while (!expected.empty()) {
+    check_top();
+    queue.pop();
+    expected.erase(expected.begin());
+    ++popped;
+  }
+  EXPECT_TRUE(queue.empty());
+  EXPECT_GT(popped, 10'000u);
 }
 
 TEST(LoopTimers, NothingFiresEarly) {
