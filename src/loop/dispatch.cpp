@@ -245,11 +245,16 @@ void loop_core::dispatch(session& s) {
       keeper_gate_.signal();  // nothing referenced: the keeper may end (it re-checks)
     }
     std::int64_t now = 0;
-    if (!timers_.empty() || !unstarted_.empty()) {
+    if (!unstarted_.empty()) {
       now = clock_now();
-      if (!unstarted_.empty()) {
-        start_timers(now);
-      }
+      start_timers(now);
+    } else if (!timers_.empty()) {
+      // A busy loop ticks far more often than its timers come due (the fd check's second, an
+      // idle timeout): a coarse reading that shows the earliest deadline still ahead saves the
+      // precise one. Any deadline that might have passed is compared with clock_now().
+      std::int64_t coarse = coarse_clock::now();
+      std::int64_t latest = deadline_after(coarse, coarse_clock::get().slack);
+      now = timers_.top().deadline > latest ? coarse : clock_now();
     }
     if (has_work(now)) {
       fd_callbacks_ran_ = false;

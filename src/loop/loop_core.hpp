@@ -55,6 +55,17 @@ inline std::int64_t clock_now() noexcept {
   return std::chrono::steady_clock::now().time_since_epoch().count();
 }
 
+// A lower bound of clock_now() that costs a few nanoseconds (CLOCK_MONOTONIC_COARSE: the time
+// of the last scheduler tick of the kernel, on steady_clock's clock), and how far behind it may
+// be: the true time lies in [coarse, coarse + slack]. Used only to see that no timer can be
+// due yet; a timer that might be is checked against clock_now(). Where the coarse clock is
+// missing the slack is never, and every check reads the precise clock.
+struct coarse_clock {
+  std::int64_t slack;
+  static const coarse_clock& get() noexcept;
+  static std::int64_t now() noexcept;
+};
+
 // now + span, saturated to never.
 inline std::int64_t deadline_after(std::int64_t now, std::int64_t span) noexcept {
   std::int64_t sum = 0;

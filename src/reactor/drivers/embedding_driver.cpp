@@ -121,7 +121,9 @@ void embedding_driver::poll(bool block) {
   }
   backend_ready_ = false;
   native_wait(until);
-  now = timer_clock::now();
+  if (block) {
+    now = timer_clock::now();  // after a wait that did not wait, the reading above still serves
+  }
   if (backend_ready_ || now >= uv_due) {
     run_uv();
   }

@@ -146,8 +146,7 @@ class ev_driver final : public embedding_driver {
     if (!queued_.empty()) {
       drop_closed();
     }
-    timer_clock::time_point now = timer_clock::now();
-    if (until <= now) {
+    if (until == timer_clock::time_point::min() || until <= timer_clock::now()) {
       ev_run(loop_, EVRUN_NOWAIT);
       return;
     }

@@ -134,7 +134,8 @@ class event_driver final : public embedding_driver {
   }
 
   void native_wait(timer_clock::time_point until) override {
-    timer_clock::time_point now = timer_clock::now();
+    timer_clock::time_point now =
+        until == timer_clock::time_point::min() ? until : timer_clock::now();  // min: no wait
     if (until <= now) {
       // NONBLOCK alone would turn again as long as callbacks ran, and a level-triggered fd
       // this turn did not drain (libuv's backend fd, drained after this returns) would keep it
