@@ -52,7 +52,7 @@ class poll_driver final : public embedding_driver {
  private:
   int native_watch(fd_watch& watch) override {
     if (is_backend(watch)) {
-      fds_.reserve(fds_.size() + 1);  // room for its entry in native_wait
+      keep_room_for_backend(0);
       backend_ = &watch;
       backend_entry_ = pollfd{watch.events != 0 ? watch.fd : -1, POLLIN, 0};
       watch.watched = true;
@@ -60,7 +60,7 @@ class poll_driver final : public embedding_driver {
       return 0;
     }
     if (!watch.watched) {
-      fds_.reserve(fds_.size() + 2);  // room for the backend's entry in native_wait
+      keep_room_for_backend(1);
       watch.index = fds_.size();
       fds_.push_back(pollfd{-1, 0, 0});
       owners_.push_back(&watch);
@@ -112,16 +112,13 @@ class poll_driver final : public embedding_driver {
       fds_.push_back(backend_entry_);  // never allocates: native_watch reserved the room
     }
     int ready = ::poll(fds_.data(), fds_.size(), timeout);
-    short backend_events = 0;
     if (with_backend) {
-      backend_events = fds_.back().revents;
+      short revents = fds_.back().revents;
       fds_.pop_back();
-      if (backend_events != 0) {
+      if (revents != 0) {
         --ready;
+        report_backend(revents);
       }
-    }
-    if (backend_events != 0) {
-      report_backend(backend_events);
     }
     if (ready <= 0) {
       return;  // the deadline, or EINTR: the caller fires what is due and asks again
@@ -171,10 +168,10 @@ class poll_driver final : public embedding_driver {
 
   std::string native_release_all() noexcept override {
     std::string fds;
-    // The backend's watch is the driver's own; every other one is left over.
+    // Every watch in the array is left over (the backend's is kept apart).
     for (std::size_t index = fds_.size(); index-- > 0;) {
       fd_watch* watch = owners_[index];
-      if (watch != nullptr && !is_backend(*watch)) {
+      if (watch != nullptr) {
         fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
         native_unwatch(*watch);
       }
@@ -185,6 +182,16 @@ class poll_driver final : public embedding_driver {
   void native_close() noexcept override {
     fds_.clear();
     owners_.clear();
+  }
+
+  // Capacity for `adding` more entries plus the backend's, which native_wait appends and removes
+  // around each poll(): push_back there then never allocates. Grown geometrically, as push_back
+  // would (reserve() alone allocates exactly what it is asked for).
+  void keep_room_for_backend(std::size_t adding) {
+    std::size_t needed = fds_.size() + adding + 1;
+    if (fds_.capacity() < needed) {
+      fds_.reserve(std::max(needed, 2 * fds_.capacity()));
+    }
   }
 
   // The backend's report only sets a flag (embedding_driver runs libuv after the wait): safe
