@@ -170,14 +170,27 @@ bool if_range_holds(const headers& fields, const static_options& options, std::s
   return date && *date == modified && modified < std::time(nullptr);
 }
 
+// A file's validators as field values: the ETag (when options.etag) and the Last-Modified
+// (when options.last_modified), empty where switched off.
+struct validators {
+  std::string tag;
+  std::string last_modified;
+};
+
+validators validators_of(const static_options& options, const struct stat& st) {
+  validators made;
+  if (options.etag) made.tag = detail::entity_tag_of(st);
+  if (options.last_modified) made.last_modified = format_http_date(st.st_mtim.tv_sec);
+  return made;
+}
+
 // An entry of the small-file cache of one thread (see the header's contract): the fstat it was
-// read with, when it was last checked, and the two validators' field values, made once per
-// entry rather than per hit (formatting them was a tenth of a cached hit's user time).
+// read with, when it was last checked, and its validators, made once per entry rather than per
+// hit (formatting them was a tenth of a cached hit's user time).
 struct cached_file {
   struct stat st {};
   std::string content;
-  std::string tag;            // the ETag value, when options.etag
-  std::string last_modified;  // the Last-Modified value, when options.last_modified
+  validators made;
   std::chrono::steady_clock::time_point checked{};
   std::uint64_t used = 0;  // the cache's tick at the last hit: the least recent goes first
 };
@@ -188,16 +201,11 @@ static_reply serve_file(const request& req, const static_options& options,
                         std::string_view cache_control, file_handle file, const struct stat& st,
                         std::string_view name, const cached_file* cached = nullptr) {
   const headers& fields = req.headers;
-  std::string own_tag;
-  if (options.etag && cached == nullptr) own_tag = detail::entity_tag_of(st);
-  const std::string& tag = cached != nullptr ? cached->tag : own_tag;
+  validators own;
+  if (cached == nullptr) own = validators_of(options, st);
+  const validators& made = cached != nullptr ? cached->made : own;
+  const std::string& tag = made.tag;
   std::time_t modified = st.st_mtim.tv_sec;
-  std::string own_date;
-  auto last_modified = [&]() -> std::string_view {
-    if (cached != nullptr) return cached->last_modified;
-    own_date = format_http_date(modified);
-    return own_date;
-  };
 
   // RFC 9110 13.2.2: If-Match, else If-Unmodified-Since; then If-None-Match, else
   // If-Modified-Since; then If-Range with the Range. A validator switched off in the options
@@ -226,7 +234,7 @@ static_reply serve_file(const request& req, const static_options& options,
     if (options.etag) {
       reply.head.headers.add("ETag", tag);
     } else if (options.last_modified) {
-      reply.head.headers.add("Last-Modified", last_modified());
+      reply.head.headers.add("Last-Modified", made.last_modified);
     }
     reply.head.headers.add("Cache-Control", cache_control);
     return reply;
@@ -260,7 +268,7 @@ static_reply serve_file(const request& req, const static_options& options,
   }
   out.add("Accept-Ranges", "bytes");
   if (options.etag) out.add("ETag", tag);
-  if (options.last_modified) out.add("Last-Modified", last_modified());
+  if (options.last_modified) out.add("Last-Modified", made.last_modified);
   out.add("Cache-Control", cache_control);
   if (req.method == method::get && length > 0) {
     if (cached != nullptr) {
@@ -444,8 +452,7 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
     cached_file entry;
     entry.st = st;
     entry.checked = now;
-    if (options_.etag) entry.tag = detail::entity_tag_of(st);
-    if (options_.last_modified) entry.last_modified = format_http_date(st.st_mtim.tv_sec);
+    entry.made = validators_of(options_, st);
     if (read_whole(file.get(), st, entry.content)) {
       file_cache& cache = this_thread_cache;
       const std::size_t size = entry.content.size();

@@ -252,8 +252,8 @@ void loop_core::dispatch(session& s) {
       // A busy loop ticks far more often than its timers come due (the fd check's second, an
       // idle timeout): a coarse reading that shows the earliest deadline still ahead saves the
       // precise one. Any deadline that might have passed is compared with clock_now().
-      std::int64_t coarse = coarse_clock::now();
-      std::int64_t latest = deadline_after(coarse, coarse_clock::get().slack);
+      std::int64_t coarse = coarse_clock_now();
+      std::int64_t latest = deadline_after(coarse, coarse_clock_slack());
       now = timers_.top().deadline > latest ? coarse : clock_now();
     }
     if (has_work(now)) {

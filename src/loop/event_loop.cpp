@@ -21,22 +21,22 @@ namespace detail {
 constinit __attribute__((tls_model("initial-exec"))) thread_local char loop_thread_identity = 0;
 std::atomic<std::uint64_t> fork_generation{0};
 
-const coarse_clock& coarse_clock::get() noexcept {
-  static const coarse_clock clock = [] {
+std::int64_t coarse_clock_slack() noexcept {
+  static const std::int64_t slack = [] {
     timespec resolution{};
     timespec probe{};
     if (::clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) != 0 ||
         ::clock_gettime(CLOCK_MONOTONIC_COARSE, &probe) != 0) {
-      return coarse_clock{never};
+      return never;
     }
     // Twice the resolution: the reading is the last tick's time, at most one resolution old;
     // the rest is margin against a tick handled late.
-    return coarse_clock{2 * (resolution.tv_sec * 1'000'000'000 + resolution.tv_nsec)};
+    return 2 * (resolution.tv_sec * 1'000'000'000 + resolution.tv_nsec);
   }();
-  return clock;
+  return slack;
 }
 
-std::int64_t coarse_clock::now() noexcept {
+std::int64_t coarse_clock_now() noexcept {
   timespec reading{};
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &reading);
   return reading.tv_sec * 1'000'000'000 + reading.tv_nsec;

@@ -41,6 +41,9 @@
 
 namespace weft::loop::detail {
 
+static_assert(watcher_table::max_slots <= timer_heap::run_flag,
+              "a watcher's slot must never look like a run's mark in the timer heap");
+
 using callback = event_loop::callback;
 using error_handler = event_loop::error_handler;
 
@@ -56,15 +59,12 @@ inline std::int64_t clock_now() noexcept {
 }
 
 // A lower bound of clock_now() that costs a few nanoseconds (CLOCK_MONOTONIC_COARSE: the time
-// of the last scheduler tick of the kernel, on steady_clock's clock), and how far behind it may
-// be: the true time lies in [coarse, coarse + slack]. Used only to see that no timer can be
-// due yet; a timer that might be is checked against clock_now(). Where the coarse clock is
-// missing the slack is never, and every check reads the precise clock.
-struct coarse_clock {
-  std::int64_t slack;
-  static const coarse_clock& get() noexcept;
-  static std::int64_t now() noexcept;
-};
+// of the kernel's last tick, on steady_clock's clock), and how far behind it may be: the true
+// time lies in [coarse_clock_now(), coarse_clock_now() + coarse_clock_slack()]. Used only to see
+// that no timer can be due yet; a timer that might be is checked against clock_now(). Where the
+// coarse clock is missing the slack is never, and every check reads the precise clock.
+std::int64_t coarse_clock_now() noexcept;
+std::int64_t coarse_clock_slack() noexcept;
 
 // now + span, saturated to never.
 inline std::int64_t deadline_after(std::int64_t now, std::int64_t span) noexcept {

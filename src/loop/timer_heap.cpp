@@ -22,8 +22,7 @@ void timer_heap::push(const timer_node& node, std::int64_t interval) {
     }
     append(r, node);
     r.interval = interval;
-    heap_push(
-        timer_node{node.deadline, node.sequence, run_flag | static_cast<std::uint32_t>(index)});
+    heap_push(stand_in(index));
   } else if (r.interval == interval && !earlier(node, r.back())) {
     append(r, node);  // the run's representative keeps its front's key
   } else {
@@ -34,14 +33,13 @@ void timer_heap::push(const timer_node& node, std::int64_t interval) {
 
 void timer_heap::pop() noexcept {
   --size_;
-  timer_node& first = nodes_[0];
-  if (first.slot >= run_flag) {
-    run& r = runs_[first.slot - run_flag];
+  if (nodes_[0].slot >= run_flag) {
+    std::size_t index = nodes_[0].slot - run_flag;
+    run& r = runs_[index];
     r.head = (r.head + 1) & (r.capacity - 1);
     if (--r.count > 0) {
       // The representative takes the next front's key, later than the last: down it goes.
-      first.deadline = r.front().deadline;
-      first.sequence = r.front().sequence;
+      nodes_[0] = stand_in(index);
       sift_down(0);
       return;
     }

@@ -102,16 +102,14 @@ class timer_heap {
     }
     std::size_t kept = 0;
     for (std::size_t index = 0; index < heap_size_; ++index) {
-      timer_node node = nodes_[index];
+      const timer_node node = nodes_[index];
       if (node.slot >= run_flag) {
-        run& r = runs_[node.slot - run_flag];
-        if (r.count == 0) {
-          release(r);
+        std::size_t index = node.slot - run_flag;
+        if (runs_[index].count == 0) {
+          release(runs_[index]);
           continue;
         }
-        node.deadline = r.front().deadline;
-        node.sequence = r.front().sequence;
-        nodes_[kept++] = node;
+        nodes_[kept++] = stand_in(index);  // its front may have changed
       } else if (keep(node)) {
         nodes_[kept++] = node;
       } else {
@@ -159,6 +157,11 @@ class timer_heap {
         (static_cast<std::uint64_t>(interval) * 0x9E3779B97F4A7C15ull) >> 58);
   }
   static_assert(max_runs == 64, "run_index keeps the top 6 bits");
+  // Run index's node in the heap: its front's key, and the run's mark as the slot. Not empty.
+  timer_node stand_in(std::size_t index) const noexcept {
+    const timer_node& front = runs_[index].front();
+    return timer_node{front.deadline, front.sequence, run_flag | static_cast<std::uint32_t>(index)};
+  }
 
   void heap_push(const timer_node& node);
   void heap_pop() noexcept;
