@@ -38,7 +38,6 @@ int connection_budget() {
 // The child: opens `count` connections a window at a time, sends each a request, waits for
 // every response (connections stay open), reports "ok N", waits for `go`, closes and exits.
 [[noreturn]] void run_clients(std::uint16_t port, int count, int report, int go) {
-  ::alarm(60);
   int epoll = ::epoll_create1(EPOLL_CLOEXEC);
   std::vector<int> fds;
   std::vector<std::string> got(static_cast<std::size_t>(count));
@@ -114,22 +113,21 @@ int connection_budget() {
 
 TEST(HttpServerScale, TenThousandKeepAliveConnectionsOnOneWorker) {
   const int count = connection_budget();
-  running_http server(local_http(),
-                      [](exchange& ex) { ex.respond(status::ok, ex.request().target); });
   int report[2];
   int go[2];
   ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
   ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
-  const std::uint16_t port = server.port();
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  net_test::forked_client client = net_test::fork_client([&](std::uint16_t port) {
     ::close(report[0]);
     ::close(go[1]);
     run_clients(port, count, report[1], go[0]);
-  }
+  });
+  ASSERT_GE(client.pid, 0);
   ::close(report[1]);
   ::close(go[0]);
+  running_http server(local_http(),
+                      [](exchange& ex) { ex.respond(status::ok, ex.request().target); });
+  net_test::send_port(client, server.port());
   std::string line;
   char byte;
   while (::read(report[0], &byte, 1) == 1 && byte != '\n') {
@@ -143,7 +141,7 @@ TEST(HttpServerScale, TenThousandKeepAliveConnectionsOnOneWorker) {
   ::close(go[1]);
   ::close(report[0]);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_EQ(::waitpid(client.pid, &status, 0), client.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_TRUE(eventually([&] { return server.server().stats().total.net.connections == 0; },
                          std::chrono::seconds(20)));

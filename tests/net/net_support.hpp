@@ -229,4 +229,46 @@ class log_lines {
   std::vector<std::string> lines_;
 };
 
+// A load-generating child for the scale tests, forked before the server starts. A child forked
+// while other threads run (a server's worker) inherits every lock one of them held at that
+// instant, and its first allocation can then wait forever: ASan's allocator did, about one run
+// in three with another test beside it. So the child is forked while the test has one thread,
+// and waits for the server's port on a pipe (send_port); it runs body(port), which must end
+// the child (_exit), and exits at once if the port never comes (the parent failed first).
+struct forked_client {
+  pid_t pid = -1;
+  int port_pipe = -1;  // the parent's write end, until send_port
+};
+
+template <class Body>
+forked_client fork_client(Body&& body) {
+  int port_pipe[2];
+  if (::pipe2(port_pipe, O_CLOEXEC) != 0) {
+    return {};
+  }
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(port_pipe[1]);
+    ::alarm(60);  // a wedged child must not hang the suite
+    std::uint16_t port = 0;
+    if (::read(port_pipe[0], &port, sizeof port) != static_cast<ssize_t>(sizeof port)) {
+      ::_exit(3);
+    }
+    body(port);
+    ::_exit(4);
+  }
+  ::close(port_pipe[0]);
+  if (child < 0) {
+    ::close(port_pipe[1]);
+    return {};
+  }
+  return {child, port_pipe[1]};
+}
+
+inline void send_port(forked_client& client, std::uint16_t port) {
+  static_cast<void>(::write(client.port_pipe, &port, sizeof port));
+  ::close(client.port_pipe);
+  client.port_pipe = -1;
+}
+
 }  // namespace net_test

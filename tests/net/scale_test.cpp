@@ -49,7 +49,6 @@ int connection_budget() {
 // The child: opens `count` connections without blocking, sends each a line, waits for every
 // echo, reports "ok N" on `report`, waits for a byte on `go`, closes everything and exits.
 [[noreturn]] void run_clients(std::uint16_t port, int count, int report, int go) {
-  ::alarm(60);
   int epoll = ::epoll_create1(EPOLL_CLOEXEC);
   std::vector<int> fds;
   std::vector<std::string> got(static_cast<std::size_t>(count));
@@ -135,6 +134,18 @@ void serve_many(unsigned workers) {
   options.workers = workers;
   options.protocol = weft::net::text();
   options.backlog = 4096;
+  int report[2];
+  int go[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  forked_client client = fork_client([&](std::uint16_t port) {
+    ::close(report[0]);
+    ::close(go[1]);
+    run_clients(port, count, report[1], go[0]);
+  });
+  ASSERT_GE(client.pid, 0);
+  ::close(report[1]);
+  ::close(go[0]);
   running_server running(options, [](weft::net::tcp_server& server) {
     server.serve([](connection& c) {
       while (auto m = c.receive()) {
@@ -142,20 +153,7 @@ void serve_many(unsigned workers) {
       }
     });
   });
-  int report[2];
-  int go[2];
-  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
-  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
-  const std::uint16_t port = running.port();
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(report[0]);
-    ::close(go[1]);
-    run_clients(port, count, report[1], go[0]);
-  }
-  ::close(report[1]);
-  ::close(go[0]);
+  send_port(client, running.port());
   std::string line;
   char byte;
   while (::read(report[0], &byte, 1) == 1 && byte != '\n') {
@@ -169,7 +167,7 @@ void serve_many(unsigned workers) {
   ::close(go[1]);
   ::close(report[0]);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_EQ(::waitpid(client.pid, &status, 0), client.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; },
                          std::chrono::seconds(20)));
