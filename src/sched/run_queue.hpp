@@ -29,6 +29,10 @@ class pointer_ring {
   }
   T* pop_front() noexcept { return slots_[head_++ & mask_]; }
   T* front() const noexcept { return slots_[head_ & mask_]; }
+  // The item offset places behind the head, or null past the tail.
+  T* peek(std::size_t offset) const noexcept {
+    return offset < size() ? slots_[(head_ + offset) & mask_] : nullptr;
+  }
   // Pops the head and pushes item in one go (no growth needed: the size does not change).
   void rotate(T* item) noexcept {
     ++head_;
@@ -43,18 +47,22 @@ class pointer_ring {
     return taken;
   }
 
+  // How many items were ever pushed and popped (free-running; growth keeps them counting): the
+  // item pushed when pushed() read n has been popped once popped() passes n.
+  std::size_t pushed() const noexcept { return tail_; }
+  std::size_t popped() const noexcept { return head_; }
+
  private:
   static constexpr std::size_t initial_capacity = 256;
 
-  // Out of line: a wake (push_back) then needs no callee-saved register.
+  // Out of line: a wake (push_back) then needs no callee-saved register. Items keep their
+  // counters (only the mask changes), so pushed() and popped() go on counting.
   __attribute__((noinline)) void grow() {
     std::size_t capacity = (mask_ + 1) * 2;
     auto bigger = std::make_unique<T*[]>(capacity);
-    for (std::size_t index = 0; index < size(); ++index) {
-      bigger[index] = slots_[(head_ + index) & mask_];
+    for (std::size_t count = head_; count != tail_; ++count) {
+      bigger[count & (capacity - 1)] = slots_[count & mask_];
     }
-    tail_ = size();
-    head_ = 0;
     slots_ = std::move(bigger);
     mask_ = capacity - 1;
   }
@@ -80,6 +88,14 @@ class run_queue {
     return normal_.empty() ? nullptr : normal_.pop_front();
   }
   bool high_empty() const noexcept { return high_.empty(); }
+  // What pop() would return after offset more pops, if nothing is pushed meanwhile (a guess
+  // for prefetching, nothing more: a high-priority wake or chaos order changes it).
+  coroutine* peek(std::size_t offset) const noexcept {
+    if (offset < high_.size()) {
+      return high_.peek(offset);
+    }
+    return normal_.peek(offset - high_.size());
+  }
   pointer_ring<coroutine>& normal() noexcept { return normal_; }
 
   // Chaos order: a uniformly random ready coroutine of the highest non-empty priority.

@@ -234,6 +234,9 @@ class scheduler_core {
       coroutine* next = queue_.pop();
       if (next != nullptr && !(next->cancel_pending_ && next->state_ == coroutine_state::created)) {
         --poll_countdown_;
+        if (next->state_ != coroutine_state::created) {
+          prefetch_successors();  // a server's case; not a burst of fresh spawns
+        }
         return next;
       }
       if (next != nullptr) {
@@ -243,6 +246,41 @@ class scheduler_core {
     return pick_next_slow();
   }
   coroutine* pick_next_slow();
+
+  // With many connections, a coroutine resumed after a reactor poll has nothing of its own in
+  // the cache: its control block, then the stack lines it resumes on, are misses taken one
+  // after the other on the switch path (perf on 1000 keep-alive connections: most of
+  // scheduler_core::wait's own time). The run queue says who comes next, so while the current
+  // coroutine runs (microseconds) the memory of the next ones is fetched: the stack of the
+  // coroutine after next, from its saved stack pointer up to its top (the frames its resumed
+  // wait returns through; 3 KB at most), its control block having been prefetched one tick
+  // earlier so that reading the saved pointer is a hit, and the control block of the one
+  // after that. Measured at 1000 connections (bench_net_weft echo, bench_http_weft hello):
+  // the servers' user time per request fell by a quarter to a third; spawn_run_complete and
+  // yield_switch (suite core) are unchanged.
+  // Prefetches never fault; a wrong guess (a wake in between, chaos order, a coroutine that
+  // never ran) only costs the fetch.
+  __attribute__((always_inline)) void prefetch_successors() const noexcept {
+    constexpr std::ptrdiff_t most = 3072;  // bytes of stack, at most, fetched per switch
+    if (const coroutine* soon = queue_.peek(0)) {
+      // Null until the coroutine first runs (a prefetch of an unmapped address is no fault,
+      // but it costs a page walk).
+      if (const auto* resume = static_cast<const char*>(soon->context_.registers[0])) {
+        const char* top =
+            static_cast<const char*>(soon->context_.stack_bottom) + soon->context_.stack_size;
+        const char* end = top - resume < most ? top : resume + most;
+        for (const char* line = resume; line < end; line += 64) {
+          __builtin_prefetch(line);
+        }
+      }
+      if (const coroutine* later = queue_.peek(1)) {
+        const char* block = reinterpret_cast<const char*>(later);
+        __builtin_prefetch(block);
+        __builtin_prefetch(block + 64);
+        __builtin_prefetch(block + 128);
+      }
+    }
+  }
 
   // Gives the CPU to the next ready coroutine (self must already be queued or waiting).
   __attribute__((always_inline)) void suspend_current(coroutine& self) {
@@ -323,6 +361,9 @@ class scheduler_core {
 
   std::chrono::steady_clock::duration poll_interval_;
   std::chrono::steady_clock::time_point last_poll_{};
+  // queue_.normal().pushed() right after the last poll: the coroutines that poll woke (and
+  // those queued before them) have all been popped once normal().popped() reaches it.
+  std::size_t batch_end_ = 0;
   std::uint32_t poll_stride_ = 1;
   std::uint32_t poll_countdown_ = 1;
 
