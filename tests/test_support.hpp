@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,23 @@
 #include "weft/weft.hpp"
 
 namespace weft_test {
+
+// Raises the soft fd limit to at least wanted; false when the hard limit is lower (the test
+// then skips, saying so).
+inline bool allow_fds(rlim_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return false;
+  }
+  if (limit.rlim_cur >= wanted) {
+    return true;
+  }
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) {
+    return false;
+  }
+  limit.rlim_cur = wanted;
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
 
 inline weft::run_options fifo_options() {
   weft::run_options options;

@@ -454,21 +454,7 @@ TEST(DriverFdWatch, AFdClosedWithAChangeStillQueuedIsReportedNotAnAbort) {
   EXPECT_NO_THROW(driver->close());
 }
 
-// Raises the soft fd limit to at least wanted; false when the hard limit is lower.
-bool allow_fds(rlim_t wanted) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    return false;
-  }
-  if (limit.rlim_cur >= wanted) {
-    return true;
-  }
-  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) {
-    return false;
-  }
-  limit.rlim_cur = wanted;
-  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
-}
+using weft_test::allow_fds;
 
 TEST(DriverFdWatch, TenThousandIdleFdsAndOneActivePair) {
   constexpr int idle_pairs = 5000;  // 10,000 watched fds, none ever ready

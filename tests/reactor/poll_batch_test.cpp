@@ -20,21 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-// Raises the soft fd limit to at least wanted; false when the hard limit is lower.
-bool allow_fds(rlim_t wanted) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    return false;
-  }
-  if (limit.rlim_cur >= wanted) {
-    return true;
-  }
-  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) {
-    return false;
-  }
-  limit.rlim_cur = wanted;
-  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
-}
+using weft_test::allow_fds;
 
 struct pipe_set {
   std::vector<int> read_ends;
