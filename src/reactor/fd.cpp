@@ -207,7 +207,7 @@ class fd_wait final : public wait_source {
       : core_(core), registry_(registry), entry_(entry), writing_(writing), operation_(operation) {}
 
   bool arm(coroutine& waiter) override {
-    waiter_ = &waiter;
+    waiter_ = &waiter;  // also marks the wait as armed (see wait_for)
     link_.wait = this;
     (writing_ ? entry_.writers : entry_.readers).push_back(link_);
     ++entry_.waiters;
@@ -234,6 +234,7 @@ class fd_wait final : public wait_source {
   }
 
   void fire() noexcept { core_.wake(*waiter_, this); }
+  bool armed() const noexcept { return waiter_ != nullptr; }
 
   struct link : list_node {
     fd_wait* wait = nullptr;
@@ -392,17 +393,19 @@ void wait_for(int fd, bool writing, const timeout& limit) {
   }
   auto& registry = registry_of(*core);
   fd_entry& entry = registry.entry(fd, operation);
-  // A wait that ends before it armed (a pending cancel) leaves the entry watched by nobody.
+  fd_wait ready(*core, registry, entry, writing, operation);
+  // A wait that ends before it armed (a pending cancel) leaves the entry watched by nobody; one
+  // that armed was updated by its disarm already.
   struct release_if_idle {
     fd_registry& registry;
     fd_entry& entry;
+    const fd_wait& wait;
     ~release_if_idle() {
-      if (entry.watched && entry.waiters == 0) {
+      if (!wait.armed() && entry.watched && entry.waiters == 0) {
         registry.update(entry);
       }
     }
-  } release{registry, entry};
-  fd_wait ready(*core, registry, entry, writing, operation);
+  } release{registry, entry, ready};
   auto describe = [&] { return std::string(operation) + " fd " + std::to_string(fd); };
   if (limit.bounded() && cancel_token_of(limit) == nullptr && entry.timer.user == nullptr) {
     fd_deadline deadline(*core, entry, limit.deadline());

@@ -10,6 +10,13 @@
 // its close callback), so it is the driver's, not part of the caller's fd_watch: unwatch_fd
 // detaches it and closes it, and its close callback keeps its memory for the next watch, so
 // a wait on a fresh fd costs no allocation once the loop has warmed up.
+//
+// Poll handles are never referenced in libuv. The driver counts the watches that keep the loop
+// alive (watched, armed and referenced: the rule libuv applies to a referenced handle) and
+// references one always-active handle of its own, keepalive_, while that count is above zero.
+// A socket served in a loop flips its watch's referenced flag at every wait (waited on, then
+// idle); uv_ref/uv_unref on its handle each time cost two calls into libuv and a touch of a
+// handle that is cold with many connections, where the count costs an increment.
 #include <fcntl.h>
 #include <uv.h>
 
@@ -40,6 +47,11 @@ class uv_driver final : public reactor_driver {
     check_uv(uv_timer_init(&loop_, &timer_), "timer init");
     timer_.data = this;
     uv_unref(reinterpret_cast<uv_handle_t*>(&timer_));
+    check_uv(uv_prepare_init(&loop_, &keepalive_), "prepare init");
+    // Its callback is never needed: it only has to be active, so that referencing it keeps
+    // uv_loop_alive true and lets uv_run block.
+    check_uv(uv_prepare_start(&keepalive_, [](uv_prepare_t*) {}), "prepare start");
+    uv_unref(reinterpret_cast<uv_handle_t*>(&keepalive_));
   }
 
   ~uv_driver() override {
@@ -111,12 +123,10 @@ class uv_driver final : public reactor_driver {
         return status;
       }
       handle->data = &watch;
+      uv_unref(reinterpret_cast<uv_handle_t*>(handle));  // counted by the driver instead
       watch.slot = handle;
       watch.watched = true;
       watch.armed = 0;
-      if (!watch.referenced) {
-        uv_unref(reinterpret_cast<uv_handle_t*>(handle));
-      }
     }
     if (watch.events != watch.armed) {
       int status = watch.events == 0 ? uv_poll_stop(handle)
@@ -124,7 +134,9 @@ class uv_driver final : public reactor_driver {
       if (status < 0) {
         return status;
       }
+      const bool counted = counts(watch);
       watch.armed = watch.events;
+      adjust_referenced(counted, counts(watch));
       if (watch.events != 0) {
         queued_.push_back(handle);  // checked before the next poll (see drop_closed)
       }
@@ -141,20 +153,15 @@ class uv_driver final : public reactor_driver {
     // Stops the handle and removes the fd from the epoll set at once; the memory comes back
     // in the close callback.
     uv_close(reinterpret_cast<uv_handle_t*>(handle), &uv_driver::on_poll_closed);
+    forget_armed(watch);
     watch.slot = nullptr;
     watch.watched = false;
-    watch.armed = 0;
   }
 
   void set_fd_referenced(fd_watch& watch, bool referenced) noexcept override {
+    const bool counted = counts(watch);
     watch.referenced = referenced;
-    if (auto* handle = static_cast<uv_handle_t*>(watch.slot)) {
-      if (referenced) {
-        uv_ref(handle);
-      } else {
-        uv_unref(handle);
-      }
-    }
+    adjust_referenced(counted, counts(watch));
   }
 
   void close() override {
@@ -167,6 +174,7 @@ class uv_driver final : public reactor_driver {
     close_extensions();
     timers_.clear();
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&keepalive_), nullptr);
     uv_run(&loop_, UV_RUN_NOWAIT);
     destroy_extensions();
     closed_ = true;
@@ -191,7 +199,7 @@ class uv_driver final : public reactor_driver {
       // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the
       // real error, and stops the handle). Ready both ways, as the interface says; the next
       // watch_fd starts the handle again.
-      watch->armed = 0;
+      static_cast<uv_driver*>(handle->loop->data)->forget_armed(*watch);
       watch->ready(*watch, fd_watch::readable | fd_watch::writable);
       return;
     }
@@ -217,7 +225,7 @@ class uv_driver final : public reactor_driver {
       if (watch != nullptr && watch->armed != 0 && ::fcntl(watch->fd, F_GETFD) < 0 &&
           errno == EBADF) {
         uv_poll_stop(handle);
-        watch->armed = 0;
+        forget_armed(*watch);
         queued[closed++] = handle;
       }
     }
@@ -237,6 +245,27 @@ class uv_driver final : public reactor_driver {
   static void on_poll_closed(uv_handle_t* handle) {
     auto* self = static_cast<uv_driver*>(handle->loop->data);
     self->spare_polls_.push_back(reinterpret_cast<uv_poll_t*>(handle));
+  }
+
+  // Whether a watch keeps the loop alive: watched, armed and referenced (see the top).
+  static bool counts(const fd_watch& watch) noexcept {
+    return watch.watched && watch.armed != 0 && watch.referenced;
+  }
+  void adjust_referenced(bool counted_before, bool counted_now) noexcept {
+    if (counted_now && !counted_before) {
+      if (referenced_++ == 0) {
+        uv_ref(reinterpret_cast<uv_handle_t*>(&keepalive_));
+      }
+    } else if (counted_before && !counted_now) {
+      if (--referenced_ == 0) {
+        uv_unref(reinterpret_cast<uv_handle_t*>(&keepalive_));
+      }
+    }
+  }
+  void forget_armed(fd_watch& watch) noexcept {
+    const bool counted = counts(watch);
+    watch.armed = 0;
+    adjust_referenced(counted, false);
   }
 
   // Fires what is due and re-arms the uv timer for what is left.
@@ -276,6 +305,8 @@ class uv_driver final : public reactor_driver {
 
   uv_loop_t loop_{};
   uv_timer_t timer_{};
+  uv_prepare_t keepalive_{};    // active, referenced while referenced_ > 0
+  std::size_t referenced_ = 0;  // watches that count (see counts)
   timer_queue timers_;
   timer_clock::time_point armed_for_ = timer_clock::time_point::max();
   std::vector<uv_poll_t*> spare_polls_;  // closed poll handles, kept for the next watch
