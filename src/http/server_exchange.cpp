@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "http/scan.hpp"
 #include "http/server_state.hpp"
 
 namespace weft::http {
@@ -21,12 +23,18 @@ void append_number(std::string& out, std::uint64_t n) {
 }
 
 void check_field_value(std::string_view value, const char* what) {
-  for (unsigned char c : value) {
-    if ((c < 0x20 && c != '\t') || c == 0x7F) {
-      throw std::invalid_argument(std::string("weft::http::exchange::respond: the ") + what +
-                                  " has the control character " + std::to_string(c) +
-                                  " (a header value may not carry CR, LF or controls)");
-    }
+  // 16 bytes at a time to the first control (find_control: a content type checked byte by byte
+  // cost 120 instructions per response); a tab, the one control allowed, goes on past it.
+  const char* end = value.data() + value.size();
+  const char* p = detail::find_control(value.data(), end);
+  while (p != end && *p == '\t') {
+    p = detail::find_control(p + 1, end);
+  }
+  if (p != end) {
+    const auto c = static_cast<unsigned char>(*p);
+    throw std::invalid_argument(std::string("weft::http::exchange::respond: the ") + what +
+                                " has the control character " + std::to_string(c) +
+                                " (a header value may not carry CR, LF or controls)");
   }
 }
 
@@ -37,38 +45,73 @@ namespace detail {
 void append_simple_head(std::string& out, status s, std::string_view server_name,
                         std::string_view content_type, std::size_t length, bool keep_alive,
                         int version_minor) {
+  // Sized first and written with one resize: a head appended piece by piece (fifteen appends,
+  // each checking the capacity) was the costliest function of the hello server's own
+  // instructions, about 440 per response (callgrind); this writes it in about a quarter.
   const std::uint16_t code = code_of(s);
-  out.append("HTTP/1.1 ", 9);
-  out.push_back(static_cast<char>('0' + code / 100 % 10));
-  out.push_back(static_cast<char>('0' + code / 10 % 10));
-  out.push_back(static_cast<char>('0' + code % 10));
-  out.push_back(' ');
-  out.append(reason_phrase(s));
-  out.append("\r\n", 2);
+  const std::string_view reason = reason_phrase(s);
+  const std::string_view date = http_date();
+  const bool content = !forbids_content(s);
+  char digits[24];
+  std::size_t digit_count = 0;
+  if (content) {
+    digit_count = static_cast<std::size_t>(
+        std::to_chars(digits, digits + sizeof digits, length).ptr - digits);
+  }
+  const std::string_view connection = !keep_alive          ? "Connection: close\r\n"
+                                      : version_minor == 0 ? "Connection: keep-alive\r\n"
+                                                           : "";
+  constexpr std::string_view status_prefix = "HTTP/1.1 ";
+  constexpr std::string_view server_field = "Server: ";
+  constexpr std::string_view date_field = "Date: ";
+  constexpr std::string_view type_field = "Content-Type: ";
+  constexpr std::string_view length_field = "Content-Length: ";
+  constexpr std::string_view crlf = "\r\n";
+  std::size_t size = status_prefix.size() + 4 + reason.size() + crlf.size() + date_field.size() +
+                     date.size() + crlf.size() + connection.size() + crlf.size();
   if (!server_name.empty()) {
-    out.append("Server: ", 8);
-    out.append(server_name);
-    out.append("\r\n", 2);
+    size += server_field.size() + server_name.size() + crlf.size();
   }
-  out.append("Date: ", 6);
-  out.append(http_date());
-  out.append("\r\n", 2);
-  if (!forbids_content(s)) {
+  if (content) {
     if (!content_type.empty()) {
-      out.append("Content-Type: ", 14);
-      out.append(content_type);
-      out.append("\r\n", 2);
+      size += type_field.size() + content_type.size() + crlf.size();
     }
-    out.append("Content-Length: ", 16);
-    append_number(out, length);
-    out.append("\r\n", 2);
+    size += length_field.size() + digit_count + crlf.size();
   }
-  if (!keep_alive) {
-    out.append("Connection: close\r\n", 19);
-  } else if (version_minor == 0) {
-    out.append("Connection: keep-alive\r\n", 24);
+  const std::size_t start = out.size();
+  out.resize(start + size);
+  char* at = out.data() + start;
+  auto put = [&at](std::string_view piece) {
+    std::memcpy(at, piece.data(), piece.size());
+    at += piece.size();
+  };
+  put(status_prefix);
+  *at++ = static_cast<char>('0' + code / 100 % 10);
+  *at++ = static_cast<char>('0' + code / 10 % 10);
+  *at++ = static_cast<char>('0' + code % 10);
+  *at++ = ' ';
+  put(reason);
+  put(crlf);
+  if (!server_name.empty()) {
+    put(server_field);
+    put(server_name);
+    put(crlf);
   }
-  out.append("\r\n", 2);
+  put(date_field);
+  put(date);
+  put(crlf);
+  if (content) {
+    if (!content_type.empty()) {
+      put(type_field);
+      put(content_type);
+      put(crlf);
+    }
+    put(length_field);
+    put(std::string_view(digits, digit_count));
+    put(crlf);
+  }
+  put(connection);
+  put(crlf);
 }
 
 }  // namespace detail

@@ -100,4 +100,34 @@ TEST(HttpServerErrors, SecondResponseIsALogicError) {
   EXPECT_TRUE(refused.load());
 }
 
+TEST(HttpServerErrors, AContentTypeWithAControlCharacterIsRefusedAndATabIsNot) {
+  // respond() checks the content type it writes into the head: CR, LF and the other controls
+  // (wherever they are, past the first 16 bytes too) would split or corrupt the head; a tab is
+  // field whitespace and allowed.
+  std::atomic<int> refused{0};
+  running_http server(local_http(), [&](exchange& ex) {
+    const std::string long_type = "application/vnd.weft.example+json; charset=utf-8";
+    const std::string bad[] = {"text/plain\r\nX-Injected: 1", long_type + "\n",
+                               long_type + std::string(1, '\x7f'), "text/\x01plain"};
+    for (const std::string& type : bad) {
+      try {
+        ex.respond(status::ok, "x", type);
+      } catch (const std::invalid_argument& failure) {
+        if (std::string(failure.what()).find("control character") != std::string::npos) {
+          ++refused;
+        }
+      }
+    }
+    ex.respond(status::ok, "tabbed", long_type + "\t; q=1");
+  });
+  client c(server.port());
+  c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "tabbed");
+  EXPECT_EQ(r->headers.get("Content-Type").value_or(""),
+            "application/vnd.weft.example+json; charset=utf-8\t; q=1");
+  EXPECT_EQ(refused.load(), 4);
+}
+
 }  // namespace
