@@ -14,9 +14,9 @@
 //     net::pipe both ways: the client's bytes go to the sink in order, each side's full/drain
 //     pausing and resuming the other's reading, each end of stream passed on.
 // Styles (everything else identical):
-//   coroutine: server.serve(handler), the handler looping receive() / send() as straight-line
-//     code (pipe: the handler connects and runs pipe(client, upstream), a coroutine it spawns
-//     runs pipe(upstream, client)).
+//   coroutine: server.serve(handler), the handler looping receive(message&) / send() as
+//     straight-line code over one message it keeps (pipe: the handler connects and runs
+//     pipe(client, upstream), a coroutine it spawns runs pipe(upstream, client)).
 //   callback: server.serve(connection_events) with on_message sending the reply (try_send, which
 //     never waits: at the send limit it refuses and the refusal is reported by on_error, which
 //     closes the connection; the load client has one message in flight so it never happens);
@@ -143,8 +143,11 @@ void serve_coroutine(weft::net::tcp_server& server, const settings& chosen) {
     return;
   }
   server.serve([](weft::net::connection& client) {
-    while (std::optional<weft::net::message> received = client.receive()) {
-      client.send(received->data, received->kind);
+    // One message reused for the connection's life (receive's documented loop form): no
+    // allocation per message, as Go's echo reuses its buffer.
+    weft::net::message received;
+    while (client.receive(received)) {
+      client.send(received.data, received.kind);
     }
   });
 }
