@@ -110,7 +110,7 @@ void wait_readable(listener_state& server, const timeout& limit) {
 // closed or the limit passes first; timeout_error / cancelled_error as any wait).
 void back_off(listener_state& server, std::chrono::milliseconds delay, const timeout& limit) {
   scheduler_core& core = server.core();
-  coroutine& self = core.current_or_throw("accept");
+  coroutine& self = core.waiter_or_throw("accept");
   single_waiter until_closed(server, "accept (out of file descriptors, retrying) on",
                              acceptor_wake{&server, false});
   deadline_wait retry(core, saturating_add(clock::now(), delay), self.background());

@@ -92,7 +92,7 @@ busy_guard::busy_guard(handle_state& state, const char* what, const char* role) 
 void wait_on_handle(handle_state& state, wait_source& ready_source, const timeout& limit,
                     const char* operation) {
   scheduler_core& core = state.core();
-  coroutine& self = core.current_or_throw(operation);
+  coroutine& self = core.waiter_or_throw(operation);
   wait_source* sources[] = {&ready_source};
   wait_with_limit(core, self, sources, limit,
                   [&] { return std::string(operation) + " " + state.subject(); });

@@ -337,6 +337,13 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
     wake_all(entry.writers);
     return;
   }
+  if (events == fd_watch::readable && subscriber == nullptr && !entry.readers.empty()) {
+    // The common case of a served socket, readable with its reader waiting: the general path
+    // below ends in exactly this (nothing unwanted, the repeats reset, the readers woken).
+    entry.repeats = 0;
+    wake_all(entry.readers);
+    return;
+  }
   int subscribed = subscriber != nullptr ? subscriber->events : 0;
   // A pinned entry drops an interest that fired with nobody waiting or subscribed for it
   // (level-triggered: it would fire at every poll); a waiter that comes later adds it back. A
@@ -410,7 +417,7 @@ void wait_for(int fd, bool writing, const timeout& limit) {
   if (limit.bounded() && cancel_token_of(limit) == nullptr && entry.timer.user == nullptr) {
     fd_deadline deadline(*core, entry, limit.deadline());
     wait_source* sources[] = {&ready, &deadline};
-    if (&core->wait(sources, 2) == &deadline) {
+    if (&core->wait_as(self, sources, 2) == &deadline) {
       throw timeout_error("weft: " + describe() + " " + timed_out_after(limit));
     }
     return;

@@ -129,13 +129,13 @@ class limit_wait {
 // Waits on sources and on what limits the wait (see limit_wait). Returns the source of the
 // wait's own that fired; throws timeout_error "weft: <describe()> timed out after N ms" when the
 // deadline came first, cancelled_error when the cancel token did (describe is only called
-// then).
+// then). self is the running coroutine as waiter_or_throw returned it (not checked again).
 template <class Describe>
 wait_source& wait_with_limit(scheduler_core& core, coroutine& self,
                              std::span<wait_source* const> sources, const timeout& limit,
                              Describe&& describe) {
   if (!limit.limited()) {
-    return core.wait(sources.data(), sources.size());
+    return core.wait_as(self, sources.data(), sources.size());
   }
   limit_wait limits(core, self, limit);
   // Every I/O call with a time limit comes through here: no allocation for the usual handful.
@@ -149,7 +149,7 @@ wait_source& wait_with_limit(scheduler_core& core, coroutine& self,
   }
   std::copy(sources.begin(), sources.end(), all);
   std::copy(limits.sources().begin(), limits.sources().end(), all + sources.size());
-  wait_source& fired = core.wait(all, sources.size() + limits.sources().size());
+  wait_source& fired = core.wait_as(self, all, sources.size() + limits.sources().size());
   if (limits.fired(fired)) {
     limits.raise(fired, describe);
   }

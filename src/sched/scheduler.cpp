@@ -404,7 +404,11 @@ std::uint64_t scheduler_core::next_random() noexcept {
 // suspending and waking
 
 wait_source& scheduler_core::wait(wait_source* const* sources, std::size_t count) {
-  coroutine& self = waiter_or_throw("a weft wait");
+  return wait_as(waiter_or_throw("a weft wait"), sources, count);
+}
+
+wait_source& scheduler_core::wait_as(coroutine& self, wait_source* const* sources,
+                                     std::size_t count) {
   check_cancel(self);
   std::size_t armed = 0;
   wait_source* fired = nullptr;

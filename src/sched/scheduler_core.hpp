@@ -43,6 +43,9 @@ class scheduler_core {
 
   void enqueue_new(coroutine& fresh);
   wait_source& wait(wait_source* const* sources, std::size_t count);
+  // wait() for a caller that already has self from waiter_or_throw (the running coroutine,
+  // in a state that may wait), without checking it again.
+  wait_source& wait_as(coroutine& self, wait_source* const* sources, std::size_t count);
   // Makes a suspended coroutine ready; the first wake of a suspension wins. Inline: every
   // hand-off (a channel send, an unlock) ends here.
   void wake(coroutine& sleeper, wait_source* by) noexcept {

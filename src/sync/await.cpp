@@ -166,11 +166,13 @@ class completion_watch {
     }
     wait_source* fired = nullptr;
     try {
-      fired = &wait_with_limit(*core, *core->current(), armed_, options_.limit, [&] {
-        std::string what = std::string(combinator_) + " on " + std::to_string(inputs_.size()) +
-                           " inputs (" + std::to_string(uncollected_) + " still pending";
-        return what + (options_.cancel_rest_on_timeout ? ", now cancelled)" : ", still running)");
-      });
+      fired =
+          &wait_with_limit(*core, core->waiter_or_throw(combinator_), armed_, options_.limit, [&] {
+            std::string what = std::string(combinator_) + " on " + std::to_string(inputs_.size()) +
+                               " inputs (" + std::to_string(uncollected_) + " still pending";
+            return what +
+                   (options_.cancel_rest_on_timeout ? ", now cancelled)" : ", still running)");
+          });
     } catch (const timeout_error&) {
       if (options_.cancel_rest_on_timeout) {
         cancel_unfinished(std::string(combinator_) + " timed out");
