@@ -433,4 +433,26 @@ TEST(WebsocketFramer, DecodeOfBytesMeasureDidNotReturnIsALogicError) {
                std::logic_error);
 }
 
+TEST(WebsocketFramer, DecodeChecksAnyUnitButTheOneMeasureJustFound) {
+  // decode() trusts the header measure() parsed only for that very unit (same bytes, same
+  // size); a shorter view of it is still refused, and the same frame elsewhere in memory is
+  // parsed again and decoded alike.
+  websocket protocol;
+  open_driver driver(protocol);
+  weft::net::message out;
+  const std::string frame = client_frame(binary, "payload");
+  const std::string copy = frame;
+  ASSERT_EQ(driver.framer->measure(frame, driver.link), frame.size());
+  EXPECT_THROW(
+      driver.framer->decode(std::string_view(frame).substr(0, frame.size() - 1), out, driver.link),
+      std::logic_error);
+  ASSERT_EQ(driver.framer->measure(frame, driver.link), frame.size());
+  ASSERT_TRUE(driver.framer->decode(copy, out, driver.link));
+  EXPECT_EQ(out.data, "payload");
+  EXPECT_EQ(out.kind, message_kind::binary);
+  ASSERT_EQ(driver.framer->measure(frame, driver.link), frame.size());
+  ASSERT_TRUE(driver.framer->decode(frame, out, driver.link));
+  EXPECT_EQ(out.data, "payload");
+}
+
 }  // namespace

@@ -166,13 +166,20 @@ std::size_t websocket_framer::measure(std::string_view input, framer_link& link)
     case phase::open:
       break;
   }
+  measured_at_ = nullptr;
   frame_header header;
   if (!parse_header(input, header, link)) {
     return 0;
   }
   // payload_size is at most the message limit here, or 125 for a control frame.
   const std::size_t frame_size = header.header_size + static_cast<std::size_t>(header.payload_size);
-  return input.size() >= frame_size ? frame_size : 0;
+  if (input.size() < frame_size) {
+    return 0;
+  }
+  measured_at_ = input.data();
+  measured_size_ = frame_size;
+  measured_ = header;
+  return frame_size;
 }
 
 bool websocket_framer::decode(std::string_view unit, message& out, framer_link& link) {
@@ -186,8 +193,11 @@ bool websocket_framer::decode(std::string_view unit, message& out, framer_link& 
       break;
   }
   frame_header header;
-  if (!parse_header(unit, header, link) ||
-      unit.size() != header.header_size + header.payload_size) {
+  if (unit.data() == measured_at_ && unit.size() == measured_size_) {
+    header = measured_;  // the unit measure() just found and checked (nothing ran in between)
+    measured_at_ = nullptr;
+  } else if (!parse_header(unit, header, link) ||
+             unit.size() != header.header_size + header.payload_size) {
     throw std::logic_error(
         "websocket framer: decode() was given " + std::to_string(unit.size()) +
         " bytes that are not the one frame measure() found; pass exactly the unit it measured");
