@@ -15,13 +15,6 @@ namespace weft::http {
 
 namespace {
 
-void append_number(std::string& out, std::uint64_t n) {
-  char digits[24];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
-  static_cast<void>(ec);
-  out.append(digits, end);
-}
-
 void check_field_value(std::string_view value, const char* what) {
   // 16 bytes at a time to the first control (find_control: a content type checked byte by byte
   // cost 120 instructions per response); a tab, the one control allowed, goes on past it.
