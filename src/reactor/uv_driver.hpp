@@ -9,6 +9,8 @@
 
 #include <uv.h>
 
+#include <cstddef>
+
 #include "sched/driver.hpp"
 
 namespace weft::detail {
@@ -28,6 +30,43 @@ class reactor_driver : public driver {
 
  private:
   uv_loop_t* libuv_loop_;
+};
+
+// The fd watches that keep a driver's loop alive: watched, armed and referenced. No driver lets
+// its native watches keep its loop alive by themselves (the uv driver unrefs its poll handles;
+// the ev, event and poll drivers count in alive() by the embedding rule), so each counts them
+// here from every change of a watch: take counts(watch) before the change, then update().
+// update() and forget_armed() report when the count leaves zero (first) or reaches it (last),
+// for a driver that holds a reference of its own while any watch counts.
+class alive_watches {
+ public:
+  enum class edge { none, first, last };
+
+  static bool counts(const fd_watch& watch) noexcept {
+    return watch.watched && watch.armed != 0 && watch.referenced;
+  }
+  edge update(bool counted_before, const fd_watch& watch) noexcept {
+    const bool counted_now = counts(watch);
+    if (counted_now && !counted_before) {
+      return count_++ == 0 ? edge::first : edge::none;
+    }
+    if (counted_before && !counted_now) {
+      return --count_ == 0 ? edge::last : edge::none;
+    }
+    return edge::none;
+  }
+  // The driver stopped polling watch (an error condition, an unwatch): it reads armed 0.
+  edge forget_armed(fd_watch& watch) noexcept {
+    const bool counted = counts(watch);
+    watch.armed = 0;
+    return update(counted, watch);
+  }
+  std::size_t count() const noexcept { return count_; }
+  // Every watch was released at once (the driver closes).
+  void clear() noexcept { count_ = 0; }
+
+ private:
+  std::size_t count_ = 0;
 };
 
 [[noreturn]] void throw_driver_closed(const char* operation);

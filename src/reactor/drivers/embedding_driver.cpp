@@ -131,7 +131,7 @@ void embedding_driver::poll(bool block) {
 }
 
 bool embedding_driver::alive() {
-  return timers_.foreground() > 0 || referenced_ > 0 || uv_loop_alive(&uv_) != 0;
+  return timers_.foreground() > 0 || alive_.count() > 0 || uv_loop_alive(&uv_) != 0;
 }
 
 int embedding_driver::watch_fd(fd_watch& watch) {
@@ -146,7 +146,7 @@ int embedding_driver::watch_fd(fd_watch& watch) {
       return -EPERM;
     }
   }
-  bool counted = counts(watch);
+  const bool counted = alive_watches::counts(watch);
   bool fresh = !watch.watched;
   int status = native_watch(watch);
   if (status < 0 && fresh && watch.watched) {
@@ -155,7 +155,7 @@ int embedding_driver::watch_fd(fd_watch& watch) {
   if (fresh && watch.watched) {
     ++watches_;
   }
-  adjust_referenced(counted, counts(watch));
+  alive_.update(counted, watch);
   return status < 0 ? status : 0;
 }
 
@@ -163,15 +163,15 @@ void embedding_driver::unwatch_fd(fd_watch& watch) noexcept {
   if (!watch.watched) {
     return;
   }
-  forget_armed(watch);
+  alive_.forget_armed(watch);
   --watches_;
   native_unwatch(watch);
 }
 
 void embedding_driver::set_fd_referenced(fd_watch& watch, bool referenced) noexcept {
-  bool counted = counts(watch);
+  const bool counted = alive_watches::counts(watch);
   watch.referenced = referenced;
-  adjust_referenced(counted, counts(watch));
+  alive_.update(counted, watch);
 }
 
 void embedding_driver::close() {
@@ -187,7 +187,7 @@ void embedding_driver::close() {
   if (watches_ > 0) {
     left_over = native_release_all();
     watches_ = 0;
-    referenced_ = 0;
+    alive_.clear();
   }
   native_unwatch(backend_);
   uv_close(reinterpret_cast<uv_handle_t*>(&keepalive_), nullptr);

@@ -79,7 +79,7 @@ class embedding_driver : public reactor_driver {
   // (an error condition), so it reads armed 0 from now on.
   void report_ready(fd_watch& watch, int events, bool stopped) {
     if (stopped) {
-      forget_armed(watch);
+      alive_.forget_armed(watch);
     }
     watch.ready(watch, events);
   }
@@ -124,22 +124,6 @@ class embedding_driver : public reactor_driver {
     embedding_driver* owner = nullptr;
   };
 
-  static bool counts(const fd_watch& watch) noexcept {
-    return watch.watched && watch.armed != 0 && watch.referenced;
-  }
-  void adjust_referenced(bool counted_before, bool counted_now) noexcept {
-    if (counted_now && !counted_before) {
-      ++referenced_;
-    } else if (counted_before && !counted_now) {
-      --referenced_;
-    }
-  }
-  void forget_armed(fd_watch& watch) noexcept {
-    if (counts(watch)) {
-      --referenced_;
-    }
-    watch.armed = 0;
-  }
   // libuv's deadline in ms (-1: none, 0: it has work to run now), on a fresh clock.
   int uv_timeout() noexcept;
   void run_uv();
@@ -151,8 +135,8 @@ class embedding_driver : public reactor_driver {
   backend_watch backend_{};
   bool backend_ready_ = false;
   timer_queue timers_;
-  std::size_t watches_ = 0;     // fd watches of the callers (not the backend's)
-  std::size_t referenced_ = 0;  // ... of which armed and referenced: they count in alive()
+  std::size_t watches_ = 0;  // fd watches of the callers (not the backend's)
+  alive_watches alive_;      // ... of which those that count in alive()
   bool closing_ = false;
 };
 

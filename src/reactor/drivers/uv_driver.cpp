@@ -134,9 +134,9 @@ class uv_driver final : public reactor_driver {
       if (status < 0) {
         return status;
       }
-      const bool counted = counts(watch);
+      const bool counted = alive_watches::counts(watch);
       watch.armed = watch.events;
-      adjust_referenced(counted, counts(watch));
+      keep_alive(alive_.update(counted, watch));
       if (watch.events != 0) {
         queued_.push_back(handle);  // checked before the next poll (see drop_closed)
       }
@@ -153,15 +153,15 @@ class uv_driver final : public reactor_driver {
     // Stops the handle and removes the fd from the epoll set at once; the memory comes back
     // in the close callback.
     uv_close(reinterpret_cast<uv_handle_t*>(handle), &uv_driver::on_poll_closed);
-    forget_armed(watch);
+    keep_alive(alive_.forget_armed(watch));
     watch.slot = nullptr;
     watch.watched = false;
   }
 
   void set_fd_referenced(fd_watch& watch, bool referenced) noexcept override {
-    const bool counted = counts(watch);
+    const bool counted = alive_watches::counts(watch);
     watch.referenced = referenced;
-    adjust_referenced(counted, counts(watch));
+    keep_alive(alive_.update(counted, watch));
   }
 
   void close() override {
@@ -199,7 +199,8 @@ class uv_driver final : public reactor_driver {
       // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the
       // real error, and stops the handle). Ready both ways, as the interface says; the next
       // watch_fd starts the handle again.
-      static_cast<uv_driver*>(handle->loop->data)->forget_armed(*watch);
+      auto* self = static_cast<uv_driver*>(handle->loop->data);
+      self->keep_alive(self->alive_.forget_armed(*watch));
       watch->ready(*watch, fd_watch::readable | fd_watch::writable);
       return;
     }
@@ -225,7 +226,7 @@ class uv_driver final : public reactor_driver {
       if (watch != nullptr && watch->armed != 0 && ::fcntl(watch->fd, F_GETFD) < 0 &&
           errno == EBADF) {
         uv_poll_stop(handle);
-        forget_armed(*watch);
+        keep_alive(alive_.forget_armed(*watch));
         queued[closed++] = handle;
       }
     }
@@ -247,25 +248,13 @@ class uv_driver final : public reactor_driver {
     self->spare_polls_.push_back(reinterpret_cast<uv_poll_t*>(handle));
   }
 
-  // Whether a watch keeps the loop alive: watched, armed and referenced (see the top).
-  static bool counts(const fd_watch& watch) noexcept {
-    return watch.watched && watch.armed != 0 && watch.referenced;
-  }
-  void adjust_referenced(bool counted_before, bool counted_now) noexcept {
-    if (counted_now && !counted_before) {
-      if (referenced_++ == 0) {
-        uv_ref(reinterpret_cast<uv_handle_t*>(&keepalive_));
-      }
-    } else if (counted_before && !counted_now) {
-      if (--referenced_ == 0) {
-        uv_unref(reinterpret_cast<uv_handle_t*>(&keepalive_));
-      }
+  // keepalive_ is referenced while any watch counts (see the top).
+  void keep_alive(alive_watches::edge edge) noexcept {
+    if (edge == alive_watches::edge::first) {
+      uv_ref(reinterpret_cast<uv_handle_t*>(&keepalive_));
+    } else if (edge == alive_watches::edge::last) {
+      uv_unref(reinterpret_cast<uv_handle_t*>(&keepalive_));
     }
-  }
-  void forget_armed(fd_watch& watch) noexcept {
-    const bool counted = counts(watch);
-    watch.armed = 0;
-    adjust_referenced(counted, false);
   }
 
   // Fires what is due and re-arms the uv timer for what is left.
@@ -305,8 +294,8 @@ class uv_driver final : public reactor_driver {
 
   uv_loop_t loop_{};
   uv_timer_t timer_{};
-  uv_prepare_t keepalive_{};    // active, referenced while referenced_ > 0
-  std::size_t referenced_ = 0;  // watches that count (see counts)
+  uv_prepare_t keepalive_{};  // active, referenced while alive_.count() > 0
+  alive_watches alive_;
   timer_queue timers_;
   timer_clock::time_point armed_for_ = timer_clock::time_point::max();
   std::vector<uv_poll_t*> spare_polls_;  // closed poll handles, kept for the next watch
