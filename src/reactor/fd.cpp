@@ -205,6 +205,15 @@ class fd_wait final : public wait_source {
   fd_wait(scheduler_core& core, fd_registry& registry, fd_entry& entry, bool writing,
           const char* operation)
       : core_(core), registry_(registry), entry_(entry), writing_(writing), operation_(operation) {}
+  // A wait that ended before it armed (a pending cancel) leaves its entry watched by nobody;
+  // one that armed was updated by its disarm already.
+  ~fd_wait() {
+    if (!armed() && entry_.watched && entry_.waiters == 0) {
+      registry_.update(entry_);
+    }
+  }
+  fd_wait(const fd_wait&) = delete;
+  fd_wait& operator=(const fd_wait&) = delete;
 
   bool arm(coroutine& waiter) override {
     waiter_ = &waiter;  // also marks the wait as armed (see wait_for)
@@ -401,18 +410,6 @@ void wait_for(int fd, bool writing, const timeout& limit) {
   auto& registry = registry_of(*core);
   fd_entry& entry = registry.entry(fd, operation);
   fd_wait ready(*core, registry, entry, writing, operation);
-  // A wait that ends before it armed (a pending cancel) leaves the entry watched by nobody; one
-  // that armed was updated by its disarm already.
-  struct release_if_idle {
-    fd_registry& registry;
-    fd_entry& entry;
-    const fd_wait& wait;
-    ~release_if_idle() {
-      if (!wait.armed() && entry.watched && entry.waiters == 0) {
-        registry.update(entry);
-      }
-    }
-  } release{registry, entry, ready};
   auto describe = [&] { return std::string(operation) + " fd " + std::to_string(fd); };
   if (limit.bounded() && cancel_token_of(limit) == nullptr && entry.timer.user == nullptr) {
     fd_deadline deadline(*core, entry, limit.deadline());
