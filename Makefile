@@ -38,11 +38,13 @@ test: check-layers docs bench-smoke test-install test-guide test-fuzz test-relea
 
 # The API reference, from the public headers' own comments (docs/Doxyfile, through
 # scripts/doxygen-filter), into build/docs/html. Any Doxygen warning fails it, an undocumented
-# public name included (the warnings are in build/docs/warnings.log).
+# public name included (the warnings are in build/docs/warnings.log). And docs/benchmarks.md must
+# show each suite's table as bench/results/SUITE.md has it (bench/run.py --check-docs).
 docs: deps
 	@mkdir -p build/docs
 	@doxygen docs/Doxyfile >/dev/null 2>&1 || { cat build/docs/warnings.log; \
 	  echo "make docs: Doxygen warned (above); document the names it lists"; exit 1; }
+	@python3 bench/run.py --check-docs
 	@echo "docs: build/docs/html/index.html"
 
 # No file of the library includes a header of a higher layer (docs/architecture.md).

@@ -68,7 +68,9 @@ of the server's session. Its nginx and h2o peers are started by Python launchers
 given --work-dir BUILD/bench/work/SUITE_PROGRAM for their configuration and logs). Its servers
 all get --root bench/http/root (Program.server_args). Every suite's results are also drawn,
 weft beside its peers, as bench/results/SUITE.png (`plot`: bench/plot.py, when
-python3-matplotlib is installed), which docs/benchmarks.md shows.
+python3-matplotlib is installed), which docs/benchmarks.md shows beside the table of each
+suite, which a full run rewrites there from SUITE.md (`--check-docs`, part of `make docs`, fails
+when the page and bench/results/ differ; `--update-docs` rewrites the page alone).
 
 To add a suite, add an entry to SUITES below (and its programs under bench/ and
 bench/peers/SUITE/); run.py needs no other change.
@@ -81,6 +83,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import resource
 import select
 import shutil
@@ -1138,6 +1141,67 @@ def write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
+# --- the results in docs/benchmarks.md ---------------------------------------------------------
+# Each suite's section of docs/benchmarks.md shows its latest table between the markers
+# <!-- results: SUITE --> and <!-- /results -->. The block is made from bench/results/SUITE.md
+# alone (its commit line and its table), rewritten by every full run and compared by
+# `--check-docs` (make docs, so make test), so the page cannot drift from the record.
+DOCS_PAGE = REPO_DIR / "docs" / "benchmarks.md"
+DOCS_END = "<!-- /results -->"
+
+
+def docs_block(suite_name: str) -> str:
+    record = RESULTS_DIR / f"{suite_name}.md"
+    lines = record.read_text().splitlines()
+    match = next((re.match(r"weft (\S+)\. Median of (\d+) round", line) for line in lines
+                  if line.startswith("weft ")), None)
+    table = [line for line in lines if line.startswith("|")]
+    if match is None or not table:
+        raise ValueError(f"{record} has no 'weft REV. Median of N round(s)' line or no table")
+    rounds = int(match.group(2))
+    return (f"Latest results (weft {match.group(1)}, {rounds} round{'s' if rounds != 1 else ''}; "
+            f"[`bench/results/{suite_name}.md`](../bench/results/{suite_name}.md) has the "
+            "notes):\n\n" + "\n".join(table) + "\n\n")
+
+
+def docs_blocks(page: str) -> dict[str, tuple[int, int]]:
+    """The suites' blocks in page: name -> (start, end) of the text between the markers."""
+    blocks = {}
+    for match in re.finditer(r"<!-- results: (\w+) -->\n", page):
+        end = page.find(DOCS_END, match.end())
+        if end < 0:
+            raise ValueError(f"{DOCS_PAGE}: the block of {match.group(1)} has no {DOCS_END}")
+        blocks[match.group(1)] = (match.end(), end)
+    return blocks
+
+
+def update_docs(suite_name: str) -> None:
+    page = DOCS_PAGE.read_text()
+    span = docs_blocks(page).get(suite_name)
+    if span is None:
+        warn(f"{DOCS_PAGE} has no <!-- results: {suite_name} --> block: not updated")
+        return
+    write_atomically(DOCS_PAGE, page[:span[0]] + docs_block(suite_name) + page[span[1]:])
+
+
+def check_docs() -> int:
+    """0 when every suite's block in the page is what its bench/results/SUITE.md says."""
+    page = DOCS_PAGE.read_text()
+    blocks = docs_blocks(page)
+    stale = []
+    for suite_name in sorted(SUITES):
+        if suite_name not in blocks:
+            stale.append(f"{suite_name}: no <!-- results: {suite_name} --> block")
+        elif page[slice(*blocks[suite_name])] != docs_block(suite_name):
+            stale.append(f"{suite_name}: the block differs from bench/results/{suite_name}.md")
+    for line in stale:
+        print(f"run.py --check-docs: {DOCS_PAGE.relative_to(REPO_DIR)}: {line}", file=sys.stderr)
+    if stale:
+        print("run.py --check-docs: `python3 bench/run.py --update-docs` rewrites the blocks",
+              file=sys.stderr)
+    return 1 if stale else 0
+
+
 # --- the suites' plots -------------------------------------------------------------------------
 def write_plot(json_path: Path, png_path: Path) -> None:
     """Draws SUITE.png from SUITE.json with bench/plot.py, run by Debian's /usr/bin/python3
@@ -1360,6 +1424,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
     write_atomically(output_dir / f"{suite_name}.md", table)
     if suite.plot:
         write_plot(output_dir / f"{suite_name}.json", output_dir / f"{suite_name}.png")
+    if not smoke:
+        update_docs(suite_name)
     log("")
     log(table)
     log(f"wrote {output_dir / (suite_name + '.json')} and {suite_name}.md")
@@ -1390,7 +1456,19 @@ def main() -> int:
                         help="in smoke mode, run a suite whose weft program is missing with its "
                              "peers alone (instead of failing, or skipping a suite whose weft "
                              "program is not written yet)")
+    parser.add_argument("--check-docs", action="store_true",
+                        help="only check that docs/benchmarks.md shows each suite's table as "
+                             "bench/results/SUITE.md has it (exit 1 if not); runs nothing")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="only rewrite docs/benchmarks.md's tables from bench/results/; "
+                             "runs nothing (a full run does it for the suites it ran)")
     arguments = parser.parse_args()
+    if arguments.check_docs:
+        return check_docs()
+    if arguments.update_docs:
+        for suite_name in sorted(SUITES):
+            update_docs(suite_name)
+        return check_docs()
     if arguments.runs is None:
         arguments.runs = 1 if arguments.smoke else 5
     if arguments.runs < 1:
