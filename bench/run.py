@@ -423,6 +423,7 @@ SUITES: dict[str, Suite] = {
             # The echo servers are suite io's (bench/peers/io/); the WebSocket ones and the
             # libuv proxy are bench/peers/net/.
             Program("bare", NATIVE, "bench/bench_io_bare_echo", NET_PINGPONG),
+            Program("uring", NATIVE, "bench/bench_net_uring_echo", NET_PINGPONG),
             Program("asio", NATIVE, "bench/bench_io_asio", NET_PINGPONG),
             Program("go", GO, "peers/io/go", NET_PINGPONG + ("websocket_echo_64c",),
                     env=(("GOMAXPROCS", "1"),), mode_servers=(("ws", "peers/net/go_ws"),)),
@@ -447,7 +448,10 @@ SUITES: dict[str, Suite] = {
             "the figure that decides how much one core serves once the server is the "
             "bottleneck (on two cores the client saturates its own first). weft-coroutine and "
             "weft-callback are weft's program in its two styles; bare is the floor, not a "
-            "runtime (one epoll loop in C, one read() and one write() per message); asio is "
+            "runtime (one epoll loop in C, one read() and one write() per message); uring is the "
+            "same floor on io_uring (bench/peers/net/uring_echo.c: a recv or a send always "
+            "queued per connection, one io_uring_enter per turn of the loop, no per-message "
+            "system call); asio is "
             "Boost.Asio with spawn; go is Go's net with GOMAXPROCS=1 and, for WebSocket, "
             "gorilla/websocket; node is Node's net and, for WebSocket, the ws package; libuv "
             "is a raw libuv proxy. Details: bench/net/README.md."
