@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Alternating rounds of suite net's servers: the server CPU per message, split into system and
+user time, for comparing two builds or a server with its floors on a noisy machine.
+
+  python3 bench/net/alternate.py [--build-dir build/release] [--connections 64] [--rounds 5]
+      [--window 4] [--mode echo|ws] SERVER [SERVER ...]
+
+A SERVER is NAME=COMMAND, the command line of a program that serves suite net's protocol
+(`--port N --mode MODE` are appended, it prints a line once it listens and stops at the end of
+its standard input), with an optional `@ws` or `@echo` after NAME to run that server in another
+mode than --mode. Examples:
+
+  python3 bench/net/alternate.py --connections 1000 \\
+      bare=build/release/bench/bench_io_bare_echo \\
+      uring=build/release/bench/bench_net_uring_echo \\
+      weft='build/release/bench/bench_net_weft --style coroutine'
+
+Each round runs every server once, in the given order in even rounds and reversed in odd ones
+(so that neither side always runs after the other), each with the server pinned to CPU 0 and
+suite net's load client (bench_net_load_client) to CPU 1 when the machine has two CPUs. A run
+warms up for a second, then the client measures for WINDOW + 2 seconds, while this script reads
+the server's user and system clock ticks from /proc/PID/stat over WINDOW seconds in the middle
+of it; the result is ticks per message served, in microseconds. Prints one line per run and, at
+the end, per server the medians of requests/s, user, system and total time with every round's
+total. bench/run.py measures the same servers the same way (its CPU figure is the load client's
+own /proc reading over the whole window); this script exists for the A/B comparisons quoted in
+bench/net/README.md, where run.py's two rounds cannot separate effects of a few percent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import select
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def cpu_ticks(pid: int) -> tuple[int, int]:
+    # Fields 14 and 15 of /proc/PID/stat (utime, stime, every thread), after the command name,
+    # which may hold spaces but ends at the last ')'.
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[11]), int(fields[12])
+
+
+def pinned(command: list[str], cpu: int) -> list[str]:
+    if shutil.which("taskset") and (os.cpu_count() or 1) >= 2:
+        return ["taskset", "-c", str(cpu)] + command
+    return command
+
+
+def run_once(client: Path, command: list[str], mode: str, connections: int,
+             window: float) -> tuple[float, float, float]:
+    """requests/s, user and system us per message of one run of the server."""
+    port = free_port()
+    errors = tempfile.TemporaryFile(mode="w+")
+    server = subprocess.Popen(pinned(command + ["--port", str(port), "--mode", mode], 0),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                              text=True)
+    try:
+        ready, _, _ = select.select([server.stdout], [], [], 10)
+        line = server.stdout.readline().strip() if ready else ""
+        if line != f"READY {port}":
+            errors.seek(0)
+            raise RuntimeError(f"{shlex.join(command)} printed {line!r}, not 'READY {port}', "
+                               f"within 10 s: {errors.read()}")
+        measure = subprocess.Popen(
+            pinned([str(client), "--port", str(port), "--mode", mode, "--connections",
+                    str(connections), "--size", "64", "--warmup", "1", "--seconds",
+                    str(window + 2), "--name", "run"], 1),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(2)  # the client's warm-up, and a second of the measured window
+        before = cpu_ticks(server.pid)
+        time.sleep(window)
+        after = cpu_ticks(server.pid)
+        output, _ = measure.communicate(timeout=window + 60)
+        found = re.search(r"RESULT run requests/s ([\d.]+)", output)
+        if measure.returncode != 0 or not found:
+            raise RuntimeError(f"the load client failed against {shlex.join(command)}:\n{output}")
+        rate = float(found.group(1))
+        per_tick = 1e6 / TICKS / (rate * window)
+        return rate, (after[0] - before[0]) * per_tick, (after[1] - before[1]) * per_tick
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        errors.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", type=Path, default=Path("build/release"))
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--window", type=float, default=4.0,
+                        help="seconds of server CPU time read per run (default 4)")
+    parser.add_argument("--mode", choices=("echo", "ws"), default="echo")
+    parser.add_argument("servers", nargs="+", metavar="NAME[@MODE]=COMMAND")
+    arguments = parser.parse_args()
+    client = arguments.build_dir / "bench" / "bench_net_load_client"
+    if not client.exists():
+        parser.error(f"{client} is missing: build the release preset first")
+    if arguments.rounds < 1 or arguments.connections < 1 or arguments.window <= 0:
+        parser.error("--rounds, --connections and --window must be positive")
+    servers = []
+    for spec in arguments.servers:
+        name, equals, command = spec.partition("=")
+        if not equals or not name or not command.strip():
+            parser.error(f"a server is NAME=COMMAND, not {spec!r}")
+        name, _, mode = name.partition("@")
+        if mode not in ("", "echo", "ws"):
+            parser.error(f"{spec!r}: the mode after @ must be echo or ws")
+        servers.append((name, mode or arguments.mode, shlex.split(command)))
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
+    for index in range(arguments.rounds):
+        for name, mode, command in servers if index % 2 == 0 else servers[::-1]:
+            try:
+                rate, user, system = run_once(client, command, mode, arguments.connections,
+                                              arguments.window)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as failure:
+                print(f"alternate.py: error: {name}: {failure}", file=sys.stderr)
+                return 1
+            results[name].append((rate, user, system))
+            print(f"round {index + 1} {name}: {rate:,.0f} requests/s, user {user:.3f}, "
+                  f"system {system:.3f}, total {user + system:.2f} us/message", flush=True)
+    print()
+    for name, _, _ in servers:
+        runs = results[name]
+        totals = " ".join(f"{user + system:.2f}" for _, user, system in runs)
+        print(f"{name}: {statistics.median(r for r, _, _ in runs):,.0f} requests/s, "
+              f"user {statistics.median(u for _, u, _ in runs):.3f}, "
+              f"system {statistics.median(s for _, _, s in runs):.3f}, "
+              f"total {statistics.median(u + s for _, u, s in runs):.2f} us/message "
+              f"[{totals}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
