@@ -1155,13 +1155,18 @@ DOCS_END = "<!-- /results -->"
 
 
 def docs_block(suite_name: str) -> str:
+    """The block of the suite from bench/results/SUITE.md. ValueError when that record is
+    missing or has no table."""
     record = RESULTS_DIR / f"{suite_name}.md"
+    if not record.is_file():
+        raise ValueError(f"{record.relative_to(REPO_DIR)} does not exist (a full run writes it)")
     lines = record.read_text().splitlines()
     match = next((re.match(r"weft (\S+)\. Median of (\d+) round", line) for line in lines
                   if line.startswith("weft ")), None)
     table = [line for line in lines if line.startswith("|")]
     if match is None or not table:
-        raise ValueError(f"{record} has no 'weft REV. Median of N round(s)' line or no table")
+        raise ValueError(f"{record.relative_to(REPO_DIR)} has no 'weft REV. Median of N "
+                         "round(s)' line or no table")
     rounds = int(match.group(2))
     return (f"Latest results (weft {match.group(1)}, {rounds} round{'s' if rounds != 1 else ''}; "
             f"[`bench/results/{suite_name}.md`](../bench/results/{suite_name}.md) has the "
@@ -1185,18 +1190,32 @@ def update_docs(suite_name: str) -> None:
     if span is None:
         warn(f"{DOCS_PAGE} has no <!-- results: {suite_name} --> block: not updated")
         return
-    write_atomically(DOCS_PAGE, page[:span[0]] + docs_block(suite_name) + page[span[1]:])
+    try:
+        block = docs_block(suite_name)
+    except ValueError as error:
+        warn(f"{DOCS_PAGE} not updated for {suite_name}: {error}")
+        return
+    write_atomically(DOCS_PAGE, page[:span[0]] + block + page[span[1]:])
 
 
 def check_docs() -> int:
     """0 when every suite's block in the page is what its bench/results/SUITE.md says."""
     page = DOCS_PAGE.read_text()
-    blocks = docs_blocks(page)
     stale = []
+    try:
+        blocks = docs_blocks(page)
+    except ValueError as error:
+        blocks = {}
+        stale.append(str(error))
     for suite_name in sorted(SUITES):
+        try:
+            expected = docs_block(suite_name)
+        except ValueError as error:
+            stale.append(f"{suite_name}: {error}")
+            continue
         if suite_name not in blocks:
             stale.append(f"{suite_name}: no <!-- results: {suite_name} --> block")
-        elif page[slice(*blocks[suite_name])] != docs_block(suite_name):
+        elif page[slice(*blocks[suite_name])] != expected:
             stale.append(f"{suite_name}: the block differs from bench/results/{suite_name}.md")
     for line in stale:
         print(f"run.py --check-docs: {DOCS_PAGE.relative_to(REPO_DIR)}: {line}", file=sys.stderr)
