@@ -3,7 +3,7 @@
 user time, for comparing two builds or a server with its floors on a noisy machine.
 
   python3 bench/net/alternate.py [--build-dir build/release] [--connections 64] [--rounds 5]
-      [--window 4] [--mode echo|ws] SERVER [SERVER ...]
+      [--window 4] [--mode echo|ws] [--instructions] SERVER [SERVER ...]
 
 A SERVER is NAME=COMMAND, the command line of a program that serves suite net's protocol
 (`--port N --mode MODE` are appended, it prints a line once it listens and stops at the end of
@@ -25,11 +25,18 @@ the end, per server the medians of requests/s, user, system and total time with 
 total. bench/run.py measures the same servers the same way (its CPU figure is the load client's
 own /proc reading over the whole window); this script exists for the A/B comparisons quoted in
 bench/net/README.md, where run.py's two rounds cannot separate effects of a few percent.
+
+--instructions counts instead of timing: each server runs once under valgrind's callgrind, a
+first client run warms it up, the counters are zeroed, and the instructions of a second run of
+WINDOW seconds are divided by the messages it served. The figure repeats within a few percent
+from run to run where wall time moves by 10-20% on a shared machine, so it is the one to decide
+a change of the server's own code by; it says nothing of the kernel's share or of cache misses.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import select
@@ -66,45 +73,90 @@ def pinned(command: list[str], cpu: int) -> list[str]:
     return command
 
 
-def run_once(client: Path, command: list[str], mode: str, connections: int,
-             window: float) -> tuple[float, float, float]:
-    """requests/s, user and system us per message of one run of the server."""
+@contextlib.contextmanager
+def serving(command: list[str], mode: str, ready_s: float):
+    """Starts the server pinned to CPU 0 and yields (its process, its port) once it printed
+    READY; closes its standard input (it stops) when the block ends."""
     port = free_port()
     errors = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(pinned(command + ["--port", str(port), "--mode", mode], 0),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
                               text=True)
     try:
-        ready, _, _ = select.select([server.stdout], [], [], 10)
+        ready, _, _ = select.select([server.stdout], [], [], ready_s)
         line = server.stdout.readline().strip() if ready else ""
         if line != f"READY {port}":
             errors.seek(0)
             raise RuntimeError(f"{shlex.join(command)} printed {line!r}, not 'READY {port}', "
-                               f"within 10 s: {errors.read()}")
-        measure = subprocess.Popen(
-            pinned([str(client), "--port", str(port), "--mode", mode, "--connections",
-                    str(connections), "--size", "64", "--warmup", "1", "--seconds",
-                    str(window + 2), "--name", "run"], 1),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(2)  # the client's warm-up, and a second of the measured window
-        before = cpu_ticks(server.pid)
-        time.sleep(window)
-        after = cpu_ticks(server.pid)
-        output, _ = measure.communicate(timeout=window + 60)
-        found = re.search(r"RESULT run requests/s ([\d.]+)", output)
-        if measure.returncode != 0 or not found:
-            raise RuntimeError(f"the load client failed against {shlex.join(command)}:\n{output}")
-        rate = float(found.group(1))
-        per_tick = 1e6 / TICKS / (rate * window)
-        return rate, (after[0] - before[0]) * per_tick, (after[1] - before[1]) * per_tick
+                               f"within {ready_s:.0f} s: {errors.read()}")
+        yield server, port
     finally:
         server.stdin.close()
         try:
-            server.wait(timeout=10)
+            server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
         errors.close()
+
+
+def load(client: Path, port: int, mode: str, connections: int, warmup: float,
+         seconds: float) -> subprocess.Popen:
+    """Starts the load client pinned to CPU 1."""
+    return subprocess.Popen(
+        pinned([str(client), "--port", str(port), "--mode", mode, "--connections",
+                str(connections), "--size", "64", "--warmup", str(warmup), "--seconds",
+                str(seconds), "--name", "run"], 1),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def rate_of(measure: subprocess.Popen, command: list[str], timeout_s: float) -> float:
+    """The requests/s the load client reported."""
+    output, _ = measure.communicate(timeout=timeout_s)
+    found = re.search(r"RESULT run requests/s ([\d.]+)", output)
+    if measure.returncode != 0 or not found:
+        raise RuntimeError(f"the load client failed against {shlex.join(command)}:\n{output}")
+    return float(found.group(1))
+
+
+def run_once(client: Path, command: list[str], mode: str, connections: int,
+             window: float) -> tuple[float, float, float]:
+    """requests/s, user and system us per message of one run of the server."""
+    with serving(command, mode, 10) as (server, port):
+        measure = load(client, port, mode, connections, 1, window + 2)
+        time.sleep(2)  # the client's warm-up, and a second of the measured window
+        before = cpu_ticks(server.pid)
+        time.sleep(window)
+        after = cpu_ticks(server.pid)
+        rate = rate_of(measure, command, window + 60)
+    per_tick = 1e6 / TICKS / (rate * window)
+    return rate, (after[0] - before[0]) * per_tick, (after[1] - before[1]) * per_tick
+
+
+def count_instructions(client: Path, command: list[str], mode: str, connections: int,
+                       window: float) -> tuple[int, float]:
+    """Messages served and instructions per message of the server under callgrind: a first
+    client run warms it up (connections, buffers, caches of the runtime), the counters are
+    zeroed, and a second run of WINDOW seconds is counted, its connection setup included."""
+    with tempfile.TemporaryDirectory() as directory:
+        profile = Path(directory) / "callgrind.out"
+        traced = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}"] + command
+        with serving(traced, mode, 120) as (server, port):
+            rate_of(load(client, port, mode, connections, 0.5, 2), command, 300)
+            subprocess.run(["callgrind_control", "--zero", str(server.pid)], check=True,
+                           capture_output=True)
+            rate = rate_of(load(client, port, mode, connections, 0, window), command,
+                           window + 300)
+            subprocess.run(["callgrind_control", "--dump", str(server.pid)], check=True,
+                           capture_output=True)
+            dumps = sorted(Path(directory).glob("callgrind.out.*"))
+            if not dumps:
+                raise RuntimeError(f"callgrind wrote no dump for {shlex.join(command)}")
+            totals = re.search(r"^(?:totals|summary): (\d+)", dumps[-1].read_text(), re.M)
+            if totals is None:
+                raise RuntimeError(f"{dumps[-1]} has no totals line")
+    messages = round(rate * window)
+    return messages, int(totals.group(1)) / max(messages, 1)
 
 
 def main() -> int:
@@ -115,6 +167,11 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=4.0,
                         help="seconds of server CPU time read per run (default 4)")
     parser.add_argument("--mode", choices=("echo", "ws"), default="echo")
+    parser.add_argument("--instructions", action="store_true",
+                        help="instead: each server once under valgrind's callgrind, "
+                             "instructions per message over WINDOW seconds (deterministic "
+                             "within a few percent; the measured run's connection setup is "
+                             "counted, so use a window of a few seconds)")
     parser.add_argument("servers", nargs="+", metavar="NAME[@MODE]=COMMAND")
     arguments = parser.parse_args()
     client = arguments.build_dir / "bench" / "bench_net_load_client"
@@ -131,6 +188,19 @@ def main() -> int:
         if mode not in ("", "echo", "ws"):
             parser.error(f"{spec!r}: the mode after @ must be echo or ws")
         servers.append((name, mode or arguments.mode, shlex.split(command)))
+    if arguments.instructions:
+        if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+            parser.error("--instructions needs valgrind (Debian's valgrind package)")
+        for name, mode, command in servers:
+            try:
+                messages, per_message = count_instructions(
+                    client, command, mode, arguments.connections, arguments.window)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
+                print(f"alternate.py: error: {name}: {failure}", file=sys.stderr)
+                return 1
+            print(f"{name}: {per_message:,.0f} instructions per message "
+                  f"({messages:,} messages under callgrind)", flush=True)
+        return 0
     results: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in servers}
     for index in range(arguments.rounds):
         for name, mode, command in servers if index % 2 == 0 else servers[::-1]:
