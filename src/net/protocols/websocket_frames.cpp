@@ -177,7 +177,6 @@ std::size_t websocket_framer::measure(std::string_view input, framer_link& link)
     return 0;
   }
   measured_at_ = input.data();
-  measured_size_ = frame_size;
   measured_ = header;
   return frame_size;
 }
@@ -193,7 +192,8 @@ bool websocket_framer::decode(std::string_view unit, message& out, framer_link& 
       break;
   }
   frame_header header;
-  if (unit.data() == measured_at_ && unit.size() == measured_size_) {
+  if (unit.data() == measured_at_ &&
+      unit.size() == measured_.header_size + static_cast<std::size_t>(measured_.payload_size)) {
     header = measured_;  // the unit measure() just found and checked (nothing ran in between)
     measured_at_ = nullptr;
   } else if (!parse_header(unit, header, link) ||
