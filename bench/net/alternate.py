@@ -39,10 +39,8 @@ import argparse
 import contextlib
 import os
 import re
-import select
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,13 +48,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
+
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def cpu_ticks(pid: int) -> tuple[int, int]:
@@ -77,18 +72,15 @@ def pinned(command: list[str], cpu: int) -> list[str]:
 def serving(command: list[str], mode: str, ready_s: float):
     """Starts the server pinned to CPU 0 and yields (its process, its port) once it printed
     READY; closes its standard input (it stops) when the block ends."""
-    port = free_port()
-    errors = tempfile.TemporaryFile(mode="w+")
+    port = run.free_port()
+    errors = tempfile.TemporaryFile()
     server = subprocess.Popen(pinned(command + ["--port", str(port), "--mode", mode], 0),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
-                              text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
     try:
-        ready, _, _ = select.select([server.stdout], [], [], ready_s)
-        line = server.stdout.readline().strip() if ready else ""
-        if line != f"READY {port}":
-            errors.seek(0)
-            raise RuntimeError(f"{shlex.join(command)} printed {line!r}, not 'READY {port}', "
-                               f"within {ready_s:.0f} s: {errors.read()}")
+        try:
+            run.wait_ready(server, port, ready_s, errors)
+        except run.Failure as failure:
+            raise RuntimeError(f"{shlex.join(command)}: {failure}") from None
         yield server, port
     finally:
         server.stdin.close()
