@@ -1,6 +1,7 @@
 // http::server: the server object over net::tcp_server, its options and its statistics. Each
 // connection is served in the coroutine tcp_server gives it, by a connection_state on that
-// coroutine's stack (server_connection.cpp).
+// coroutine's stack (server_connection.cpp); a connection parked between requests gets a new
+// coroutine and a new connection_state when its next request comes.
 #include "weft/http/server.hpp"
 
 #include <stdexcept>
@@ -52,7 +53,8 @@ server_state::server_state(server_options o, handler h)
       serve_request(std::move(h)),
       tcp(tcp_options_of(options)),
       workers(worker_count(options.workers)),
-      counters(std::make_unique<worker_counters[]>(workers)) {
+      counters(std::make_unique<worker_counters[]>(workers)),
+      spaces(std::make_unique<request_spaces[]>(workers)) {
   if (!serve_request) {
     throw std::invalid_argument("weft::http::server: the handler is empty");
   }

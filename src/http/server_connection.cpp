@@ -24,8 +24,42 @@ timeout limit_of(std::chrono::milliseconds value) {
 }
 }  // namespace
 
+// Spaces whose storage grew past this (a big body read whole, a long batch) are freed rather
+// than kept: a spare should cost what an ordinary request needs.
+constexpr std::size_t spare_space_limit = 64 * 1024;
+
+std::unique_ptr<request_space> request_spaces::take(const parser_limits& limits) {
+  if (spare_.empty()) {
+    return std::make_unique<request_space>(limits);
+  }
+  std::unique_ptr<request_space> space = std::move(spare_.back());
+  spare_.pop_back();
+  return space;
+}
+
+void request_spaces::give(std::unique_ptr<request_space> space) noexcept {
+  const request& r = space->parser.message();
+  if (spare_.size() >= max_spare || space->out.capacity() > spare_space_limit ||
+      r.body.capacity() > spare_space_limit || r.target.capacity() > spare_space_limit) {
+    return;
+  }
+  space->parser.reset();
+  space->out.clear();
+  space->params.clear();
+  spare_.push_back(std::move(space));
+}
+
 connection_state::connection_state(server_state& s, net::connection& c)
-    : server(s), counters(s.counters[c.worker()]), conn(c), parser(s.options.limits) {}
+    : server(s),
+      counters(s.counters[c.worker()]),
+      conn(c),
+      space(s.spaces[c.worker()].take(s.options.limits)),
+      parser(space->parser),
+      out(space->out),
+      requests_served(c.carried()),
+      params(space->params) {}
+
+connection_state::~connection_state() { server.spaces[conn.worker()].give(std::move(space)); }
 
 void connection_state::log(std::string_view line) const noexcept {
   if (!server.options.log) {
@@ -167,7 +201,18 @@ bool connection_state::read_head() {
         // keep_alive_timeout; either way a connection that sends nothing is closed quietly.
         const auto idle = requests_served == 0 ? server.options.header_timeout
                                                : server.options.keep_alive_timeout;
-        if (!wait_bytes(limit_of(idle), false)) {
+        if (may_park && conn.worker_connections() > server.options.park_above && !conn.stopping() &&
+            conn.is_open()) {
+          // Wait without a coroutine: the handler is called again when bytes come (or the
+          // limit passes: the first read then throws timeout_error, handled below).
+          conn.park(limit_of(idle), requests_served);
+          parked = true;
+          return false;
+        }
+        // Called again after a park (requests served, none yet in this call): the park's limit
+        // bounds this first read already.
+        const bool resumed = requests_served > 0 && !may_park;
+        if (!wait_bytes(resumed ? timeout() : limit_of(idle), false)) {
           return false;
         }
       }
@@ -263,6 +308,9 @@ void connection_state::run() {
       flush();
     }
   }
+  if (parked) {
+    return;  // read_head flushed everything before parking
+  }
   if (!out.empty() && conn.is_open()) {
     try {
       flush();
@@ -278,6 +326,7 @@ void connection_state::run() {
 void connection_state::serve_one() {
   counters.requests.add(1);
   ++requests_served;
+  may_park = true;
   const request& r = parser.message();
   head_request = r.method == method::head;
   keep_alive =

@@ -1,6 +1,7 @@
-// The internals of weft::http::server: the server's shared state (options, handler, counters)
-// and one connection's state, which the connection's coroutine keeps on its stack for the
-// connection's life (the parser, the batched output, the current exchange).
+// The internals of weft::http::server: the server's shared state (options, handler, counters,
+// each worker's spare request spaces) and one connection's state, which the coroutine serving
+// the connection keeps on its stack until the connection ends or parks between requests (the
+// flags of the current request, the exchange, the request space it borrowed).
 #pragma once
 
 #include <array>
@@ -38,12 +39,38 @@ struct worker_counters {
   std::array<stat_counter, 5> responses;
 };
 
+// What a request is parsed into and answered from: the parser with its message, the batched
+// responses, the route's parameters. Lent to a connection while it is serving requests and given
+// back to its worker's spares when it parks between them (see connection_state), so that a
+// thousand keep-alive connections parse into the few spaces the last requests used, warm in the
+// cache, and their storage is grown once, not once per connection.
+struct request_space {
+  explicit request_space(const parser_limits& limits) : parser(limits) {}
+  request_parser parser;
+  std::string out;  // responses batched for one write
+  std::vector<std::pair<std::string_view, std::string>> params;
+};
+
+// One worker's spare request spaces (its thread only), most recently given back last.
+class request_spaces {
+ public:
+  request_spaces() { spare_.reserve(max_spare); }
+  std::unique_ptr<request_space> take(const parser_limits& limits);
+  // Keeps a space of ordinary size (at most max_spare of them); frees the rest.
+  void give(std::unique_ptr<request_space> space) noexcept;
+
+ private:
+  static constexpr std::size_t max_spare = 64;
+  std::vector<std::unique_ptr<request_space>> spare_;
+};
+
 struct server_state {
   server_options options;
   handler serve_request;
   net::tcp_server tcp;
   unsigned workers;
   std::unique_ptr<worker_counters[]> counters;
+  std::unique_ptr<request_spaces[]> spaces;  // per worker
 
   server_state(server_options o, handler h);
 };
@@ -58,6 +85,9 @@ enum class stream_mode : std::uint8_t {
 
 struct connection_state {
   connection_state(server_state& server, net::connection& c);
+  ~connection_state();
+  connection_state(const connection_state&) = delete;
+  connection_state& operator=(const connection_state&) = delete;
   // Serves the connection's requests until it ends. Exceptions: cancelled_error (the server
   // forced its stop) goes on to the server; the others are handled here.
   void run();
@@ -82,9 +112,10 @@ struct connection_state {
   server_state& server;
   worker_counters& counters;
   net::connection& conn;
-  request_parser parser;
+  std::unique_ptr<request_space> space;  // lent by the worker's request_spaces
+  request_parser& parser;
   exchange ex{*this};
-  std::string out;  // responses batched for one write
+  std::string& out;  // responses batched for one write
 
   // The current request.
   bool head_request = false;
@@ -95,8 +126,13 @@ struct connection_state {
   bool failed = false;     // the connection ends after this request
   bool body_read = false;  // read_body() filled request().body
   bool upgraded = false;   // exchange::upgrade() handed the connection to another protocol
-  std::uint64_t requests_served = 0;
-  std::vector<std::pair<std::string_view, std::string>> params;
+  std::uint64_t requests_served = 0;  // on this connection, across parks
+  // Between requests the connection parks (net::connection::park) instead of waiting in its
+  // coroutine; not right after the handler was called (its first read is the one a park asked
+  // for), so that a connection is served at least once per call.
+  bool may_park = false;
+  bool parked = false;  // run() returned to park the connection
+  std::vector<std::pair<std::string_view, std::string>>& params;
 
   // The streamed body of the current response.
   stream_mode stream = stream_mode::none;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "net/address.hpp"
+#include "net/park_state.hpp"
 #include "net/worker_state.hpp"
 #include "weft/sched/scheduler.hpp"
 
@@ -147,6 +148,7 @@ connection::connection(private_tag, int fd, const connection_options& options, s
 }
 
 connection::~connection() {
+  drop_park();
   if (fd_ >= 0) {
     // Dropped while open (a net::connect connection nobody holds): no coroutine can be inside
     // it (each holds a reference), so the socket closes now; nothing is queued, or the flusher
@@ -155,6 +157,10 @@ connection::~connection() {
     ::close(fd_);
     fd_ = -1;
   }
+}
+
+std::size_t connection::worker_connections() const noexcept {
+  return worker_ != nullptr ? worker_->live : 0;
 }
 
 std::optional<close_reason> connection::closed_by() const noexcept {
@@ -235,8 +241,22 @@ struct connection::reader_guard {
   connection& self;
 };
 
-bool connection::receive(message& out, const timeout& limit) {
+// Marks one receive() or read_input() call as the first read after a park, whose waits the
+// park's deadline caps (wait_input).
+struct connection::first_read_scope {
+  explicit first_read_scope(connection& owner) noexcept : self(owner) {
+    self.park_cap_active_ = std::exchange(self.park_cap_, false);
+  }
+  first_read_scope(const first_read_scope&) = delete;
+  first_read_scope& operator=(const first_read_scope&) = delete;
+  ~first_read_scope() { self.park_cap_active_ = false; }
+  connection& self;
+};
+
+bool connection::receive(message& out, const timeout& given) {
   reader_guard guard(*this, "receive");
+  first_read_scope first(*this);
+  const timeout& limit = given;
 
   for (;;) {
     if (state_ != state::open || finished_) {
@@ -340,16 +360,22 @@ bool connection::pull_input(const timeout& limit, bool partial) {
     return true;
   }
   if (!read_first_) {
-    if (buffered() == 0 && in_capacity_ == initial_input) {
-      in_begin_ = in_end_ = in_capacity_ = 0;
-      thread_input_buffers().give(std::move(in_));  // idle: read_once takes one back
-    }
+    release_idle_input();
     if (!wait_input(limit)) {
       return true;  // cut short: the caller looks at its state again
     }
   }
   read_once();
   return true;
+}
+
+// Idle with nothing buffered: the input buffer goes back to the thread's spares (read_once
+// takes one back).
+void connection::release_idle_input() noexcept {
+  if (buffered() == 0 && in_capacity_ == initial_input) {
+    in_begin_ = in_end_ = in_capacity_ = 0;
+    thread_input_buffers().give(std::move(in_));
+  }
 }
 
 // Waits while receiving is paused (an interrupt or resume_recv ends the wait).
@@ -429,7 +455,7 @@ void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::st
   first_message_ = false;  // the new protocol's handshake (if any) is still to come
 }
 
-bool connection::read_input(const timeout& limit, bool mid_message) {
+bool connection::read_input(const timeout& given, bool mid_message) {
   if (framer_ != nullptr) {
     throw std::logic_error(std::string("weft::net::connection::read_input: connection ") +
                            std::to_string(id_) + " speaks the " + options_.protocol->name() +
@@ -437,6 +463,8 @@ bool connection::read_input(const timeout& limit, bool mid_message) {
                            "(use receive())");
   }
   reader_guard guard(*this, "read_input");
+  first_read_scope first(*this);
+  const timeout& limit = given;
   const std::size_t before = buffered();
   for (;;) {
     if (state_ != state::open) {
@@ -457,23 +485,36 @@ bool connection::read_input(const timeout& limit, bool mid_message) {
 
 // Waits until the socket is readable. False when the wait was cut short (an interrupt, a server
 // timeout that closed the connection); timeout_error or cancelled_error from the caller's limit.
-bool connection::wait_input(const timeout& limit) {
+steady::time_point connection::timeouts_deadline(close_reason* which) const noexcept {
   steady::time_point deadline = steady::time_point::max();
-  close_reason which = close_reason::idle_timeout;
+  close_reason reason = close_reason::idle_timeout;
   if (options_.handshake_timeout.count() > 0 &&
       (!first_message_ || (framer_ != nullptr && framer_->handshaking()))) {
     deadline = started_at_ + options_.handshake_timeout;
-    which = close_reason::handshake_timeout;
+    reason = close_reason::handshake_timeout;
   }
   if (options_.message_timeout.count() > 0 && buffered() > 0 &&
       partial_since_ + options_.message_timeout < deadline) {
     deadline = partial_since_ + options_.message_timeout;
-    which = close_reason::message_timeout;
+    reason = close_reason::message_timeout;
   }
   if (options_.idle_timeout.count() > 0 && last_input_at_ + options_.idle_timeout < deadline) {
     deadline = last_input_at_ + options_.idle_timeout;
-    which = close_reason::idle_timeout;
+    reason = close_reason::idle_timeout;
   }
+  if (which != nullptr) {
+    *which = reason;
+  }
+  return deadline;
+}
+
+bool connection::wait_input(const timeout& given) {
+  // The first read after a park waits no later than the park's deadline (connection::park).
+  timeout capped;
+  const timeout& limit =
+      park_cap_active_ ? (capped = given.capped(park_until_ - steady::now())) : given;
+  close_reason which = close_reason::idle_timeout;
+  const steady::time_point deadline = timeouts_deadline(&which);
   const bool bounded = deadline != steady::time_point::max();
   reader_waiting_ = true;
   reader_ = weft::detail::running_coroutine(*scheduler_);

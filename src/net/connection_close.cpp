@@ -10,6 +10,7 @@
 #include <chrono>
 #include <string>
 
+#include "net/park_state.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/sched/this_coroutine.hpp"
@@ -102,6 +103,7 @@ void connection::try_release() noexcept {
     return;
   }
   state_ = state::released;
+  drop_park();  // its deadline may still be in the timer heap (lazy)
   registration_.reset();
   ::close(fd_);
   fd_ = -1;
@@ -133,6 +135,10 @@ void connection::try_release() noexcept {
 }
 
 void connection::interrupt_reader() noexcept {
+  if (park_ != nullptr && park_->parked) {
+    park_ready();  // no reader is waiting: the handler is called again to see what changed
+    return;
+  }
   if (reader_waiting_ && !reader_interrupt_ && reader_ != nullptr) {
     reader_interrupt_ = true;
     try {

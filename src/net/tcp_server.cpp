@@ -117,6 +117,7 @@ tcp_server::tcp_server(tcp_server_options options)
     worker->events = &state.events;
     worker->log = &state.options.log;
     worker->stride = o.workers;
+    worker->server = &state;
     state.workers.push_back(std::move(worker));
   }
   state.listeners.assign(o.workers, -1);

@@ -57,7 +57,10 @@ struct worker_counters {
   counter sends_refused;
 };
 
+struct server_state;
+
 struct worker_state {
+  server_state* server = nullptr;  // null for net::connect's connections (they have no worker)
   unsigned index = 0;
   unsigned stride = 1;        // connection ids: index + 1 + stride * n, unique in the server
   std::uint64_t next_id = 0;  // n
@@ -89,6 +92,17 @@ struct connection_access {
                                         std::move(peer_address));
   }
   static weft::detail::coroutine*& serving(connection& c) noexcept { return c.serving_; }
+  // connection::park (src/net/park.cpp): whether the handler asked for one (the request is
+  // taken), entering the park (false: it could not be entered, self untouched), and leaving it
+  // in the coroutine that resumes the handler (the park's reference to the connection).
+  static bool take_park_request(connection& c) noexcept {
+    return std::exchange(c.park_requested_, false);
+  }
+  static bool enter_park(connection& c, std::shared_ptr<connection>& self) {
+    return c.enter_park(self);
+  }
+  static std::shared_ptr<connection> leave_park(connection& c) noexcept { return c.leave_park(); }
+  static void park_ready(connection& c) noexcept { c.park_ready(); }
   static void set_server_events(connection& c, const connection_events* events) noexcept {
     c.server_events_ = events;
   }
@@ -104,6 +118,10 @@ struct connection_access {
   static void report(connection& c, const std::exception& failure) noexcept;
   static void log(const connection& c, const std::string& line) noexcept;
 };
+
+// Starts a coroutine that serves the parked connection c again (src/net/workers.cpp); throws
+// what spawn throws.
+void resume_parked(worker_state& worker, std::shared_ptr<connection> c);
 
 void link_connection(worker_state& worker, connection& c) noexcept;
 void unlink_connection(worker_state& worker, connection& c) noexcept;

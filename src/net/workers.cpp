@@ -41,6 +41,59 @@ void notify_if_drained(worker_state& worker) {
   }
 }
 
+// Runs the handler (or the callback style's read loop) for c and ends the connection, unless
+// the handler parked it (connection::park): then this coroutine ends, the connection waits with
+// none, and resume_parked() serves it again in a new one.
+// on_connect runs first when `accepted` (a new connection, not a resumed one).
+void serve(server_state& server, worker_state& worker, std::shared_ptr<connection> made,
+           bool accepted) {
+  connection& c = *made;
+  try {
+    if (accepted && server.events.on_connect) {
+      server.events.on_connect(c);
+    }
+    if (server.handler) {
+      for (;;) {
+        server.handler(c);
+        if (!connection_access::take_park_request(c)) {
+          break;
+        }
+        if (connection_access::enter_park(c, made)) {
+          return;  // made moved into the park
+        }
+        if (!c.is_open() || c.stopping()) {
+          break;  // closing or stopping: a park does nothing (connection.hpp)
+        }
+        // The fd could not be watched without a coroutine: go on in this one, as if resumed.
+      }
+    } else {
+      message received;  // one per connection: its capacity is reused for every message
+      while (c.receive(received)) {
+        server.events.on_message(c, received);
+      }
+    }
+    c.close();
+  } catch (const wait_cancelled_error& failure) {
+    connection_access::report(c, failure);
+    connection_access::close(c, close_reason::error);
+  } catch (const cancelled_error&) {
+    // The server's deadline (or the scheduler shutting down) cancelled the handler.
+    connection_access::destroy(c, close_reason::server_stop);
+  } catch (const std::exception& failure) {
+    connection_access::log(c, std::string("handler failed: ") + failure.what());
+    connection_access::report(c, failure);
+    connection_access::close(c, close_reason::error);
+  } catch (...) {
+    connection_access::log(c, "handler failed with a non-std exception");
+    connection_access::close(c, close_reason::error);
+  }
+  connection_access::take_park_request(c);  // a handler that threw after park() is not parked
+  connection_access::wait_released(c);
+  connection_access::serving(c) = nullptr;
+  unlink_connection(worker, c);
+  notify_if_drained(worker);
+}
+
 void serve_connection(server_state& server, worker_state& worker, int fd, std::string peer) {
   --worker.starting;
   std::shared_ptr<connection> made;
@@ -65,38 +118,27 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
   } else if (worker.stopping) {
     connection_access::stop(c);
   }
-  try {
-    if (server.events.on_connect) {
-      server.events.on_connect(c);
-    }
-    if (server.handler) {
-      server.handler(c);
-    } else {
-      message received;  // one per connection: its capacity is reused for every message
-      while (c.receive(received)) {
-        server.events.on_message(c, received);
-      }
-    }
-    c.close();
-  } catch (const wait_cancelled_error& failure) {
-    connection_access::report(c, failure);
-    connection_access::close(c, close_reason::error);
-  } catch (const cancelled_error&) {
-    // The server's deadline (or the scheduler shutting down) cancelled the handler.
-    connection_access::destroy(c, close_reason::server_stop);
-  } catch (const std::exception& failure) {
-    connection_access::log(c, std::string("handler failed: ") + failure.what());
-    connection_access::report(c, failure);
-    connection_access::close(c, close_reason::error);
-  } catch (...) {
-    connection_access::log(c, "handler failed with a non-std exception");
-    connection_access::close(c, close_reason::error);
-  }
-  connection_access::wait_released(c);
-  connection_access::serving(c) = nullptr;
-  unlink_connection(worker, c);
-  notify_if_drained(worker);
+  serve(server, worker, std::move(made), true);
 }
+
+}  // namespace
+
+void resume_parked(worker_state& worker, std::shared_ptr<connection> c) {
+  server_state& server = *worker.server;
+  // A name short enough for std::string's inline buffer: no allocation per resume.
+  weft::spawn(
+      [&server, &worker, c = std::move(c)]() mutable {
+        connection_access::serving(*c) = weft::detail::running_coroutine(current_scheduler());
+        std::shared_ptr<connection> self = connection_access::leave_park(*c);
+        if (worker.forced) {
+          connection_access::destroy(*c, close_reason::server_stop);
+        }
+        serve(server, worker, std::move(c), false);
+      },
+      spawn_options{.name = "weft.net resume"});
+}
+
+namespace {
 
 bool out_of_resources(int error_number) {
   return error_number == EMFILE || error_number == ENFILE || error_number == ENOBUFS ||

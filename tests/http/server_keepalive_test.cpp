@@ -1,5 +1,9 @@
 // Keep-alive, pipelining (in order, one write per batch), HTTP/1.0, Connection: close, HEAD and
 // max_requests_per_connection; and curl reusing one connection.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "http/server_support.hpp"
 
 namespace {
@@ -128,6 +132,52 @@ TEST(HttpServerKeepAlive, CurlReusesTheConnection) {
   EXPECT_EQ(server.server().stats().total.net.accepted, 1u);
   std::string head = run_command("curl -sI " + url(server.port(), "/h"));
   EXPECT_NE(head.find("Content-Length: 7"), std::string::npos) << head;
+}
+
+// Idle keep-alive connections park once their worker has more than park_above connections: no
+// coroutine each, and every one of them still served. Below the threshold they wait in theirs.
+TEST(HttpServerKeepAlive, IdleConnectionsAboveParkAboveHoldNoCoroutine) {
+  for (const std::size_t park_above : {std::size_t{10}, std::size_t{512}}) {
+    SCOPED_TRACE("park_above " + std::to_string(park_above));
+    constexpr int count = 40;
+    auto options = local_http();
+    options.park_above = park_above;
+    running_http server(options, [](exchange& ex) {
+      if (ex.request().target == "/live") {
+        ex.respond(status::ok, std::to_string(weft::current_scheduler().stats().live_coroutines));
+        return;
+      }
+      echo_path(ex);
+    });
+    std::vector<std::unique_ptr<client>> clients;
+    for (int i = 0; i < count; ++i) {
+      clients.push_back(std::make_unique<client>(server.port()));
+      clients.back()->send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n");
+      auto r = clients.back()->response();
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->body, "path /first");
+    }
+    client probe(server.port());
+    probe.send("GET /live HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto live = probe.response();
+    ASSERT_TRUE(live);
+    const unsigned long coroutines = std::stoul(live->body);
+    if (park_above == 10) {
+      // The first ten wait in their coroutines, the other thirty are parked.
+      EXPECT_LT(coroutines, 25u) << "parked connections keep coroutines";
+    } else {
+      EXPECT_GE(coroutines, static_cast<unsigned long>(count)) << "connections parked below 512";
+    }
+    for (auto& c : clients) {
+      c->send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    for (auto& c : clients) {
+      auto r = c->response();
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->body, "path /second");
+    }
+    EXPECT_EQ(server.server().stats().total.requests, static_cast<std::uint64_t>(2 * count + 1));
+  }
 }
 
 }  // namespace

@@ -153,6 +153,7 @@ struct connection_options {
 namespace detail {
 struct worker_state;
 struct connection_access;
+struct park_state;
 }  // namespace detail
 
 class connection : public std::enable_shared_from_this<connection> {
@@ -199,6 +200,28 @@ class connection : public std::enable_shared_from_this<connection> {
   // The server is stopping gracefully: a protocol that can tell its peer that this is the last
   // reply (HTTP's Connection: close) should.
   bool stopping() const noexcept { return stopping_; }
+
+  // --- idling without a coroutine (the server's handler only) ---
+  // Lets the handler's coroutine end while the connection waits for its next input: once the
+  // handler returns after park(), the server keeps the connection open with no coroutine (and
+  // no stack) of its own, and calls the handler again, in a new coroutine, when bytes arrive,
+  // the peer closes, limit (or one of the options' timeouts) passes, or the connection starts
+  // closing (close(), the server's stop). A thousand idle keep-alive connections then hold a
+  // thousand small objects, not a thousand stacks, and a busy server's requests run on the few
+  // stacks it reuses, warm in the cache. The handler called again starts as at first, except:
+  // its first read (read_input() or receive()) reads at once, without waiting, and ends at
+  // limit's deadline at the latest (timeout_error, the connection stays open, as for a read's
+  // own limit); carried() returns `carry` (what the handler keeps across calls: weft::http keeps
+  // its count of requests served). The park takes effect only when the handler returns
+  // normally; one that throws after park() is ended as usual. Only on a connection of
+  // tcp_server::serve(handler), with nothing in input(), receiving not paused and no coroutine
+  // receiving (std::logic_error naming the connection otherwise); limit may carry no cancel
+  // token (std::invalid_argument: nothing would be waiting for it). On a connection that is
+  // closing or whose server is stopping it does nothing: the handler's return ends the
+  // connection as usual.
+  void park(const timeout& limit = timeout::never(), std::uint64_t carry = 0);
+  // The carry of the last park() (0 before any).
+  std::uint64_t carried() const noexcept { return carried_; }
 
   // --- sending ---
   // Waits for room (up to the send timeout of the options, or limit), see the file comment.
@@ -249,6 +272,8 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t id() const noexcept { return id_; }  // unique in the process
   // The index of the worker (0..workers-1) the connection belongs to; 0 for net::connect's.
   unsigned worker() const noexcept { return worker_index_; }
+  // The connections open on that worker now, this one included (0 for net::connect's).
+  std::size_t worker_connections() const noexcept;
   // "127.0.0.1:5000", "[::1]:5000"; "" when unknown.
   const std::string& peer_address() const noexcept { return peer_address_; }
   std::string local_address() const;
@@ -318,6 +343,17 @@ class connection : public std::enable_shared_from_this<connection> {
   void fire_full() noexcept;
   void fire_drain() noexcept;
   void log(std::string_view line) const noexcept;
+  // park
+  bool enter_park(std::shared_ptr<connection>& self);
+  std::shared_ptr<connection> leave_park() noexcept;
+  void park_ready() noexcept;
+  void drop_park() noexcept;
+  struct first_read_scope;
+  void release_idle_input() noexcept;
+  // The earliest deadline of the options' timeouts for a wait for input now (max: none), and
+  // the reason it closes with.
+  std::chrono::steady_clock::time_point timeouts_deadline(
+      close_reason* which = nullptr) const noexcept;
   std::size_t buffered() const noexcept { return in_end_ - in_begin_; }
 
   int fd_;
@@ -380,6 +416,14 @@ class connection : public std::enable_shared_from_this<connection> {
   std::any context_;
   std::unique_ptr<connection_events> own_events_;
   const connection_events* server_events_ = nullptr;
+
+  // park(): requested by the handler; the deadline its first read after the park honours.
+  bool park_requested_ = false;
+  bool park_cap_ = false;         // the next read's waits end at park_until_ at the latest
+  bool park_cap_active_ = false;  // ... and this is that read
+  std::uint64_t carried_ = 0;
+  std::chrono::steady_clock::time_point park_until_;
+  std::unique_ptr<detail::park_state> park_;  // made at the first park, kept for the next
 
   // The worker's list of its connections, and the coroutine serving this one (the server's).
   weft::detail::coroutine* serving_ = nullptr;
