@@ -31,7 +31,7 @@ void on_park_ready(weft::detail::fd_subscription& subscription, int /*events*/) 
 void on_park_deadline(weft::detail::timer_entry& fired) {
   auto& timer = static_cast<detail::park_state::deadline_timer&>(fired);
   detail::park_state& park = *timer.park;
-  if (!park.parked || park.waking) {
+  if (!park.parked || park.waking || park.until == steady::time_point::max()) {
     return;  // the wait it was queued for is over: out of the heap until a park needs it
   }
   if (steady::now() >= park.until) {
