@@ -1,6 +1,6 @@
 // http::server: the server object over net::tcp_server, its options and its statistics. Each
 // connection is served in the coroutine tcp_server gives it, by a connection_state on that
-// coroutine's stack (server_connection.cpp); a connection parked between requests gets a new
+// coroutine's stack (server_connection.cpp); a connection hibernating between requests gets a new
 // coroutine and a new connection_state when its next request comes.
 #include "weft/http/server.hpp"
 

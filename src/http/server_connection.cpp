@@ -201,17 +201,17 @@ bool connection_state::read_head() {
         // keep_alive_timeout; either way a connection that sends nothing is closed quietly.
         const auto idle = requests_served == 0 ? server.options.header_timeout
                                                : server.options.keep_alive_timeout;
-        if (may_park && conn.worker_connections() > server.options.park_above && !conn.stopping() &&
-            conn.is_open()) {
+        if (may_hibernate && conn.worker_connections() > server.options.hibernate_above &&
+            !conn.stopping() && conn.is_open()) {
           // Wait without a coroutine: the handler is called again when bytes come (or the
           // limit passes: the first read then throws timeout_error, handled below).
-          conn.park(limit_of(idle), requests_served);
-          parked = true;
+          conn.hibernate(limit_of(idle), requests_served);
+          hibernating = true;
           return false;
         }
-        // Called again after a park (requests served, none yet in this call): the park's limit
-        // bounds this first read already.
-        const bool resumed = requests_served > 0 && !may_park;
+        // Called again after a hibernation (requests served, none yet in this call): the
+        // hibernation's limit bounds this first read already.
+        const bool resumed = requests_served > 0 && !may_hibernate;
         if (!wait_bytes(resumed ? timeout() : limit_of(idle), false)) {
           return false;
         }
@@ -308,8 +308,8 @@ void connection_state::run() {
       flush();
     }
   }
-  if (parked) {
-    return;  // read_head flushed everything before parking
+  if (hibernating) {
+    return;  // read_head flushed everything before hibernating
   }
   if (!out.empty() && conn.is_open()) {
     try {
@@ -326,7 +326,7 @@ void connection_state::run() {
 void connection_state::serve_one() {
   counters.requests.add(1);
   ++requests_served;
-  may_park = true;
+  may_hibernate = true;
   const request& r = parser.message();
   head_request = r.method == method::head;
   keep_alive =

@@ -1,6 +1,6 @@
 // The internals of weft::http::server: the server's shared state (options, handler, counters,
 // each worker's spare request spaces) and one connection's state, which the coroutine serving
-// the connection keeps on its stack until the connection ends or parks between requests (the
+// the connection keeps on its stack until the connection ends or hibernates between requests (the
 // flags of the current request, the exchange, the request space it borrowed).
 #pragma once
 
@@ -41,7 +41,7 @@ struct worker_counters {
 
 // What a request is parsed into and answered from: the parser with its message, the batched
 // responses, the route's parameters. Lent to a connection while it is serving requests and given
-// back to its worker's spares when it parks between them (see connection_state), so that a
+// back to its worker's spares when it hibernates between them (see connection_state), so that a
 // thousand keep-alive connections parse into the few spaces the last requests used, warm in the
 // cache, and their storage is grown once, not once per connection.
 struct request_space {
@@ -126,12 +126,12 @@ struct connection_state {
   bool failed = false;     // the connection ends after this request
   bool body_read = false;  // read_body() filled request().body
   bool upgraded = false;   // exchange::upgrade() handed the connection to another protocol
-  std::uint64_t requests_served = 0;  // on this connection, across parks
-  // Between requests the connection parks (net::connection::park) instead of waiting in its
-  // coroutine; not right after the handler was called (its first read is the one a park asked
-  // for), so that a connection is served at least once per call.
-  bool may_park = false;
-  bool parked = false;  // run() returned to park the connection
+  std::uint64_t requests_served = 0;  // on this connection, across hibernations
+  // Between requests the connection hibernates (net::connection::hibernate) instead of waiting in
+  // its coroutine; not right after the handler was called (its first read is the one a hibernation
+  // asked for), so that a connection is served at least once per call.
+  bool may_hibernate = false;
+  bool hibernating = false;  // run() returned to hibernate the connection
   std::vector<std::pair<std::string_view, std::string>>& params;
 
   // The streamed body of the current response.

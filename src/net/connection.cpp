@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "net/address.hpp"
-#include "net/park_state.hpp"
+#include "net/hibernation.hpp"
 #include "net/worker_state.hpp"
 #include "weft/sched/scheduler.hpp"
 
@@ -148,7 +148,7 @@ connection::connection(private_tag, int fd, const connection_options& options, s
 }
 
 connection::~connection() {
-  drop_park();
+  drop_hibernation();
   if (fd_ >= 0) {
     // Dropped while open (a net::connect connection nobody holds): no coroutine can be inside
     // it (each holds a reference), so the socket closes now; nothing is queued, or the flusher
@@ -241,15 +241,15 @@ struct connection::reader_guard {
   connection& self;
 };
 
-// Marks one receive() or read_input() call as the first read after a park, whose waits the
-// park's deadline caps (wait_input).
+// Marks one receive() or read_input() call as the first read after a hibernation, whose waits the
+// hibernation's deadline caps (wait_input).
 struct connection::first_read_scope {
   explicit first_read_scope(connection& owner) noexcept : self(owner) {
-    self.park_cap_active_ = std::exchange(self.park_cap_, false);
+    self.hibernate_cap_active_ = std::exchange(self.hibernate_cap_, false);
   }
   first_read_scope(const first_read_scope&) = delete;
   first_read_scope& operator=(const first_read_scope&) = delete;
-  ~first_read_scope() { self.park_cap_active_ = false; }
+  ~first_read_scope() { self.hibernate_cap_active_ = false; }
   connection& self;
 };
 
@@ -509,10 +509,11 @@ steady::time_point connection::timeouts_deadline(close_reason* which) const noex
 }
 
 bool connection::wait_input(const timeout& given) {
-  // The first read after a park waits no later than the park's deadline (connection::park).
+  // The first read after a hibernation waits no later than the hibernation's deadline
+  // (connection::hibernate).
   timeout capped;
   const timeout& limit =
-      park_cap_active_ ? (capped = given.capped(park_until_ - steady::now())) : given;
+      hibernate_cap_active_ ? (capped = given.capped(hibernate_until_ - steady::now())) : given;
   close_reason which = close_reason::idle_timeout;
   const steady::time_point deadline = timeouts_deadline(&which);
   const bool bounded = deadline != steady::time_point::max();

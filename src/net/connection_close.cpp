@@ -10,7 +10,7 @@
 #include <chrono>
 #include <string>
 
-#include "net/park_state.hpp"
+#include "net/hibernation.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/sched/this_coroutine.hpp"
@@ -103,7 +103,7 @@ void connection::try_release() noexcept {
     return;
   }
   state_ = state::released;
-  drop_park();  // its deadline may still be in the timer heap (lazy)
+  drop_hibernation();  // its deadline may still be in the timer heap (lazy)
   registration_.reset();
   ::close(fd_);
   fd_ = -1;
@@ -135,8 +135,8 @@ void connection::try_release() noexcept {
 }
 
 void connection::interrupt_reader() noexcept {
-  if (park_ != nullptr && park_->parked) {
-    park_ready();  // no reader is waiting: the handler is called again to see what changed
+  if (hibernation_ != nullptr && hibernation_->hibernating) {
+    hibernation_ready();  // no reader is waiting: the handler is called again to see what changed
     return;
   }
   if (reader_waiting_ && !reader_interrupt_ && reader_ != nullptr) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "weft/net/connection.hpp"
 #include "weft/reactor/trigger.hpp"
@@ -73,6 +74,8 @@ struct worker_state {
   // Connections accepted whose coroutine has not started yet (spawn is lazy): a stop waits for
   // them too, or one could start after the stop sequence ended and outlive its deadline.
   std::size_t starting = 0;
+  // Messages the callback style's read loops give back (most recent last; see workers.cpp).
+  std::vector<message> spare_messages;
   bool stopping = false;
   bool forced = false;  // the stop's deadline passed: connections starting now are destroyed
   // The worker's control coroutine waits on it while stopping; the last connection to go
@@ -92,17 +95,20 @@ struct connection_access {
                                         std::move(peer_address));
   }
   static weft::detail::coroutine*& serving(connection& c) noexcept { return c.serving_; }
-  // connection::park (src/net/park.cpp): whether the handler asked for one (the request is
-  // taken), entering the park (false: it could not be entered, self untouched), and leaving it
-  // in the coroutine that resumes the handler (the park's reference to the connection).
-  static bool take_park_request(connection& c) noexcept {
-    return std::exchange(c.park_requested_, false);
+  // connection::hibernate (src/net/hibernate.cpp): whether the handler asked for one (the request
+  // is taken), entering the hibernation (false: it could not be entered, self untouched), and
+  // leaving it in the coroutine that resumes the handler (the hibernation's reference to the
+  // connection).
+  static bool take_hibernate_request(connection& c) noexcept {
+    return std::exchange(c.hibernate_requested_, false);
   }
-  static bool enter_park(connection& c, std::shared_ptr<connection>& self) {
-    return c.enter_park(self);
+  static bool enter_hibernation(connection& c, std::shared_ptr<connection>& self) {
+    return c.enter_hibernation(self);
   }
-  static std::shared_ptr<connection> leave_park(connection& c) noexcept { return c.leave_park(); }
-  static void park_ready(connection& c) noexcept { c.park_ready(); }
+  static std::shared_ptr<connection> leave_hibernation(connection& c) noexcept {
+    return c.leave_hibernation();
+  }
+  static void hibernation_ready(connection& c) noexcept { c.hibernation_ready(); }
   static void set_server_events(connection& c, const connection_events* events) noexcept {
     c.server_events_ = events;
   }
@@ -119,9 +125,9 @@ struct connection_access {
   static void log(const connection& c, const std::string& line) noexcept;
 };
 
-// Starts a coroutine that serves the parked connection c again (src/net/workers.cpp); throws
+// Starts a coroutine that serves the hibernating connection c again (src/net/workers.cpp); throws
 // what spawn throws.
-void resume_parked(worker_state& worker, std::shared_ptr<connection> c);
+void resume_hibernated(worker_state& worker, std::shared_ptr<connection> c);
 
 void link_connection(worker_state& worker, connection& c) noexcept;
 void unlink_connection(worker_state& worker, connection& c) noexcept;

@@ -41,10 +41,34 @@ void notify_if_drained(worker_state& worker) {
   }
 }
 
-// Runs the handler (or the callback style's read loop) for c and ends the connection, unless
-// the handler parked it (connection::park): then this coroutine ends, the connection waits with
-// none, and resume_parked() serves it again in a new one.
-// on_connect runs first when `accepted` (a new connection, not a resumed one).
+// A message of the worker's spares, given back when it goes out of scope (its storage warm for
+// the next connection's read loop).
+struct spare_message {
+  explicit spare_message(worker_state& owner) : worker(owner) {
+    if (!worker.spare_messages.empty()) {
+      value = std::move(worker.spare_messages.back());
+      worker.spare_messages.pop_back();
+    }
+  }
+  spare_message(const spare_message&) = delete;
+  spare_message& operator=(const spare_message&) = delete;
+  ~spare_message() {
+    if (worker.spare_messages.size() < 64 && value.data.capacity() <= 64 * 1024) {
+      try {
+        worker.spare_messages.push_back(std::move(value));
+      } catch (...) {
+        // Out of memory for the list: this one is simply freed.
+      }
+    }
+  }
+  worker_state& worker;
+  message value;
+};
+
+// Runs the handler (or the callback style's read loop) for c and ends the connection, unless the
+// handler let it hibernate (connection::hibernate): then this coroutine ends, the connection waits
+// with none, and resume_hibernated() serves it again in a new one. on_connect runs first when
+// `accepted` (a new connection, not a resumed one).
 void serve(server_state& server, worker_state& worker, std::shared_ptr<connection> made,
            bool accepted) {
   connection& c = *made;
@@ -55,21 +79,27 @@ void serve(server_state& server, worker_state& worker, std::shared_ptr<connectio
     if (server.handler) {
       for (;;) {
         server.handler(c);
-        if (!connection_access::take_park_request(c)) {
+        if (!connection_access::take_hibernate_request(c)) {
           break;
         }
-        if (connection_access::enter_park(c, made)) {
-          return;  // made moved into the park
+        if (connection_access::enter_hibernation(c, made)) {
+          return;  // made moved into the hibernation
         }
         if (!c.is_open() || c.stopping()) {
-          break;  // closing or stopping: a park does nothing (connection.hpp)
+          break;  // closing or stopping: a hibernation does nothing (connection.hpp)
         }
         // The fd could not be watched without a coroutine: go on in this one, as if resumed.
       }
     } else {
-      message received;  // one per connection: its capacity is reused for every message
-      while (c.receive(received)) {
-        server.events.on_message(c, received);
+      // Lent by the worker for as long as this coroutine serves the connection, so that its
+      // capacity is reused message after message, hibernation or not.
+      spare_message received(worker);
+      while (c.receive(received.value)) {
+        server.events.on_message(c, received.value);
+        if (worker.live > server.options.hibernate_above &&
+            connection_access::enter_hibernation(c, made)) {
+          return;  // made moved into the hibernation; received goes back to the worker
+        }
       }
     }
     c.close();
@@ -87,7 +117,8 @@ void serve(server_state& server, worker_state& worker, std::shared_ptr<connectio
     connection_access::log(c, "handler failed with a non-std exception");
     connection_access::close(c, close_reason::error);
   }
-  connection_access::take_park_request(c);  // a handler that threw after park() is not parked
+  // A handler that threw after hibernate() does not hibernate.
+  connection_access::take_hibernate_request(c);
   connection_access::wait_released(c);
   connection_access::serving(c) = nullptr;
   unlink_connection(worker, c);
@@ -123,13 +154,13 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
 
 }  // namespace
 
-void resume_parked(worker_state& worker, std::shared_ptr<connection> c) {
+void resume_hibernated(worker_state& worker, std::shared_ptr<connection> c) {
   server_state& server = *worker.server;
   // A name short enough for std::string's inline buffer: no allocation per resume.
   weft::spawn(
       [&server, &worker, c = std::move(c)]() mutable {
         connection_access::serving(*c) = weft::detail::running_coroutine(current_scheduler());
-        std::shared_ptr<connection> self = connection_access::leave_park(*c);
+        std::shared_ptr<connection> self = connection_access::leave_hibernation(*c);
         if (worker.forced) {
           connection_access::destroy(*c, close_reason::server_stop);
         }

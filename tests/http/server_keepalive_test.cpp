@@ -134,14 +134,15 @@ TEST(HttpServerKeepAlive, CurlReusesTheConnection) {
   EXPECT_NE(head.find("Content-Length: 7"), std::string::npos) << head;
 }
 
-// Idle keep-alive connections park once their worker has more than park_above connections: no
-// coroutine each, and every one of them still served. Below the threshold they wait in theirs.
-TEST(HttpServerKeepAlive, IdleConnectionsAboveParkAboveHoldNoCoroutine) {
-  for (const std::size_t park_above : {std::size_t{10}, std::size_t{512}}) {
-    SCOPED_TRACE("park_above " + std::to_string(park_above));
+// Idle keep-alive connections hibernate once their worker has more than hibernate_above
+// connections: no coroutine each, and every one of them still served. Below the threshold they wait
+// in theirs.
+TEST(HttpServerKeepAlive, IdleConnectionsAboveHibernateAboveHoldNoCoroutine) {
+  for (const std::size_t hibernate_above : {std::size_t{10}, std::size_t{512}}) {
+    SCOPED_TRACE("hibernate_above " + std::to_string(hibernate_above));
     constexpr int count = 40;
     auto options = local_http();
-    options.park_above = park_above;
+    options.hibernate_above = hibernate_above;
     running_http server(options, [](exchange& ex) {
       if (ex.request().target == "/live") {
         ex.respond(status::ok, std::to_string(weft::current_scheduler().stats().live_coroutines));
@@ -162,11 +163,12 @@ TEST(HttpServerKeepAlive, IdleConnectionsAboveParkAboveHoldNoCoroutine) {
     auto live = probe.response();
     ASSERT_TRUE(live);
     const unsigned long coroutines = std::stoul(live->body);
-    if (park_above == 10) {
-      // The first ten wait in their coroutines, the other thirty are parked.
-      EXPECT_LT(coroutines, 25u) << "parked connections keep coroutines";
+    if (hibernate_above == 10) {
+      // The first ten wait in their coroutines, the other thirty are hibernating.
+      EXPECT_LT(coroutines, 25u) << "hibernating connections keep coroutines";
     } else {
-      EXPECT_GE(coroutines, static_cast<unsigned long>(count)) << "connections parked below 512";
+      EXPECT_GE(coroutines, static_cast<unsigned long>(count))
+          << "connections hibernating below 512";
     }
     for (auto& c : clients) {
       c->send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n");

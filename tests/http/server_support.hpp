@@ -17,15 +17,17 @@ using namespace net_test;
 using weft::http::exchange;
 using weft::http::status;
 
-// WEFT_TEST_HTTP_PARK=1 (the "park:" pass of the server tests, tests/CMakeLists.txt): every
-// connection parks between requests, however few there are (server_options::park_above 0), so
-// that the whole server suite also runs the parked path the default takes above 512.
+// WEFT_TEST_HTTP_HIBERNATE=1 (the "hibernate:" pass of the server tests, tests/CMakeLists.txt):
+// every connection hibernates between requests, however few there are
+// (server_options::hibernate_above 0), so that the whole server suite also runs the hibernating
+// path the default takes above 512.
 inline weft::http::server_options local_http() {
   weft::http::server_options options;
   options.host = "127.0.0.1";
   options.port = 0;
-  if (const char* park = std::getenv("WEFT_TEST_HTTP_PARK"); park != nullptr && park[0] == '1') {
-    options.park_above = 0;
+  if (const char* hibernate = std::getenv("WEFT_TEST_HTTP_HIBERNATE");
+      hibernate != nullptr && hibernate[0] == '1') {
+    options.hibernate_above = 0;
   }
   return options;
 }

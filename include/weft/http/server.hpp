@@ -1,8 +1,8 @@
 // weft::http::server: an HTTP/1.1 server on net::tcp_server. Each connection is served by a
 // coroutine that parses its requests in place in the connection's input buffer (request_parser,
 // no copy beyond the parser's own) and runs the handler for each, in order. Between requests,
-// once its worker has more than park_above connections, an idle connection parks
-// (net::connection::park): it holds no coroutine until its next request arrives.
+// once its worker has more than hibernate_above connections, an idle connection hibernates
+// (net::connection::hibernate): it holds no coroutine until its next request arrives.
 //
 // Contract:
 //   - Threads: a server is made on any thread; serve() blocks the calling thread until the
@@ -86,14 +86,14 @@ struct server_options {
   std::size_t send_buffer_limit = std::size_t{1} << 20;  // per connection, bytes in memory
   std::size_t max_requests_per_connection = 0;           // 0: no limit; the last says close
   std::string server_name = "weft";                      // the Server field; "" omits it
-  // Between requests a connection waits in its own coroutine while its worker has at most this
-  // many connections, and above it parks (net::connection::park): it keeps no coroutine and no
+  // Between requests a connection waits in its own coroutine while its worker has at most this many
+  // connections, and above it hibernates (net::connection::hibernate): it keeps no coroutine and no
   // stack while idle, and its next request runs on a stack the last requests used. A waiting
   // coroutine's stack stays in the CPU's cache while few connections share it, and then waiting
-  // costs less than a new coroutine per request; with many connections the stacks fall out of
-  // the cache and each request would miss on its own stack (bench/http/README.md has the
-  // measurements). 0: always park.
-  std::size_t park_above = 512;
+  // costs less than a new coroutine per request; with many connections the stacks fall out of the
+  // cache and each request would miss on its own stack (bench/http/README.md has the measurements).
+  // 0: always hibernate.
+  std::size_t hibernate_above = 512;
   bool handle_signals = false;                 // SIGINT/SIGTERM -> graceful stop
   std::chrono::milliseconds stop_grace{5000};  // of a stop by signal
   // Access lines (one per response) and error lines (the server's own errors, handler

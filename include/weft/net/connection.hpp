@@ -153,7 +153,7 @@ struct connection_options {
 namespace detail {
 struct worker_state;
 struct connection_access;
-struct park_state;
+struct hibernation;
 }  // namespace detail
 
 class connection : public std::enable_shared_from_this<connection> {
@@ -203,7 +203,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // --- idling without a coroutine (the server's handler only) ---
   // Lets the handler's coroutine end while the connection waits for its next input: once the
-  // handler returns after park(), the server keeps the connection open with no coroutine (and
+  // handler returns after hibernate(), the server keeps the connection open with no coroutine (and
   // no stack) of its own, and calls the handler again, in a new coroutine, when bytes arrive,
   // the peer closes, limit (or one of the options' timeouts) passes, or the connection starts
   // closing (close(), the server's stop). A thousand idle keep-alive connections then hold a
@@ -212,15 +212,15 @@ class connection : public std::enable_shared_from_this<connection> {
   // its first read (read_input() or receive()) reads at once, without waiting, and ends at
   // limit's deadline at the latest (timeout_error, the connection stays open, as for a read's
   // own limit); carried() returns `carry` (what the handler keeps across calls: weft::http keeps
-  // its count of requests served). The park takes effect only when the handler returns
-  // normally; one that throws after park() is ended as usual. Only on a connection of
+  // its count of requests served). The hibernation takes effect only when the handler returns
+  // normally; one that throws after hibernate() is ended as usual. Only on a connection of
   // tcp_server::serve(handler), with nothing in input(), receiving not paused and no coroutine
   // receiving (std::logic_error naming the connection otherwise); limit may carry no cancel
   // token (std::invalid_argument: nothing would be waiting for it). On a connection that is
   // closing or whose server is stopping it does nothing: the handler's return ends the
   // connection as usual.
-  void park(const timeout& limit = timeout::never(), std::uint64_t carry = 0);
-  // The carry of the last park() (0 before any).
+  void hibernate(const timeout& limit = timeout::never(), std::uint64_t carry = 0);
+  // The carry of the last hibernate() (0 before any).
   std::uint64_t carried() const noexcept { return carried_; }
 
   // --- sending ---
@@ -343,11 +343,11 @@ class connection : public std::enable_shared_from_this<connection> {
   void fire_full() noexcept;
   void fire_drain() noexcept;
   void log(std::string_view line) const noexcept;
-  // park
-  bool enter_park(std::shared_ptr<connection>& self);
-  std::shared_ptr<connection> leave_park() noexcept;
-  void park_ready() noexcept;
-  void drop_park() noexcept;
+  // hibernate
+  bool enter_hibernation(std::shared_ptr<connection>& self);
+  std::shared_ptr<connection> leave_hibernation() noexcept;
+  void hibernation_ready() noexcept;
+  void drop_hibernation() noexcept;
   struct first_read_scope;
   void release_idle_input() noexcept;
   // The earliest deadline of the options' timeouts for a wait for input now (max: none), and
@@ -417,13 +417,15 @@ class connection : public std::enable_shared_from_this<connection> {
   std::unique_ptr<connection_events> own_events_;
   const connection_events* server_events_ = nullptr;
 
-  // park(): requested by the handler; the deadline its first read after the park honours.
-  bool park_requested_ = false;
-  bool park_cap_ = false;         // the next read's waits end at park_until_ at the latest
-  bool park_cap_active_ = false;  // ... and this is that read
+  // hibernate(): requested by the handler; the deadline its first read after the hibernation
+  // honours.
+  bool hibernate_requested_ = false;
+  bool hibernate_cap_ = false;  // the next read's waits end at hibernate_until_ at the latest
+  bool hibernate_cap_active_ = false;  // ... and this is that read
   std::uint64_t carried_ = 0;
-  std::chrono::steady_clock::time_point park_until_;
-  std::unique_ptr<detail::park_state> park_;  // made at the first park, kept for the next
+  std::chrono::steady_clock::time_point hibernate_until_;
+  // Made at the first hibernation, kept for the next.
+  std::unique_ptr<detail::hibernation> hibernation_;
 
   // The worker's list of its connections, and the coroutine serving this one (the server's).
   weft::detail::coroutine* serving_ = nullptr;

@@ -86,6 +86,14 @@ struct tcp_server_options {
   std::chrono::milliseconds accept_retry_delay{10};
   std::chrono::milliseconds accept_retry_max_delay{1000};
   bool no_delay = true;  // TCP_NODELAY on every connection
+  // Callback style: between messages a connection's read loop waits in its own coroutine while
+  // its worker has at most this many connections, and above it the connection hibernates
+  // (connection::hibernate: no coroutine and no stack until its next bytes, its peer's close or
+  // one of its timeouts). A waiting coroutine costs nothing while the stacks of a few hundred
+  // stay in the CPU's cache, less than a new coroutine per message; with more, each message
+  // would miss on its own stack (weft::http's hibernate_above and bench/http/README.md have the
+  // measurements). 0: always hibernate. The coroutine style decides for itself (hibernate()).
+  std::size_t hibernate_above = 512;
   // The workers' run_options::reactor_poll_interval: how often a busy worker polls for I/O
   // between coroutines. Longer than the scheduler's default (250 us) because a worker wakes
   // many connections per poll, and a poll before they have all run reports their sockets

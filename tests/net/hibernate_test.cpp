@@ -1,6 +1,7 @@
-// weft::net::connection::park: a connection idle between messages with no coroutine of its own.
-// The handler is called again, in a new coroutine, for each thing that ends the park: input, the
-// peer's close, the park's limit, the options' idle timeout, a close from elsewhere, the stop.
+// weft::net::connection::hibernate: a connection idle between messages with no coroutine of its
+// own. The handler is called again, in a new coroutine, for each thing that ends the hibernation:
+// input, the peer's close, the hibernation's limit, the options' idle timeout, a close from
+// elsewhere, the stop.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -16,16 +17,16 @@ using namespace net_test;
 using weft::net::close_reason;
 using weft::net::connection;
 
-// Answers one line per call with "<carry>:<line>" and parks with carry + 1; records the
+// Answers one line per call with "<carry>:<line>" and hibernates with carry + 1; records the
 // coroutine each call ran in and how the connection ended.
-struct parking_echo {
+struct hibernating_echo {
   std::mutex mutex;
   std::set<std::uint64_t> coroutines;
   std::atomic<int> calls{0};
-  std::atomic<int> ended{0};  // calls that found the input ended and returned without parking
+  std::atomic<int> ended{0};  // calls that found the input ended and returned without hibernating
   std::chrono::milliseconds limit{0};
-  std::vector<std::string> timeouts;  // what the first read after a park threw
-  // Sees each message first; true: it answered, the handler returns without parking.
+  std::vector<std::string> timeouts;  // what the first read after a hibernation threw
+  // Sees each message first; true: it answered, the handler returns without hibernating.
   std::function<bool(connection&, const std::string&)> special{};
 
   void operator()(connection& c) {
@@ -51,7 +52,7 @@ struct parking_echo {
       return;
     }
     c.send(std::to_string(c.carried()) + ":" + m->data);
-    c.park(limit.count() > 0 ? weft::timeout(limit) : weft::timeout::never(), c.carried() + 1);
+    c.hibernate(limit.count() > 0 ? weft::timeout(limit) : weft::timeout::never(), c.carried() + 1);
   }
 };
 
@@ -61,8 +62,8 @@ weft::net::tcp_server_options text_options() {
   return options;
 }
 
-TEST(NetPark, HandlerIsCalledAgainPerMessageInANewCoroutineWithItsCarry) {
-  auto echo = std::make_shared<parking_echo>();
+TEST(NetHibernate, HandlerIsCalledAgainPerMessageInANewCoroutineWithItsCarry) {
+  auto echo = std::make_shared<hibernating_echo>();
   running_server running(text_options(), [echo](weft::net::tcp_server& server) {
     server.serve([echo](connection& c) { (*echo)(c); });
   });
@@ -85,9 +86,9 @@ TEST(NetPark, HandlerIsCalledAgainPerMessageInANewCoroutineWithItsCarry) {
   EXPECT_EQ(stats.total.closed_by(close_reason::peer), 1u);
 }
 
-TEST(NetPark, ParkedConnectionsHoldNoCoroutine) {
+TEST(NetHibernate, HibernatingConnectionsHoldNoCoroutine) {
   constexpr int idle = 200;
-  auto echo = std::make_shared<parking_echo>();
+  auto echo = std::make_shared<hibernating_echo>();
   std::atomic<std::uint64_t> live_seen{0};
   echo->special = [&](connection& c, const std::string& line) {
     if (line != "live?") {
@@ -113,13 +114,13 @@ TEST(NetPark, ParkedConnectionsHoldNoCoroutine) {
   send_all(probe, "live?\n");
   EXPECT_EQ(read_bytes(probe, 3), "ok\n");
   // The probe's handler, the acceptor, the worker's main and control coroutines and the like:
-  // a handful, not one per parked connection.
-  EXPECT_LT(live_seen.load(), 16u) << "parked connections keep coroutines";
-  // The probe's handler returned (its connection closes); the parked ones all stay open.
+  // a handful, not one per hibernating connection.
+  EXPECT_LT(live_seen.load(), 16u) << "hibernating connections keep coroutines";
+  // The probe's handler returned (its connection closes); the hibernating ones all stay open.
   EXPECT_TRUE(eventually([&] {
     return running.server().stats().total.connections == static_cast<std::uint64_t>(idle);
   }));
-  // Every parked connection still answers.
+  // Every hibernating connection still answers.
   for (int fd : fds) {
     send_all(fd, "y\n");
   }
@@ -134,8 +135,8 @@ TEST(NetPark, ParkedConnectionsHoldNoCoroutine) {
   EXPECT_EQ(echo->ended.load(), idle);  // the probe's handler returned after its answer
 }
 
-TEST(NetPark, TheParksLimitEndsTheFirstReadWithATimeout) {
-  auto echo = std::make_shared<parking_echo>();
+TEST(NetHibernate, TheHibernationsLimitEndsTheFirstReadWithATimeout) {
+  auto echo = std::make_shared<hibernating_echo>();
   echo->limit = 100ms;
   running_server running(text_options(), [echo](weft::net::tcp_server& server) {
     server.serve([echo](connection& c) { (*echo)(c); });
@@ -143,9 +144,9 @@ TEST(NetPark, TheParksLimitEndsTheFirstReadWithATimeout) {
   int fd = connect_to(running.port());
   send_all(fd, "a\n");
   EXPECT_EQ(read_bytes(fd, 4), "0:a\n");
-  const auto parked_at = std::chrono::steady_clock::now();
+  const auto hibernated_at = std::chrono::steady_clock::now();
   EXPECT_EQ(read_to_end(fd), "timeout\n");  // the handler answers the timeout and returns
-  EXPECT_GE(std::chrono::steady_clock::now() - parked_at, 90ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - hibernated_at, 90ms);
   ::close(fd);
   EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; }));
   running.stop();
@@ -155,10 +156,10 @@ TEST(NetPark, TheParksLimitEndsTheFirstReadWithATimeout) {
   EXPECT_EQ(running.server().stats().total.closed_by(close_reason::local), 1u);
 }
 
-TEST(NetPark, TheIdleTimeoutClosesAParkedConnection) {
+TEST(NetHibernate, TheIdleTimeoutClosesAHibernatingConnection) {
   auto options = text_options();
   options.idle_timeout = 100ms;
-  auto echo = std::make_shared<parking_echo>();
+  auto echo = std::make_shared<hibernating_echo>();
   running_server running(options, [echo](weft::net::tcp_server& server) {
     server.serve([echo](connection& c) { (*echo)(c); });
   });
@@ -175,10 +176,10 @@ TEST(NetPark, TheIdleTimeoutClosesAParkedConnection) {
   EXPECT_TRUE(echo->timeouts.empty());
 }
 
-TEST(NetPark, ACloseFromAnotherConnectionWakesTheParkedOne) {
+TEST(NetHibernate, ACloseFromAnotherConnectionWakesTheHibernatingOne) {
   std::mutex mutex;
   std::vector<std::shared_ptr<connection>> handles;
-  auto echo = std::make_shared<parking_echo>();
+  auto echo = std::make_shared<hibernating_echo>();
   echo->special = [&](connection& c, const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex);  // one worker: no other thread holds it
     if (line != "close the others") {
@@ -196,14 +197,14 @@ TEST(NetPark, ACloseFromAnotherConnectionWakesTheParkedOne) {
   running_server running(text_options(), [echo](weft::net::tcp_server& server) {
     server.serve([echo](connection& c) { (*echo)(c); });
   });
-  int parked = connect_to(running.port());
-  send_all(parked, "a\n");
-  EXPECT_EQ(read_bytes(parked, 4), "0:a\n");
+  int hibernating = connect_to(running.port());
+  send_all(hibernating, "a\n");
+  EXPECT_EQ(read_bytes(hibernating, 4), "0:a\n");
   int closer = connect_to(running.port());
   send_all(closer, "close the others\n");
   EXPECT_EQ(read_bytes(closer, 5), "done\n");
-  EXPECT_EQ(read_to_end(parked), "");  // the parked connection closed, gracefully
-  ::close(parked);
+  EXPECT_EQ(read_to_end(hibernating), "");  // the hibernating connection closed, gracefully
+  ::close(hibernating);
   ::close(closer);
   EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; }));
   running.stop();
@@ -213,9 +214,9 @@ TEST(NetPark, ACloseFromAnotherConnectionWakesTheParkedOne) {
   EXPECT_EQ(echo->ended.load(), 1);
 }
 
-TEST(NetPark, StopResumesParkedConnectionsAndEndsThemAtOnce) {
+TEST(NetHibernate, StopResumesHibernatingConnectionsAndEndsThemAtOnce) {
   constexpr int count = 20;
-  auto echo = std::make_shared<parking_echo>();
+  auto echo = std::make_shared<hibernating_echo>();
   running_server running(text_options(), [echo](weft::net::tcp_server& server) {
     server.serve([echo](connection& c) { (*echo)(c); });
   });
@@ -240,7 +241,7 @@ TEST(NetPark, StopResumesParkedConnectionsAndEndsThemAtOnce) {
   EXPECT_EQ(echo->ended.load(), count);
 }
 
-TEST(NetPark, MisusesAreRefusedWithTheirReason) {
+TEST(NetHibernate, MisusesAreRefusedWithTheirReason) {
   std::mutex mutex;
   std::vector<std::string> errors;
   auto record = [&](const std::exception& failure) {
@@ -253,13 +254,13 @@ TEST(NetPark, MisusesAreRefusedWithTheirReason) {
         return;
       }
       try {
-        c.park();  // the bytes read are still in input()
+        c.hibernate();  // the bytes read are still in input()
       } catch (const std::logic_error& failure) {
         record(failure);
       }
       auto never_done = weft::spawn([] { weft::sleep_for(std::chrono::hours(1)); });
       try {
-        c.park(weft::cancel_on(never_done));
+        c.hibernate(weft::cancel_on(never_done));
       } catch (const std::invalid_argument& failure) {
         record(failure);
       }
@@ -267,7 +268,7 @@ TEST(NetPark, MisusesAreRefusedWithTheirReason) {
       c.consume_input(c.input().size());
       weft::spawn([&] {
         try {
-          c.park();  // not the handler's coroutine
+          c.hibernate();  // not the handler's coroutine
         } catch (const std::logic_error& failure) {
           record(failure);
         }
@@ -277,14 +278,75 @@ TEST(NetPark, MisusesAreRefusedWithTheirReason) {
   });
   int fd = connect_to(running.port());
   send_all(fd, "abc");
-  EXPECT_EQ(read_to_end(fd), "checked\n");  // no park took effect: the handler's return closed it
+  EXPECT_EQ(read_to_end(fd),
+            "checked\n");  // no hibernate took effect: the handler's return closed it
   ::close(fd);
   running.stop();
   running.wait();
   ASSERT_EQ(errors.size(), 3u);
   EXPECT_NE(errors[0].find("3 bytes of input not consumed"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("cancel token"), std::string::npos) << errors[1];
-  EXPECT_NE(errors[2].find("only the server's handler can park"), std::string::npos) << errors[2];
+  EXPECT_NE(errors[2].find("only the server's handler can hibernate"), std::string::npos)
+      << errors[2];
+}
+
+// The callback style hibernates by itself between messages once its worker has more than
+// tcp_server_options::hibernate_above connections; below that its read loops wait in their
+// coroutines. Either way every message is delivered, in order.
+TEST(NetHibernate, CallbackConnectionsHibernateBetweenMessagesAboveTheThreshold) {
+  for (const std::size_t above : {std::size_t{0}, std::size_t{512}}) {
+    SCOPED_TRACE("hibernate_above " + std::to_string(above));
+    constexpr int count = 60;
+    auto options = text_options();
+    options.hibernate_above = above;
+    running_server running(options, [](weft::net::tcp_server& server) {
+      server.serve(weft::net::connection_events{
+          .on_message =
+              [](connection& c, weft::net::message& m) {
+                if (m.data == "live?") {
+                  EXPECT_TRUE(c.try_send(
+                      std::to_string(weft::current_scheduler().stats().live_coroutines)));
+                  return;
+                }
+                EXPECT_TRUE(c.try_send("echo:" + m.data));
+              },
+      });
+    });
+    std::vector<int> fds;
+    for (int index = 0; index < count; ++index) {
+      int fd = connect_to(running.port());
+      ASSERT_GE(fd, 0);
+      send_all(fd, "x\n");
+      EXPECT_EQ(read_bytes(fd, 7), "echo:x\n");
+      fds.push_back(fd);
+    }
+    int probe = connect_to(running.port());
+    send_all(probe, "live?\n");
+    std::string live;
+    for (char byte = 0; ::recv(probe, &byte, 1, 0) == 1 && byte != '\n';) {
+      live += byte;
+    }
+    ASSERT_FALSE(live.empty());
+    if (above == 0) {
+      EXPECT_LT(std::stoul(live), 16u) << "hibernating connections keep coroutines";
+    } else {
+      EXPECT_GE(std::stoul(live), static_cast<unsigned long>(count));
+    }
+    for (int fd : fds) {
+      send_all(fd, "y\nz\n");
+    }
+    for (int fd : fds) {
+      EXPECT_EQ(read_bytes(fd, 14), "echo:y\necho:z\n");
+      ::close(fd);
+    }
+    ::close(probe);
+    EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; }));
+    running.stop();
+    running.wait();
+    auto stats = running.server().stats();
+    EXPECT_EQ(stats.total.messages_in, static_cast<std::uint64_t>(3 * count + 1));
+    EXPECT_EQ(stats.total.closed_by(close_reason::peer), static_cast<std::uint64_t>(count + 1));
+  }
 }
 
 }  // namespace

@@ -1,0 +1,167 @@
+// connection::hibernate: an idle connection without a coroutine (see connection.hpp).
+//
+// Hibernating, the connection is watched by a callback subscription of its fd and, when its wait is
+// bounded, a lazy timer (hibernation.hpp); it holds a reference to itself, and reader_waiting_
+// stays set, so that no close releases the socket under the subscription. Anything that would wake
+// a waiting reader wakes it instead: the fd's readiness (or the driver giving up on it), the
+// deadline, interrupt_reader() (close, destroy, the server's stop). Waking spawns the coroutine
+// that calls the handler again (resume_hibernated, src/net/workers.cpp); that coroutine leaves the
+// hibernation first (unsubscribes, drops the self-reference) and only then may the socket be
+// released. The subscription's callback runs inside the driver's poll, where subscribing and
+// switching are not allowed: it only spawns, which queues the coroutine.
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "net/hibernation.hpp"
+#include "net/worker_state.hpp"
+#include "sched/scheduler_core.hpp"
+#include "weft/net/connection.hpp"
+#include "weft/sched/scheduler.hpp"
+
+namespace weft::net {
+
+namespace {
+using steady = std::chrono::steady_clock;
+
+void on_hibernation_ready(weft::detail::fd_subscription& subscription, int /*events*/) {
+  detail::connection_access::hibernation_ready(
+      *static_cast<detail::hibernation&>(subscription).owner);
+}
+
+void on_hibernation_deadline(weft::detail::timer_entry& fired) {
+  auto& timer = static_cast<detail::hibernation::deadline_timer&>(fired);
+  detail::hibernation& h = *timer.owner_state;
+  if (!h.hibernating || h.waking || h.until == steady::time_point::max()) {
+    return;  // the wait it was queued for is over: out of the heap until a hibernation needs it
+  }
+  if (steady::now() >= h.until) {
+    detail::connection_access::hibernation_ready(*h.owner);
+    return;
+  }
+  timer.deadline = h.until;  // queued for an earlier hibernation: on to this one's deadline
+  h.core->driver().add_timer(timer);
+}
+}  // namespace
+
+void connection::hibernate(const timeout& limit, std::uint64_t carry) {
+  auto refuse = [&](const char* why) {
+    throw std::logic_error("weft::net::connection::hibernate: connection " + std::to_string(id_) +
+                           " (" + peer_address_ + ") " + why);
+  };
+  if (weft::detail::cancel_token_of(limit) != nullptr) {
+    throw std::invalid_argument(
+        "weft::net::connection::hibernate: the limit carries a cancel token, which nothing would "
+        "watch while the connection is hibernating");
+  }
+  if (worker_ == nullptr || worker_->server == nullptr || serving_ == nullptr ||
+      weft::detail::running_coroutine(*scheduler_) != serving_) {
+    refuse(
+        "is not being served by this coroutine as a tcp_server handler; only the server's "
+        "handler can hibernate its connection");
+  }
+  if (reader_active_) {
+    refuse("is being received from; hibernate between reads");
+  }
+  if (buffered() > 0) {
+    refuse(("has " + std::to_string(buffered()) +
+            " bytes of input not consumed; hibernate only with nothing buffered")
+               .c_str());
+  }
+  if (paused_) {
+    refuse("has receiving paused (pause_recv); resume it before hibernating");
+  }
+  hibernate_requested_ = true;
+  carried_ = carry;
+  hibernate_cap_ = limit.bounded();
+  hibernate_until_ = limit.bounded() ? limit.deadline() : steady::time_point::max();
+}
+
+bool connection::enter_hibernation(std::shared_ptr<connection>& self) {
+  if (state_ != state::open || stopping_ || paused_ || buffered() > 0 || reader_active_ ||
+      finished_ || peer_ended_) {
+    return false;
+  }
+  weft::detail::scheduler_core* core = weft::detail::current_core();
+  if (hibernation_ == nullptr) {
+    auto made = std::make_unique<detail::hibernation>();
+    made->owner = this;
+    made->core = core;
+    made->fd = fd_;
+    made->events = weft::detail::fd_subscription::readable;
+    made->ready = &on_hibernation_ready;
+    made->timer.owner_state = made.get();
+    made->timer.fire = &on_hibernation_deadline;
+    made->timer.background = true;  // the subscription keeps the loop alive while hibernating
+    hibernation_ = std::move(made);
+  }
+  detail::hibernation& h = *hibernation_;
+  if (weft::detail::subscribe_fd(*core, h) < 0) {
+    return false;
+  }
+  release_idle_input();
+  steady::time_point until = timeouts_deadline();
+  if (hibernate_cap_ && hibernate_until_ < until) {
+    until = hibernate_until_;
+  }
+  h.until = until;
+  if (until != steady::time_point::max()) {
+    auto& timer = h.timer;
+    if (timer.queued() && timer.deadline > until) {
+      core->driver().remove_timer(timer);
+    }
+    if (!timer.queued()) {
+      timer.deadline = until;
+      core->driver().add_timer(timer);
+    }
+  }
+  h.hibernating = true;
+  h.waking = false;
+  h.self = std::move(self);
+  reader_waiting_ = true;  // no release under the subscription (try_release)
+  reader_ = nullptr;
+  serving_ = nullptr;
+  return true;
+}
+
+std::shared_ptr<connection> connection::leave_hibernation() noexcept {
+  detail::hibernation& h = *hibernation_;
+  weft::detail::unsubscribe_fd(*h.core, h);
+  h.hibernating = false;
+  h.waking = false;
+  reader_waiting_ = false;
+  read_first_ = true;  // woken by input (or to find its end): read before waiting
+  std::shared_ptr<connection> self = std::move(h.self);
+  try_release();  // closed while hibernating: the socket goes now that nothing watches it
+  return self;
+}
+
+void connection::hibernation_ready() noexcept {
+  if (hibernation_ == nullptr || !hibernation_->hibernating || hibernation_->waking) {
+    return;
+  }
+  hibernation_->waking = true;
+  try {
+    detail::resume_hibernated(*worker_, hibernation_->self);
+  } catch (const std::exception& failure) {
+    // Out of memory for a coroutine: the fd stays watched (level-triggered) and the next poll
+    // (or the next interrupt) tries again.
+    hibernation_->waking = false;
+    log(std::string("could not start the coroutine that resumes the hibernating connection: ") +
+        failure.what());
+  }
+}
+
+void connection::drop_hibernation() noexcept {
+  // Only on the connection's thread while its scheduler runs (the release does it there; a
+  // connection is released before its worker's scheduler ends).
+  if (hibernation_ == nullptr || hibernation_->core != weft::detail::current_core()) {
+    return;
+  }
+  if (hibernation_->timer.queued()) {
+    hibernation_->core->driver().remove_timer(hibernation_->timer);
+  }
+  weft::detail::unsubscribe_fd(*hibernation_->core, *hibernation_);
+}
+
+}  // namespace weft::net
