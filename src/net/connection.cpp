@@ -253,10 +253,9 @@ struct connection::first_read_scope {
   connection& self;
 };
 
-bool connection::receive(message& out, const timeout& given) {
+bool connection::receive(message& out, const timeout& limit) {
   reader_guard guard(*this, "receive");
   first_read_scope first(*this);
-  const timeout& limit = given;
 
   for (;;) {
     if (state_ != state::open || finished_) {
@@ -455,7 +454,7 @@ void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::st
   first_message_ = false;  // the new protocol's handshake (if any) is still to come
 }
 
-bool connection::read_input(const timeout& given, bool mid_message) {
+bool connection::read_input(const timeout& limit, bool mid_message) {
   if (framer_ != nullptr) {
     throw std::logic_error(std::string("weft::net::connection::read_input: connection ") +
                            std::to_string(id_) + " speaks the " + options_.protocol->name() +
@@ -464,7 +463,6 @@ bool connection::read_input(const timeout& given, bool mid_message) {
   }
   reader_guard guard(*this, "read_input");
   first_read_scope first(*this);
-  const timeout& limit = given;
   const std::size_t before = buffered();
   for (;;) {
     if (state_ != state::open) {
