@@ -45,7 +45,7 @@ inline int hex_value(unsigned char c) noexcept {
   return (c | 0x20) - 'a' + 10;
 }
 
-inline unsigned char ascii_lower(unsigned char c) noexcept {
+constexpr unsigned char ascii_lower(unsigned char c) noexcept {
   return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c | 0x20) : c;
 }
 
@@ -67,7 +67,7 @@ inline bool iequals(std::string_view a, std::string_view b) noexcept {
 // cost the parser a sixth to a third of a request (bench/http/parser_bench.cpp, CPU time:
 // hello 129 -> 105 ns, browser 298 -> 204 ns), and names that share their length and those
 // three bytes are rare in one message.
-inline std::uint32_t name_hash(std::string_view name) noexcept {
+constexpr std::uint32_t name_hash(std::string_view name) noexcept {
   std::size_t n = name.size();
   if (n == 0) return 0;
   auto at = [&](std::size_t i) {

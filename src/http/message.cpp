@@ -59,9 +59,15 @@ std::optional<method> parse_method(std::string_view name) noexcept {
 }
 
 std::string percent_decode(std::string_view text, bool plus_is_space) {
+  // Most paths and names hold no escape: they are copied whole (a byte-by-byte push_back was a
+  // path's 160 instructions per request in the static file server, callgrind).
+  const std::size_t first =
+      text.find_first_of(plus_is_space ? std::string_view("%+", 2) : std::string_view("%", 1));
+  if (first == std::string_view::npos) return std::string(text);
   std::string out;
   out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  out.append(text.substr(0, first));
+  for (std::size_t i = first; i < text.size(); ++i) {
     char c = text[i];
     if (c == '%') {
       if (i + 2 >= text.size()) {

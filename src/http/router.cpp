@@ -80,12 +80,7 @@ router& router::files(std::string_view prefix, static_options options) {
   handler serve = [resolver, skip = prefix.size()](exchange& ex) {
     // The path after the prefix, still percent-encoded: the resolver splits it itself, so an
     // encoded '/' never becomes a separator.
-    static_reply reply = resolver->resolve(ex.request(), ex.request().raw_path().substr(skip));
-    if (reply.has_file()) {
-      ex.send_file(std::move(reply.head), std::move(reply.file), reply.offset, reply.length);
-    } else {
-      ex.respond(std::move(reply.head));
-    }
+    resolver->serve(ex, ex.request().raw_path().substr(skip));
   };
   if (!prefix.empty()) {
     get(prefix, serve);  // redirected to prefix + "/" by the resolver
@@ -129,7 +124,9 @@ bool router::match(const route& r, std::string_view path,
 void router::dispatch(exchange& ex) const {
   const request& req = ex.request();
   const std::string_view path = req.raw_path();
-  std::vector<std::pair<std::string_view, std::string_view>> captured;
+  // The connection's scratch, grown once: a vector made here was a malloc and a free for every
+  // request to a route with a parameter.
+  std::vector<std::pair<std::string_view, std::string_view>>& captured = ex.state_.captured;
   const route* fallback = nullptr;  // a GET route for a HEAD request
   std::vector<std::pair<std::string_view, std::string_view>> fallback_captured;
   bool path_matched = false;

@@ -46,6 +46,7 @@ void request_spaces::give(std::unique_ptr<request_space> space) noexcept {
   space->parser.reset();
   space->out.clear();
   space->params.clear();
+  space->captured.clear();
   spare_.push_back(std::move(space));
 }
 
@@ -57,7 +58,8 @@ connection_state::connection_state(server_state& s, net::connection& c)
       parser(space->parser),
       out(space->out),
       requests_served(c.carried()),
-      params(space->params) {}
+      params(space->params),
+      captured(space->captured) {}
 
 connection_state::~connection_state() { server.spaces[conn.worker()].give(std::move(space)); }
 

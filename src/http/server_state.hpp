@@ -49,6 +49,8 @@ struct request_space {
   request_parser parser;
   std::string out;  // responses batched for one write
   std::vector<std::pair<std::string_view, std::string>> params;
+  // The router's scratch: a route's raw captures while it matches (router::dispatch).
+  std::vector<std::pair<std::string_view, std::string_view>> captured;
 };
 
 // One worker's spare request spaces (its thread only), most recently given back last.
@@ -133,6 +135,7 @@ struct connection_state {
   bool may_hibernate = false;
   bool hibernating = false;  // run() returned to hibernate the connection
   std::vector<std::pair<std::string_view, std::string>>& params;
+  std::vector<std::pair<std::string_view, std::string_view>>& captured;
 
   // The streamed body of the current response.
   stream_mode stream = stream_mode::none;
@@ -150,9 +153,11 @@ struct connection_state {
 };
 
 // The head of a response written by the server itself (the fast path of respond(status, body)
-// and the error answers): status line, Server, Date, Content-Type, Content-Length, Connection.
+// and the error answers): status line, Server, Date, Content-Type, `fields` (when given, in
+// their order), Content-Length, Connection. An empty server_name writes no Server; date false
+// writes no Date (the caller's fields carry them).
 void append_simple_head(std::string& out, status s, std::string_view server_name,
                         std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor);
+                        int version_minor, const headers* fields = nullptr, bool date = true);
 
 }  // namespace weft::http::detail

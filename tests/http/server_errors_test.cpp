@@ -130,4 +130,62 @@ TEST(HttpServerErrors, AContentTypeWithAControlCharacterIsRefusedAndATabIsNot) {
   EXPECT_EQ(refused.load(), 4);
 }
 
+TEST(HttpServerErrors, RespondWithFieldsWritesThemAndRefusesTheFramingOnes) {
+  // respond(status, fields, body): the caller's fields in their order, the server's Server and
+  // Date only where the fields have none, Content-Length from the body; a field the server
+  // frames with is refused by name, and nothing of the refused answer reaches the wire.
+  std::atomic<int> refused{0};
+  running_http server(local_http(), [&](exchange& ex) {
+    for (const char* name : {"Content-Length", "transfer-encoding", "CONNECTION"}) {
+      try {
+        ex.respond(status::ok, weft::http::headers{{"X-A", "1"}, {name, "5"}}, "hello");
+      } catch (const std::invalid_argument& failure) {
+        if (std::string(failure.what()).find(std::string("'") + name + "'") != std::string::npos) {
+          ++refused;
+        }
+      }
+    }
+    try {
+      ex.respond(status::no_content, weft::http::headers{{"X-A", "1"}}, "body");
+    } catch (const std::invalid_argument&) {
+      ++refused;
+    }
+    if (ex.request().target == "/own") {
+      ex.respond(status::created,
+                 weft::http::headers{{"Server", "mine"}, {"Date", "Tue, 01 Dec 2026 00:00:00 GMT"}},
+                 "made");
+      return;
+    }
+    ex.respond(status::ok, weft::http::headers{{"Content-Type", "text/x-a"}, {"X-B", "two"}},
+               "hello");
+  });
+  client c(server.port());
+  c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(r->body, "hello");
+  EXPECT_EQ(r->headers.get("Content-Type").value_or(""), "text/x-a");
+  EXPECT_EQ(r->headers.get("X-B").value_or(""), "two");
+  EXPECT_EQ(r->headers.get("Content-Length").value_or(""), "5");
+  EXPECT_EQ(r->headers.count("X-A"), 0u);
+  EXPECT_EQ(r->headers.count("Server"), 1u);
+  EXPECT_EQ(r->headers.count("Date"), 1u);
+  EXPECT_EQ(refused.load(), 4);
+  c.send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto head = c.response(weft::http::method::head);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->headers.get("Content-Length").value_or(""), "5");
+  EXPECT_EQ(head->body, "");
+  c.send("GET /own HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto own = c.response();
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, status::created);
+  EXPECT_EQ(own->body, "made");
+  EXPECT_EQ(own->headers.get_all("Server"), std::vector<std::string_view>{"mine"});
+  EXPECT_EQ(own->headers.get_all("Date"),
+            std::vector<std::string_view>{"Tue, 01 Dec 2026 00:00:00 GMT"});
+  EXPECT_EQ(refused.load(), 12);  // four refusals in each of the three calls
+}
+
 }  // namespace

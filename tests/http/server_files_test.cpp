@@ -2,6 +2,8 @@
 // resolver's own cases are tests/http/static_files_*_test.cpp): the bytes of the file, HEAD,
 // ranges, 304, the redirect of the bare prefix, 405 for other methods, and no descriptor left
 // open once the responses are sent.
+#include <cctype>
+#include <map>
 #include <string>
 
 #include "http/server_support.hpp"
@@ -23,6 +25,7 @@ struct served_files {
     }
     files.file("big.txt", content);
     files.file("sub/page.html", "<p>page</p>\n");
+    files.file("index.html", "<p>index</p>\n");
     weft::http::router r;
     r.files("/static", weft::http::static_options{.root = files.root().string()});
     r.get("/other", [](exchange& ex) { ex.respond(status::ok, "other"); });
@@ -119,6 +122,69 @@ TEST(HttpServerFiles, NoDescriptorIsLeftOpenAfterManyFileResponses) {
   // (so `before` may count the first request's file, and the end may lag a moment).
   EXPECT_TRUE(eventually([&] { return open_descriptors() <= before; }))
       << open_descriptors() << " descriptors open, " << before << " before";
+}
+
+TEST(HttpServerFiles, ACachedFileIsAnsweredFromMemoryWithTheHeadOfItsFirstAnswer) {
+  // The first GET reads the file into the thread's cache; later unconditional GETs and HEADs
+  // are written from the cache (exchange::respond with the entry's fields). Both must carry
+  // the same fields; a conditional request, a range, a second spelling of the path and the
+  // bare prefix still take the resolver's way.
+  served_files f;
+  running_http server(local_http(), f.routes());
+  client c(server.port());
+  auto fields_of = [](const weft::http::response& r) {
+    std::map<std::string, std::string> out;
+    for (auto field : r.headers) {
+      std::string name(field.name);
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (name != "date") out[name] += std::string(field.value) + ";";
+    }
+    return out;
+  };
+  c.send("GET /static/sub/page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto first = c.response();
+  ASSERT_TRUE(first);
+  c.send("GET /static/sub/page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto cached = c.response();
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(cached->status, status::ok);
+  EXPECT_EQ(cached->body, "<p>page</p>\n");
+  EXPECT_EQ(fields_of(*cached), fields_of(*first));
+  EXPECT_EQ(cached->headers.get("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(cached->headers.get("Content-Length"), "12");
+  EXPECT_EQ(cached->headers.count("Server"), 1u);
+  EXPECT_EQ(cached->headers.count("Date"), 1u);
+  c.send("HEAD /static/sub/page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto head = c.response(weft::http::method::head);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->body, "");
+  EXPECT_EQ(fields_of(*head), fields_of(*first));
+  const std::string etag(first->headers.get("ETag").value_or(""));
+  ASSERT_FALSE(etag.empty());
+  c.send("GET /static/sub/page.html HTTP/1.1\r\nHost: x\r\nif-none-match: " + etag + "\r\n\r\n");
+  auto unchanged = c.response();
+  ASSERT_TRUE(unchanged);
+  EXPECT_EQ(unchanged->status, status::not_modified);
+  c.send("GET /static/sub/page.html HTTP/1.1\r\nHost: x\r\nRANGE: bytes=3-6\r\n\r\n");
+  auto part = c.response();
+  ASSERT_TRUE(part);
+  EXPECT_EQ(part->status, status::partial_content);
+  EXPECT_EQ(part->body, "page");
+  c.send("GET /static/sub/pag%65.html HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto spelled = c.response();
+  ASSERT_TRUE(spelled);
+  EXPECT_EQ(spelled->body, "<p>page</p>\n");
+  // The root's index is cached under "/", never under the bare prefix's empty path, which is
+  // still the redirect to it, however often the index was served.
+  for (int i = 0; i < 2; ++i) {
+    c.send("GET /static/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(body_of(c.response()), "<p>index</p>\n");
+    c.send("GET /static HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto moved = c.response();
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->status, status::moved_permanently);
+    EXPECT_EQ(moved->headers.get("Location"), "/static/");
+  }
 }
 
 TEST(HttpServerFiles, ABadPrefixIsRefusedNamingIt) {

@@ -172,6 +172,13 @@ class exchange {
   void respond(http::response r);
   void respond(http::status s, std::string_view body,
                std::string_view content_type = "text/plain; charset=utf-8");
+  // The same with fields built beforehand (headers checks names and values as they are added,
+  // so nothing is checked again here): the status line, Server (unless `fields` has one), Date
+  // (likewise), `fields` in their order, Content-Length of the body, Connection as the server
+  // decides, then the body, written from the view without a response object (static_files'
+  // cached files are answered this way). Content-Length, Transfer-Encoding or Connection in
+  // `fields` is std::invalid_argument: the server frames the message.
+  void respond(http::status s, const http::headers& fields, std::string_view body);
   // The head now, the body streamed by the writer: chunked (HTTP/1.1) or close-delimited
   // (HTTP/1.0) unless head.headers has Content-Length. head.body is ignored.
   body_writer start_response(http::response head);

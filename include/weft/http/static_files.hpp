@@ -60,7 +60,10 @@
 //     head's body, no file descriptor) without opening the file again, so a file changed on
 //     disk is served as it was for at most cache_valid. Each thread keeps at most
 //     cache_bytes of files, dropping the least recently used first. Misses are never
-//     cached. cache_valid of zero opens and stats the file for every request.
+//     cached. cache_valid of zero opens and stats the file for every request. Entries are
+//     keyed by the path as it came on the wire, so a hit costs one lookup and no splitting or
+//     decoding (two spellings of one file, "a.txt" and "a%2Etxt", are two entries); the age is
+//     read from CLOCK_MONOTONIC_COARSE, a few milliseconds coarse at most.
 #pragma once
 
 #include <chrono>
@@ -75,6 +78,8 @@
 #include "weft/http/message.hpp"
 
 namespace weft::http {
+
+class exchange;
 
 // What static_files serves and how.
 struct static_options {
@@ -139,6 +144,13 @@ class static_files {
   // directory is built from req.raw_path() and req.raw_query(). Throws weft::io_error as the
   // contract says.
   static_reply resolve(const request& req, std::string_view path_in_root) const;
+
+  // Resolves ex.request() as resolve() does and answers it through `ex` (respond, or send_file
+  // for a file that follows its head): what router::files does. A GET or HEAD of a cached
+  // file, without conditional fields or Range, is answered straight from the cache: its head
+  // fields were built once with the entry and its bytes are copied once, into the connection's
+  // output, rather than into a response first.
+  void serve(exchange& ex, std::string_view path_in_root) const;
 
   // The options, as checked by the constructor.
   const static_options& options() const noexcept { return options_; }
