@@ -29,17 +29,15 @@ timeout limit_of(std::chrono::milliseconds value) {
 constexpr std::size_t spare_space_limit = 64 * 1024;
 
 std::unique_ptr<request_space> request_spaces::take(const parser_limits& limits) {
-  if (spare_.empty()) {
-    return std::make_unique<request_space>(limits);
+  if (std::optional<std::unique_ptr<request_space>> spare = spare_.take()) {
+    return std::move(*spare);
   }
-  std::unique_ptr<request_space> space = std::move(spare_.back());
-  spare_.pop_back();
-  return space;
+  return std::make_unique<request_space>(limits);
 }
 
 void request_spaces::give(std::unique_ptr<request_space> space) noexcept {
   const request& r = space->parser.message();
-  if (spare_.size() >= max_spare || space->out.capacity() > spare_space_limit ||
+  if (!spare_.has_room() || space->out.capacity() > spare_space_limit ||
       r.body.capacity() > spare_space_limit || r.target.capacity() > spare_space_limit) {
     return;
   }
@@ -47,7 +45,7 @@ void request_spaces::give(std::unique_ptr<request_space> space) noexcept {
   space->out.clear();
   space->params.clear();
   space->captured.clear();
-  spare_.push_back(std::move(space));
+  spare_.give(std::move(space));
 }
 
 connection_state::connection_state(server_state& s, net::connection& c)

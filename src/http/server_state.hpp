@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/spare_list.hpp"
 #include "weft/http/parser.hpp"
 #include "weft/http/server.hpp"
 #include "weft/net/tcp_server.hpp"
@@ -56,14 +57,12 @@ struct request_space {
 // One worker's spare request spaces (its thread only), most recently given back last.
 class request_spaces {
  public:
-  request_spaces() { spare_.reserve(max_spare); }
   std::unique_ptr<request_space> take(const parser_limits& limits);
-  // Keeps a space of ordinary size (at most max_spare of them); frees the rest.
+  // Keeps a space of ordinary size (within the list's bound); frees the rest.
   void give(std::unique_ptr<request_space> space) noexcept;
 
  private:
-  static constexpr std::size_t max_spare = 64;
-  std::vector<std::unique_ptr<request_space>> spare_;
+  net::detail::spare_list<std::unique_ptr<request_space>> spare_;
 };
 
 struct server_state {

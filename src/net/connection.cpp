@@ -20,6 +20,7 @@
 
 #include "net/address.hpp"
 #include "net/hibernation.hpp"
+#include "net/spare_list.hpp"
 #include "net/worker_state.hpp"
 #include "weft/sched/scheduler.hpp"
 
@@ -45,35 +46,29 @@ constexpr std::size_t max_read = 256 * 1024;  // a read never asks for more than
 // is documented to end at the next read, so no caller can see a buffer change hands.
 class input_buffers {
  public:
-  input_buffers() { spare_.reserve(max_spare); }
-  input_buffers(const input_buffers&) = delete;
-  input_buffers& operator=(const input_buffers&) = delete;
-
   std::unique_ptr<char[]> take() {
-    if (spare_.empty()) {
+    std::optional<std::unique_ptr<char[]>> buffer = spare_.take();
+    if (!buffer) {
       return std::make_unique_for_overwrite<char[]>(initial_input);
     }
-    std::unique_ptr<char[]> buffer = std::move(spare_.back());
-    spare_.pop_back();
 #if defined(WEFT_SANITIZE_ADDRESS)
-    ASAN_UNPOISON_MEMORY_REGION(buffer.get(), initial_input);
+    ASAN_UNPOISON_MEMORY_REGION(buffer->get(), initial_input);
 #endif
-    return buffer;
+    return std::move(*buffer);
   }
-  // Keeps at most max_spare (reserved: never throws); the rest go back to the allocator.
+  // Keeps at most the list's bound; the rest go back to the allocator.
   void give(std::unique_ptr<char[]> buffer) noexcept {
-    if (spare_.size() < max_spare) {
+    if (spare_.has_room()) {
 #if defined(WEFT_SANITIZE_ADDRESS)
       // A stale input() view read after its next read_input() is reported, not served.
       ASAN_POISON_MEMORY_REGION(buffer.get(), initial_input);
 #endif
-      spare_.push_back(std::move(buffer));
+      spare_.give(std::move(buffer));
     }
   }
 
  private:
-  static constexpr std::size_t max_spare = 64;
-  std::vector<std::unique_ptr<char[]>> spare_;
+  detail::spare_list<std::unique_ptr<char[]>> spare_;
 };
 
 input_buffers& thread_input_buffers() {

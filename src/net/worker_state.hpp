@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/spare_list.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/reactor/trigger.hpp"
 
@@ -74,8 +75,8 @@ struct worker_state {
   // Connections accepted whose coroutine has not started yet (spawn is lazy): a stop waits for
   // them too, or one could start after the stop sequence ended and outlive its deadline.
   std::size_t starting = 0;
-  // Messages the callback style's read loops give back (most recent last; see workers.cpp).
-  std::vector<message> spare_messages;
+  // Messages the callback style's read loops give back (see workers.cpp).
+  spare_list<message> spare_messages;
   bool stopping = false;
   bool forced = false;  // the stop's deadline passed: connections starting now are destroyed
   // The worker's control coroutine waits on it while stopping; the last connection to go

@@ -45,20 +45,15 @@ void notify_if_drained(worker_state& worker) {
 // the next connection's read loop).
 struct spare_message {
   explicit spare_message(worker_state& owner) : worker(owner) {
-    if (!worker.spare_messages.empty()) {
-      value = std::move(worker.spare_messages.back());
-      worker.spare_messages.pop_back();
+    if (std::optional<message> spare = worker.spare_messages.take()) {
+      value = std::move(*spare);
     }
   }
   spare_message(const spare_message&) = delete;
   spare_message& operator=(const spare_message&) = delete;
   ~spare_message() {
-    if (worker.spare_messages.size() < 64 && value.data.capacity() <= 64 * 1024) {
-      try {
-        worker.spare_messages.push_back(std::move(value));
-      } catch (...) {
-        // Out of memory for the list: this one is simply freed.
-      }
+    if (value.data.capacity() <= 64 * 1024) {
+      worker.spare_messages.give(std::move(value));
     }
   }
   worker_state& worker;
