@@ -226,36 +226,12 @@ void exchange::respond(http::response r) {
   state_.note_response(r.status, state_.head_request ? 0 : r.body.size());
 }
 
-void exchange::respond(http::status s, std::string_view body, std::string_view content_type) {
-  state_.check_not_responded("respond");
-  if (is_informational(s)) {
-    throw std::invalid_argument("weft::http::exchange::respond: status " +
-                                std::to_string(code_of(s)) +
-                                " is informational; respond() makes the final response");
-  }
-  if (forbids_content(s) && !body.empty()) {
-    throw std::invalid_argument("weft::http::exchange::respond: status " +
-                                std::to_string(code_of(s)) +
-                                " may not carry content, but the "
-                                "body has " +
-                                std::to_string(body.size()) + " bytes");
-  }
-  check_field_value(content_type, "content type");
-  const bool keep = state_.keep_alive_now();
-  detail::append_simple_head(state_.out, s, state_.server.options.server_name, content_type,
-                             body.size(), keep, state_.parser.message().version_minor);
-  if (!state_.head_request) {
-    state_.out.append(body);
-  }
-  if (!keep) {
-    state_.keep_alive = false;
-  }
-  state_.responded = true;
-  state_.note_response(s, state_.head_request ? 0 : body.size());
-}
+namespace {
 
-void exchange::respond(http::status s, const http::headers& fields, std::string_view body) {
-  state_.check_not_responded("respond");
+// The checks of the two respond(status, ...) fast paths, before anything is written.
+void check_simple_response(const detail::connection_state& state, http::status s,
+                           std::string_view body) {
+  state.check_not_responded("respond");
   if (is_informational(s)) {
     throw std::invalid_argument("weft::http::exchange::respond: status " +
                                 std::to_string(code_of(s)) +
@@ -266,6 +242,35 @@ void exchange::respond(http::status s, const http::headers& fields, std::string_
         "weft::http::exchange::respond: status " + std::to_string(code_of(s)) +
         " may not carry content, but the body has " + std::to_string(body.size()) + " bytes");
   }
+}
+
+// The end of both fast paths, once the head is appended: the body (not for HEAD), the
+// connection's fate, the counters.
+void finish_simple_response(detail::connection_state& state, http::status s, std::string_view body,
+                            bool keep) {
+  if (!state.head_request) {
+    state.out.append(body);
+  }
+  if (!keep) {
+    state.keep_alive = false;
+  }
+  state.responded = true;
+  state.note_response(s, state.head_request ? 0 : body.size());
+}
+
+}  // namespace
+
+void exchange::respond(http::status s, std::string_view body, std::string_view content_type) {
+  check_simple_response(state_, s, body);
+  check_field_value(content_type, "content type");
+  const bool keep = state_.keep_alive_now();
+  detail::append_simple_head(state_.out, s, state_.server.options.server_name, content_type,
+                             body.size(), keep, state_.parser.message().version_minor);
+  finish_simple_response(state_, s, body, keep);
+}
+
+void exchange::respond(http::status s, const http::headers& fields, std::string_view body) {
+  check_simple_response(state_, s, body);
   // One pass over the fields, comparing the cheap name hash first (a cached static file's five
   // fields cost a few dozen instructions here, where five lookups cost several hundred).
   constexpr std::string_view server_name = "Server";
@@ -297,14 +302,7 @@ void exchange::respond(http::status s, const http::headers& fields, std::string_
                              has_server ? std::string_view() : state_.server.options.server_name,
                              std::string_view(), body.size(), keep,
                              state_.parser.message().version_minor, &fields, !has_date);
-  if (!state_.head_request) {
-    state_.out.append(body);
-  }
-  if (!keep) {
-    state_.keep_alive = false;
-  }
-  state_.responded = true;
-  state_.note_response(s, state_.head_request ? 0 : body.size());
+  finish_simple_response(state_, s, body, keep);
 }
 
 exchange::body_writer exchange::start_response(http::response head) {
