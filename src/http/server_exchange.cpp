@@ -38,7 +38,7 @@ namespace detail {
 
 void append_simple_head(std::string& out, status s, std::string_view server_name,
                         std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor, const headers* fields, bool date) {
+                        int version_minor, std::string_view wire_fields, bool date) {
   // Sized first and written with one resize: a head appended piece by piece (fifteen appends,
   // each checking the capacity) was the costliest function of the hello server's own
   // instructions, about 440 per response (callgrind); this writes it in about a quarter.
@@ -66,11 +66,7 @@ void append_simple_head(std::string& out, status s, std::string_view server_name
   if (date) {
     size += date_field.size() + date_value.size() + crlf.size();
   }
-  if (fields != nullptr) {
-    for (headers::field f : *fields) {
-      size += f.name.size() + 2 + f.value.size() + crlf.size();
-    }
-  }
+  size += wire_fields.size();
   if (!server_name.empty()) {
     size += server_field.size() + server_name.size() + crlf.size();
   }
@@ -109,14 +105,7 @@ void append_simple_head(std::string& out, status s, std::string_view server_name
     put(content_type);
     put(crlf);
   }
-  if (fields != nullptr) {
-    for (headers::field f : *fields) {
-      put(f.name);
-      put(": ");
-      put(f.value);
-      put(crlf);
-    }
-  }
+  put(wire_fields);
   if (content) {
     put(length_field);
     put(std::string_view(digits, digit_count));
@@ -297,11 +286,29 @@ void exchange::respond(http::status s, const http::headers& fields, std::string_
       }
     }
   }
+  // The lines into a buffer of the thread's, reused: no allocation once it has grown.
+  thread_local std::string wire;
+  wire.clear();
+  for (headers::field f : fields) {
+    wire.append(f.name);
+    wire.append(": ", 2);
+    wire.append(f.value);
+    wire.append("\r\n", 2);
+  }
   const bool keep = state_.keep_alive_now();
   detail::append_simple_head(state_.out, s,
                              has_server ? std::string_view() : state_.server.options.server_name,
                              std::string_view(), body.size(), keep,
-                             state_.parser.message().version_minor, &fields, !has_date);
+                             state_.parser.message().version_minor, wire, !has_date);
+  finish_simple_response(state_, s, body, keep);
+}
+
+void exchange::respond_prepared(http::status s, std::string_view wire_fields,
+                                std::string_view body) {
+  check_simple_response(state_, s, body);
+  const bool keep = state_.keep_alive_now();
+  detail::append_simple_head(state_.out, s, state_.server.options.server_name, std::string_view(),
+                             body.size(), keep, state_.parser.message().version_minor, wire_fields);
   finish_simple_response(state_, s, body, keep);
 }
 

@@ -152,11 +152,11 @@ struct connection_state {
 };
 
 // The head of a response written by the server itself (the fast path of respond(status, body)
-// and the error answers): status line, Server, Date, Content-Type, `fields` (when given, in
-// their order), Content-Length, Connection. An empty server_name writes no Server; date false
-// writes no Date (the caller's fields carry them).
+// and the error answers): status line, Server, Date, Content-Type, `wire_fields` (field lines
+// serialised and checked by the caller, each ending in CRLF), Content-Length, Connection. An
+// empty server_name writes no Server; date false writes no Date (the caller's fields carry it).
 void append_simple_head(std::string& out, status s, std::string_view server_name,
                         std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor, const headers* fields = nullptr, bool date = true);
+                        int version_minor, std::string_view wire_fields = {}, bool date = true);
 
 }  // namespace weft::http::detail

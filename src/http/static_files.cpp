@@ -196,9 +196,10 @@ struct cached_file {
   std::string content;
   validators made;
   std::string_view type;  // content_type_for's (static storage)
-  // Content-Type, Accept-Ranges, ETag, Last-Modified, Cache-Control: what exchange::respond
-  // writes ahead of Content-Length for a GET or HEAD of the whole file.
-  headers fields;
+  // Content-Type, Accept-Ranges, ETag, Last-Modified, Cache-Control as field lines, checked
+  // (by headers::add) and serialised once: what exchange::respond_prepared writes ahead of
+  // Content-Length for a GET or HEAD of the whole file.
+  std::string wire_fields;
   std::chrono::nanoseconds checked{};  // cache_now() when the file was opened and read
   std::uint64_t used = 0;  // the cache's tick at the last hit: the least recent goes first
 };
@@ -499,11 +500,15 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
     entry.checked = now;
     entry.made = validators_of(options_, st);
     entry.type = type;
-    entry.fields.add("Content-Type", type);
-    entry.fields.add("Accept-Ranges", "bytes");
-    if (options_.etag) entry.fields.add("ETag", entry.made.tag);
-    if (options_.last_modified) entry.fields.add("Last-Modified", entry.made.last_modified);
-    entry.fields.add("Cache-Control", cache_control_);
+    headers fields;
+    fields.add("Content-Type", type);
+    fields.add("Accept-Ranges", "bytes");
+    if (options_.etag) fields.add("ETag", entry.made.tag);
+    if (options_.last_modified) fields.add("Last-Modified", entry.made.last_modified);
+    fields.add("Cache-Control", cache_control_);
+    for (headers::field f : fields) {
+      entry.wire_fields.append(f.name).append(": ").append(f.value).append("\r\n");
+    }
     if (read_whole(file.get(), st, entry.content)) {
       file_cache& cache = this_thread_cache;
       const std::size_t size = entry.content.size();
@@ -528,7 +533,7 @@ void static_files::serve(exchange& ex, std::string_view path_in_root) const {
       (req.method == method::get || req.method == method::head) && unconditional(req.headers)) {
     if (const cached_file* entry =
             fresh_entry(cache_key(cache_id_, path_in_root), cache_now(), options_.cache_valid)) {
-      ex.respond(status::ok, entry->fields, entry->content);
+      ex.respond_prepared(status::ok, entry->wire_fields, entry->content);
       return;
     }
   }

@@ -213,7 +213,12 @@ class exchange {
  private:
   friend struct detail::connection_state;
   friend class router;
+  friend class static_files;
   explicit exchange(detail::connection_state& state) noexcept : state_(state) {}
+  // respond(s, fields, body) for fields the caller serialised and checked once ("Name: value"
+  // lines ending in CRLF, none of Content-Length, Transfer-Encoding, Connection, Server or
+  // Date): static_files' cached files, whose fields are the same for every hit.
+  void respond_prepared(http::status s, std::string_view wire_fields, std::string_view body);
   detail::connection_state& state_;
 };
 
