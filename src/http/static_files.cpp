@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -204,13 +203,11 @@ struct cached_file {
   std::uint64_t used = 0;  // the cache's tick at the last hit: the least recent goes first
 };
 
-// The clock of the cache's ages: the kernel's last tick (CLOCK_MONOTONIC_COARSE, read from the
-// vDSO without the counter read and scaling the precise clock pays), at most a few
-// milliseconds behind, against cache_valid's default of a second.
+// The clock of the cache's ages: steady_clock, precise, so that an entry is never served once
+// cache_valid has passed since its file was read (a coarse clock, a tick behind at times, let
+// one be served a few milliseconds late).
 std::chrono::nanoseconds cache_now() noexcept {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+  return std::chrono::steady_clock::now().time_since_epoch();
 }
 
 // A request that asks for the whole representation whatever its state: none of the fields

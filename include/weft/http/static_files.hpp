@@ -62,8 +62,7 @@
 //     cache_bytes of files, dropping the least recently used first. Misses are never
 //     cached. cache_valid of zero opens and stats the file for every request. Entries are
 //     keyed by the path as it came on the wire, so a hit costs one lookup and no splitting or
-//     decoding (two spellings of one file, "a.txt" and "a%2Etxt", are two entries); the age is
-//     read from CLOCK_MONOTONIC_COARSE, a few milliseconds coarse at most.
+//     decoding (two spellings of one file, "a.txt" and "a%2Etxt", are two entries).
 #pragma once
 
 #include <chrono>
