@@ -105,7 +105,9 @@ void append_simple_head(std::string& out, status s, std::string_view server_name
     put(content_type);
     put(crlf);
   }
-  put(wire_fields);
+  if (!wire_fields.empty()) {
+    put(wire_fields);  // an empty view may hold a null pointer: no memcpy from it
+  }
   if (content) {
     put(length_field);
     put(std::string_view(digits, digit_count));
