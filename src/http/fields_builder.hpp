@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "weft/http/headers.hpp"
@@ -39,5 +40,9 @@ class fields_builder {
   // The complete section, whose offsets index() recorded.
   static void adopt(headers& h, std::string_view section) { h.storage_.assign(section); }
 };
+
+// The other way: each field as a "Name: value" line ending in CRLF, in order (serialize()'s
+// field lines; exchange::respond with fields and the static file cache's prepared lines too).
+void append_fields(std::string& out, const headers& fields);
 
 }  // namespace weft::http::detail

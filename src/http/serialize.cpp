@@ -7,18 +7,12 @@
 #include <string>
 
 #include "http/chars.hpp"
+#include "http/fields_builder.hpp"
 #include "weft/http/message.hpp"
 
 namespace weft::http {
 
-namespace {
-
-void append_number(std::string& out, std::uint64_t n) {
-  char digits[24];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
-  static_cast<void>(ec);
-  out.append(digits, end);
-}
+namespace detail {
 
 void append_fields(std::string& out, const headers& fields) {
   for (headers::field f : fields) {
@@ -27,6 +21,19 @@ void append_fields(std::string& out, const headers& fields) {
     out.append(f.value);
     out.append("\r\n", 2);
   }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::append_fields;
+
+void append_number(std::string& out, std::uint64_t n) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  static_cast<void>(ec);
+  out.append(digits, end);
 }
 
 // How a message's own fields frame its body.

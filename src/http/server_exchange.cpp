@@ -9,6 +9,7 @@
 #include <string>
 
 #include "http/chars.hpp"
+#include "http/fields_builder.hpp"
 #include "http/scan.hpp"
 #include "http/server_state.hpp"
 
@@ -291,12 +292,7 @@ void exchange::respond(http::status s, const http::headers& fields, std::string_
   // The lines into a buffer of the thread's, reused: no allocation once it has grown.
   thread_local std::string wire;
   wire.clear();
-  for (headers::field f : fields) {
-    wire.append(f.name);
-    wire.append(": ", 2);
-    wire.append(f.value);
-    wire.append("\r\n", 2);
-  }
+  detail::append_fields(wire, fields);
   const bool keep = state_.keep_alive_now();
   detail::append_simple_head(state_.out, s,
                              has_server ? std::string_view() : state_.server.options.server_name,

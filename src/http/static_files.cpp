@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "http/chars.hpp"
+#include "http/fields_builder.hpp"
 #include "http/static_support.hpp"
 #include "weft/error.hpp"
 #include "weft/http/detail/static_confine.hpp"
@@ -503,9 +504,7 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
     if (options_.etag) fields.add("ETag", entry.made.tag);
     if (options_.last_modified) fields.add("Last-Modified", entry.made.last_modified);
     fields.add("Cache-Control", cache_control_);
-    for (headers::field f : fields) {
-      entry.wire_fields.append(f.name).append(": ").append(f.value).append("\r\n");
-    }
+    detail::append_fields(entry.wire_fields, fields);
     if (read_whole(file.get(), st, entry.content)) {
       file_cache& cache = this_thread_cache;
       const std::size_t size = entry.content.size();
