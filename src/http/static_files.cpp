@@ -186,6 +186,16 @@ validators validators_of(const static_options& options, const struct stat& st) {
   return made;
 }
 
+// The fields every answer with a file's bytes ends with, after its type and length: one list
+// for serve_file's 200 and 206 and for a cache entry's prepared lines.
+void add_file_fields(headers& out, const static_options& options, std::string_view cache_control,
+                     const validators& made) {
+  out.add("Accept-Ranges", "bytes");
+  if (options.etag) out.add("ETag", made.tag);
+  if (options.last_modified) out.add("Last-Modified", made.last_modified);
+  out.add("Cache-Control", cache_control);
+}
+
 // An entry of the small-file cache of one thread (see the header's contract): the fstat it was
 // read with, when it was last checked, its validators and the fields of its whole 200 answer,
 // made once per entry rather than per hit (formatting the validators was a tenth of a cached
@@ -300,10 +310,7 @@ static_reply serve_file(const request& req, const static_options& options,
     out.add("Content-Range", "bytes " + std::to_string(first) + "-" +
                                  std::to_string(first + length - 1) + "/" + std::to_string(size));
   }
-  out.add("Accept-Ranges", "bytes");
-  if (options.etag) out.add("ETag", tag);
-  if (options.last_modified) out.add("Last-Modified", made.last_modified);
-  out.add("Cache-Control", cache_control);
+  add_file_fields(out, options, cache_control, made);
   if (req.method == method::get && length > 0) {
     if (cached != nullptr) {
       reply.head.body.assign(cached->content, static_cast<std::size_t>(first),
@@ -500,10 +507,7 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
     entry.type = type;
     headers fields;
     fields.add("Content-Type", type);
-    fields.add("Accept-Ranges", "bytes");
-    if (options_.etag) fields.add("ETag", entry.made.tag);
-    if (options_.last_modified) fields.add("Last-Modified", entry.made.last_modified);
-    fields.add("Cache-Control", cache_control_);
+    add_file_fields(fields, options_, cache_control_, entry.made);
     detail::append_fields(entry.wire_fields, fields);
     if (read_whole(file.get(), st, entry.content)) {
       file_cache& cache = this_thread_cache;
