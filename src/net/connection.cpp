@@ -20,6 +20,7 @@
 
 #include "net/address.hpp"
 #include "net/hibernation.hpp"
+#include "net/socket_calls.hpp"
 #include "net/spare_list.hpp"
 #include "net/worker_state.hpp"
 #include "weft/sched/scheduler.hpp"
@@ -590,8 +591,9 @@ bool connection::read_once() {
     // recv, not read: a connection is always a socket (send() is used the same way), and
     // recv skips the VFS layer read(2) goes through (fdget_pos, rw_verify_area, the
     // read_iter dispatch) on the way to the same sock_recvmsg: about 70 ns less per call on
-    // this machine's loopback (a bare send/read against send/recv loop).
-    ssize_t got = ::recv(fd_, in_.get() + in_end_, room, 0);
+    // this machine's loopback (a bare send/read against send/recv loop). Made directly, not
+    // through glibc's cancellation point (socket_calls.hpp).
+    ssize_t got = detail::socket_recv(fd_, in_.get() + in_end_, room, 0);
     if (got > 0) {
       const auto bytes = static_cast<std::size_t>(got);
       if (buffered() == 0 && options_.message_timeout.count() > 0) {

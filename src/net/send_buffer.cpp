@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "net/socket_calls.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/reactor/fd.hpp"
@@ -262,7 +263,8 @@ void connection::enqueue(std::string_view payload, message_kind kind, bool encod
     // Nothing queued: straight from the caller's bytes, and only the rest is copied.
     std::size_t done = 0;
     while (done < payload.size()) {
-      ssize_t wrote = ::send(fd_, payload.data() + done, payload.size() - done, MSG_NOSIGNAL);
+      ssize_t wrote =
+          detail::socket_send(fd_, payload.data() + done, payload.size() - done, MSG_NOSIGNAL);
       if (wrote > 0) {
         done += static_cast<std::size_t>(wrote);
         continue;
@@ -332,7 +334,8 @@ bool connection::flush_now() noexcept {
       }
       continue;
     }
-    ssize_t wrote = ::send(fd_, out_.data() + out_head_, end - out_head_, MSG_NOSIGNAL);
+    ssize_t wrote =
+        detail::socket_send(fd_, out_.data() + out_head_, end - out_head_, MSG_NOSIGNAL);
     if (wrote > 0) {
       const auto bytes = static_cast<std::size_t>(wrote);
       out_head_ += bytes;
