@@ -165,17 +165,14 @@ bool connection_state::wait_bytes(const timeout& limit, bool mid_message) {
 // Reads and parses up to the end of the next request's head. False: the connection ends (the
 // peer closed, a timeout, an error answered).
 bool connection_state::read_head() {
+  // header_timeout bounds the rest of a head once part of it is here. The clock is read at the
+  // first wait for that rest, not when the first bytes are parsed: a head that arrives whole
+  // (nearly every one) costs no clock reading, and the bytes were read and parsed just before
+  // the wait, so the deadline moves by microseconds.
   steady::time_point head_deadline{};
-  bool head_started = false;
   for (;;) {
     std::string_view in = conn.input();
     if (!in.empty()) {
-      if (!head_started) {
-        head_started = true;
-        if (server.options.header_timeout.count() > 0) {
-          head_deadline = steady::now() + server.options.header_timeout;
-        }
-      }
       parse_result r = parser.parse(in);
       conn.consume_input(r.consumed);
       if (r.event == parse_event::headers_complete) {
@@ -191,6 +188,9 @@ bool connection_state::read_head() {
     try {
       const bool partial = !conn.input().empty();
       if (partial) {
+        if (head_deadline == steady::time_point{} && server.options.header_timeout.count() > 0) {
+          head_deadline = steady::now() + server.options.header_timeout;
+        }
         if (!wait_bytes(
                 head_deadline == steady::time_point{} ? timeout() : timeout::at(head_deadline),
                 true)) {
