@@ -7,6 +7,7 @@
 #include <string>
 
 #include "http/chars.hpp"
+#include "http/date.hpp"
 #include "http/fields_builder.hpp"
 #include "weft/http/message.hpp"
 
@@ -275,7 +276,9 @@ std::string format_http_date(std::time_t t) {
   return std::string(buffer, std::min(static_cast<std::size_t>(n), sizeof buffer - 1));
 }
 
-std::string_view http_date() {
+namespace detail {
+
+std::string_view http_date(std::time_t& second) {
   // Per thread: each scheduler thread formats its own once a second and never shares it, so
   // no synchronisation is needed. CLOCK_REALTIME_COARSE is read from the vDSO without a
   // syscall and is good to a few milliseconds, plenty for a one-second resolution.
@@ -293,7 +296,15 @@ std::string_view http_date() {
     cached.size = formatted.size();
     cached.second = now.tv_sec;
   }
+  second = cached.second;
   return std::string_view(cached.text, cached.size);
+}
+
+}  // namespace detail
+
+std::string_view http_date() {
+  std::time_t second = 0;
+  return detail::http_date(second);
 }
 
 }  // namespace weft::http
