@@ -117,7 +117,8 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
   }
   ++p;
   const char* target = p;
-  p = detail::find_non_visible(p, end);
+  unsigned marks = 0;  // '%' (1) and '#' (2) seen in the target
+  p = detail::scan_target(p, end, marks);
   std::string_view target_text(target, static_cast<std::size_t>(p - target));
   if (*p != ' ') {
     if (*p == '\r') {
@@ -204,14 +205,15 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
       return false;
     }
   }
-  if (target_text.find('#') != std::string_view::npos) {
+  if ((marks & 2) != 0) {
     fail(status::bad_request, "the request target " + detail::quoted(target_text) +
                                   " has a fragment ('#'), which clients "
                                   "never send");
     return false;
   }
-  for (const char* q =
-           static_cast<const char*>(std::memchr(target_text.data(), '%', target_text.size()));
+  for (const char* q = (marks & 1) != 0 ? static_cast<const char*>(std::memchr(
+                                              target_text.data(), '%', target_text.size()))
+                                        : nullptr;
        q != nullptr;) {
     std::size_t at = static_cast<std::size_t>(q - target_text.data());
     if (at + 2 >= target_text.size() || !detail::is_hex_digit(static_cast<unsigned char>(q[1])) ||
@@ -224,7 +226,10 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
     q = static_cast<const char*>(std::memchr(q + 3, '%', target_text.size() - at - 3));
   }
   message_.method = *m;
-  message_.target.assign(target_text);
+  // append, not assign: the target was cleared when the message began, and append is a
+  // capacity check and a copy where assign goes through the general replace.
+  message_.target.clear();
+  message_.target.append(target_text);
   message_.version_minor = minor;
   return true;
 }

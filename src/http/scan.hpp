@@ -1,9 +1,13 @@
 // Byte scans of the HTTP/1.1 parser, 16 bytes at a time with SSE2 where the CPU has it (every
 // x86-64 does), byte by byte elsewhere. Never read outside [p, end): the vector loop runs only
-// while 16 bytes remain, the tail is scalar. Internal to the http layer.
+// while 16 bytes remain; find_control takes the rest eight at a time in a register (on
+// little-endian machines), the last few byte by byte. Internal to the http layer.
 #pragma once
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -28,6 +32,22 @@ inline const char* find_control(const char* p, const char* end) noexcept {
     p += 16;
   }
 #endif
+  // The tail (and short values, a Host or a Content-Type) eight bytes at a time in a register:
+  // a byte below 0x20 borrows in x - 0x20..20 where its own top bit was clear, and a DEL is a
+  // zero byte of x ^ 0x7F..7F. A borrow can only flag bytes above a true hit, so the lowest
+  // flagged byte is the first control.
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr std::uint64_t ones = 0x0101010101010101u;
+    constexpr std::uint64_t highs = 0x8080808080808080u;
+    while (end - p >= 8) {
+      std::uint64_t x = 0;
+      std::memcpy(&x, p, 8);
+      const std::uint64_t del = x ^ (0x7F * ones);
+      const std::uint64_t hits = (((x - 0x20 * ones) & ~x) | ((del - ones) & ~del)) & highs;
+      if (hits != 0) return p + (__builtin_ctzll(hits) >> 3);
+      p += 8;
+    }
+  }
   for (; p < end; ++p) {
     unsigned char c = static_cast<unsigned char>(*p);
     if (c < 0x20 || c == 0x7F) return p;
@@ -36,23 +56,35 @@ inline const char* find_control(const char* p, const char* end) noexcept {
 }
 
 // The first byte in [p, end) outside the visible ASCII range 0x21-0x7E (space, controls, DEL
-// and every byte >= 0x80), else end: where a request target stops or turns invalid.
-inline const char* find_non_visible(const char* p, const char* end) noexcept {
+// and every byte >= 0x80), else end: where a request target stops or turns invalid. It also
+// says what it passed over: bit 0 of marks is set when a '%' lies in [p, the result), bit 1
+// when a '#' does (the two the parser checks further), so a target without either is scanned
+// once.
+inline const char* scan_target(const char* p, const char* end, unsigned& marks) noexcept {
+  marks = 0;
 #if defined(__SSE2__)
-  // Signed compare: the bytes >= 0x80 are negative, so "x < 0x21" catches them as well.
   const __m128i bang = _mm_set1_epi8(0x21);
   const __m128i del = _mm_set1_epi8(0x7F);
+  const __m128i percent = _mm_set1_epi8('%');
+  const __m128i hash = _mm_set1_epi8('#');
+  // Signed compare: the bytes >= 0x80 are negative, so "x < 0x21" catches them as well.
   while (end - p >= 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    __m128i bad = _mm_or_si128(_mm_cmplt_epi8(v, bang), _mm_cmpeq_epi8(v, del));
-    int mask = _mm_movemask_epi8(bad);
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    unsigned bad = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmplt_epi8(v, bang), _mm_cmpeq_epi8(v, del))));
+    // Only the bytes before the first bad one belong to the target.
+    unsigned before = bad != 0 ? (1u << __builtin_ctz(bad)) - 1 : 0xFFFFu;
+    if (static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, percent))) & before) marks |= 1;
+    if (static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, hash))) & before) marks |= 2;
+    if (bad != 0) return p + __builtin_ctz(bad);
     p += 16;
   }
 #endif
   for (; p < end; ++p) {
     unsigned char c = static_cast<unsigned char>(*p);
     if (c <= 0x20 || c >= 0x7F) return p;
+    if (c == '%') marks |= 1;
+    if (c == '#') marks |= 2;
   }
   return end;
 }

@@ -1,0 +1,99 @@
+// weft-test: driver-independent
+// The parser's byte scans (src/http/scan.hpp): find_control and scan_target against a byte-by-byte
+// reference, for every byte value at every position of inputs from 0 to 40 bytes, so the vector
+// loop, the eight-byte register step and the byte tail are each checked at their seams.
+#include "http/scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <string>
+
+namespace {
+
+using weft::http::detail::find_control;
+using weft::http::detail::scan_target;
+
+std::size_t reference_control(const std::string& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) return i;
+  }
+  return s.size();
+}
+
+std::size_t reference_target(const std::string& s, unsigned& marks) {
+  marks = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c <= 0x20 || c >= 0x7F) return i;
+    if (c == '%') marks |= 1;
+    if (c == '#') marks |= 2;
+  }
+  return s.size();
+}
+
+// A filler of visible bytes with the neighbours of the boundaries the scans test for.
+std::string filler(std::size_t size, unsigned char base) {
+  static const unsigned char visible[] = {'a', '!', '~', 'Z', '0', '/', '.', '-'};
+  std::string s(size, 'x');
+  for (std::size_t i = 0; i < size; ++i) {
+    s[i] = static_cast<char>(visible[(i + base) % sizeof visible]);
+  }
+  return s;
+}
+
+TEST(HttpScan, FindControlStopsAtTheFirstControlOrDelWherever) {
+  for (std::size_t size = 0; size <= 40; ++size) {
+    for (std::size_t at = 0; at < size; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string s = filler(size, static_cast<unsigned char>(at));
+        s[at] = static_cast<char>(byte);
+        // A second control further on, and a byte that would borrow (0x20, space), after it:
+        // only the first may be reported.
+        if (at + 2 < size) {
+          s[at + 1] = ' ';
+          s[at + 2] = '\x01';
+        }
+        const char* found = find_control(s.data(), s.data() + s.size());
+        ASSERT_EQ(static_cast<std::size_t>(found - s.data()), reference_control(s))
+            << "size " << size << ", byte " << byte << " at " << at;
+      }
+    }
+  }
+}
+
+TEST(HttpScan, FindControlPassesObsTextAndStopsAtATab) {
+  // Bytes from 0x80 up are allowed in a field value (obs-text) and are not controls.
+  std::string s;
+  for (int byte = 0x80; byte < 0x100; ++byte) s.push_back(static_cast<char>(byte));
+  EXPECT_EQ(find_control(s.data(), s.data() + s.size()), s.data() + s.size());
+  s += "\tend";
+  EXPECT_EQ(find_control(s.data(), s.data() + s.size()), s.data() + 128);
+  EXPECT_EQ(find_control(s.data(), s.data()), s.data());
+}
+
+TEST(HttpScan, ScanTargetStopsWhereTheTargetEndsAndMarksOnlyWhatItPassed) {
+  for (std::size_t size = 0; size <= 40; ++size) {
+    for (std::size_t at = 0; at < size; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string s = filler(size, static_cast<unsigned char>(at));
+        s[at] = static_cast<char>(byte);
+        // '%' and '#' after the byte count only when the byte did not end the target.
+        if (at + 2 < size) {
+          s[at + 1] = '%';
+          s[at + 2] = '#';
+        }
+        unsigned marks = 7;
+        unsigned expected_marks = 0;
+        const char* found = scan_target(s.data(), s.data() + s.size(), marks);
+        const std::size_t expected = reference_target(s, expected_marks);
+        ASSERT_EQ(static_cast<std::size_t>(found - s.data()), expected)
+            << "size " << size << ", byte " << byte << " at " << at;
+        ASSERT_EQ(marks, expected_marks) << "size " << size << ", byte " << byte << " at " << at;
+      }
+    }
+  }
+}
+
+}  // namespace
