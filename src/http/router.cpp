@@ -60,6 +60,9 @@ router& router::add(method m, std::string_view pattern, handler h) {
     }
     r.segments.push_back(std::move(s));
   }
+  r.literal = pattern.find('%') == std::string_view::npos &&
+              std::all_of(r.segments.begin(), r.segments.end(),
+                          [](const segment& s) { return s.type == segment::kind::literal; });
   routes_.push_back(std::move(r));
   return *this;
 }
@@ -88,9 +91,13 @@ router& router::files(std::string_view prefix, static_options options) {
   return get(std::string(prefix) + "/*path", std::move(serve));
 }
 
-bool router::match(const route& r, std::string_view path,
+bool router::match(const route& r, std::string_view path, bool escaped,
                    std::vector<std::pair<std::string_view, std::string_view>>& params) {
   params.clear();
+  if (r.literal && !escaped) {
+    // Without escapes on either side, segment by segment equal is the same as equal.
+    return path == r.pattern;
+  }
   if (path.empty() || path.front() != '/') {
     return false;  // "*" (OPTIONS) and authority-form targets match no pattern
   }
@@ -124,6 +131,7 @@ bool router::match(const route& r, std::string_view path,
 void router::dispatch(exchange& ex) const {
   const request& req = ex.request();
   const std::string_view path = req.raw_path();
+  const bool escaped = path.find('%') != std::string_view::npos;
   // The connection's scratch, grown once: a vector made here was a malloc and a free for every
   // request to a route with a parameter.
   std::vector<std::pair<std::string_view, std::string_view>>& captured = ex.state_.captured;
@@ -132,7 +140,7 @@ void router::dispatch(exchange& ex) const {
   bool path_matched = false;
   std::vector<method> allowed;
   for (const route& r : routes_) {
-    if (!match(r, path, captured)) {
+    if (!match(r, path, escaped, captured)) {
       continue;
     }
     path_matched = true;

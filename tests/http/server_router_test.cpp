@@ -58,6 +58,32 @@ TEST(HttpServerRouter, RoutesMatchSegmentsParametersAndWildcards) {
   EXPECT_EQ(body_of(c.response()), "PATCH");
 }
 
+// Routes of literal segments only are matched by comparing the whole path; escapes on either
+// side and other target forms still go segment by segment, with the same answers.
+TEST(HttpServerRouter, LiteralRoutesMatchEscapedAndAbsoluteFormPathsAlike) {
+  router r;
+  r.get("/hello", [](exchange& ex) { ex.respond(status::ok, "hello"); });
+  r.get("/a/b/", [](exchange& ex) { ex.respond(status::ok, "a/b/"); });
+  r.get("/sp%61ce", [](exchange& ex) { ex.respond(status::ok, "space"); });
+  r.get("/a%2Fb", [](exchange& ex) { ex.respond(status::ok, "slash"); });
+  running_http server(local_http(), std::move(r));
+  client c(server.port());
+  EXPECT_EQ(get(c, "/hello"), "hello");
+  EXPECT_EQ(get(c, "/h%65llo"), "hello");
+  EXPECT_EQ(get(c, "/hello?x=1"), "hello");
+  EXPECT_EQ(get(c, "http://x/hello"), "hello");
+  EXPECT_EQ(get(c, "/hello/", status::not_found), "Not Found\n");
+  EXPECT_EQ(get(c, "/hell", status::not_found), "Not Found\n");
+  EXPECT_EQ(get(c, "/Hello", status::not_found), "Not Found\n");
+  EXPECT_EQ(get(c, "/a/b/"), "a/b/");
+  EXPECT_EQ(get(c, "/a/b", status::not_found), "Not Found\n");
+  // A pattern with an escape matches its decoded segment, escaped in the request or not.
+  EXPECT_EQ(get(c, "/space"), "space");
+  EXPECT_EQ(get(c, "/sp%61ce"), "space");
+  EXPECT_EQ(get(c, "/a%2fb"), "slash");
+  EXPECT_EQ(get(c, "/a/b", status::not_found), "Not Found\n");
+}
+
 TEST(HttpServerRouter, WrongMethodGets405WithAllowAndHeadUsesGet) {
   running_http server(local_http(), make_routes());
   client c(server.port());

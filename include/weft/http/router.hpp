@@ -81,9 +81,13 @@ class router {
     std::string pattern;
     std::vector<segment> segments;
     handler h;
+    // Every segment literal and no '%' in the pattern: a path without '%' matches exactly when
+    // it equals the pattern, so dispatch compares the two strings and walks no segments.
+    bool literal = false;
   };
-  // Whether path matches r; captures (name, raw value) into params when it does.
-  static bool match(const route& r, std::string_view path,
+  // Whether path matches r; captures (name, raw value) into params when it does. escaped: the
+  // path holds a '%' (dispatch looks once for all routes).
+  static bool match(const route& r, std::string_view path, bool escaped,
                     std::vector<std::pair<std::string_view, std::string_view>>& params);
   std::vector<route> routes_;
 };
