@@ -48,11 +48,10 @@ parse_result parser_core::fail(status s, std::string reason) {
 std::size_t parser_core::find_section_end(std::string_view input, std::size_t first_line_limit,
                                           status first_line_status) {
   const char* data = input.data();
+  const char* const end = data + input.size();
   while (true) {
-    const void* found = scanned_ < input.size()
-                            ? std::memchr(data + scanned_, '\n', input.size() - scanned_)
-                            : nullptr;
-    if (found == nullptr) {
+    const char* found = scanned_ < input.size() ? find_lf(data + scanned_, end) : end;
+    if (found == end) {
       scanned_ = input.size();
       if (lines_ == 0 && first_line_limit != 0 && input.size() > first_line_limit) {
         fail(first_line_status,
@@ -70,7 +69,7 @@ std::size_t parser_core::find_section_end(std::string_view input, std::size_t fi
       }
       return 0;
     }
-    std::size_t lf = static_cast<std::size_t>(static_cast<const char*>(found) - data);
+    std::size_t lf = static_cast<std::size_t>(found - data);
     // The bounds are checked before the line's own syntax, in the order of the not-found case
     // above, so that a section refused when it arrives in pieces is refused with the same
     // status when it arrives whole.

@@ -1,7 +1,7 @@
 // weft-test: driver-independent
-// The parser's byte scans (src/http/scan.hpp): find_control and scan_target against a byte-by-byte
-// reference, for every byte value at every position of inputs from 0 to 40 bytes, so the vector
-// loop, the eight-byte register step and the byte tail are each checked at their seams.
+// The parser's byte scans (src/http/scan.hpp): find_control, scan_target and find_lf against a
+// byte-by-byte reference, for every byte value at every position of inputs from 0 to 40 bytes, so
+// the vector loop, the eight-byte register step and the byte tail are each checked at their seams.
 #include "http/scan.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 namespace {
 
 using weft::http::detail::find_control;
+using weft::http::detail::find_lf;
 using weft::http::detail::scan_target;
 
 std::size_t reference_control(const std::string& s) {
@@ -92,6 +93,22 @@ TEST(HttpScan, ScanTargetStopsWhereTheTargetEndsAndMarksOnlyWhatItPassed) {
             << "size " << size << ", byte " << byte << " at " << at;
         ASSERT_EQ(marks, expected_marks) << "size " << size << ", byte " << byte << " at " << at;
       }
+    }
+  }
+}
+
+TEST(HttpScan, FindLfFindsTheFirstLineFeedWherever) {
+  for (std::size_t size = 0; size <= 40; ++size) {
+    const std::string plain = filler(size, 0);
+    EXPECT_EQ(find_lf(plain.data(), plain.data() + size), plain.data() + size)
+        << "no LF in " << size << " bytes";
+    for (std::size_t at = 0; at < size; ++at) {
+      std::string s = filler(size, static_cast<unsigned char>(at));
+      s[at] = '\n';
+      if (at + 1 < size) s[at + 1] = '\n';
+      if (at > 0) s[at - 1] = '\r';
+      const char* found = find_lf(s.data(), s.data() + s.size());
+      ASSERT_EQ(static_cast<std::size_t>(found - s.data()), at) << "size " << size;
     }
   }
 }
