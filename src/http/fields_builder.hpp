@@ -37,8 +37,13 @@ class fields_builder {
         hash, static_cast<std::uint32_t>(name_offset), static_cast<std::uint32_t>(value_offset),
         static_cast<std::uint16_t>(name_size), 0, static_cast<std::uint32_t>(value_size)});
   }
-  // The complete section, whose offsets index() recorded.
-  static void adopt(headers& h, std::string_view section) { h.storage_.assign(section); }
+  // The complete section, whose offsets index() recorded. clear() and append(), not assign():
+  // the same bytes, without the general replace's overlap checks (about 60 instructions a
+  // request by callgrind).
+  static void adopt(headers& h, std::string_view section) {
+    h.storage_.clear();
+    h.storage_.append(section);
+  }
 };
 
 // The other way: each field as a "Name: value" line ending in CRLF, in order (serialize()'s
