@@ -44,24 +44,35 @@ std::string filler(std::size_t size, unsigned char base) {
   return s;
 }
 
-TEST(HttpScan, FindControlStopsAtTheFirstControlOrDelWherever) {
+// Runs check(s, size, at, byte) over every input of 0 to 40 visible bytes with a byte of every
+// value at every position, followed where there is room by `next` and `then`; stops at the
+// first check that returns false.
+template <class Check>
+void for_each_probe(char next, char then, Check check) {
   for (std::size_t size = 0; size <= 40; ++size) {
     for (std::size_t at = 0; at < size; ++at) {
       for (int byte = 0; byte < 256; ++byte) {
         std::string s = filler(size, static_cast<unsigned char>(at));
         s[at] = static_cast<char>(byte);
-        // A second control further on, and a byte that would borrow (0x20, space), after it:
-        // only the first may be reported.
         if (at + 2 < size) {
-          s[at + 1] = ' ';
-          s[at + 2] = '\x01';
+          s[at + 1] = next;
+          s[at + 2] = then;
         }
-        const char* found = find_control(s.data(), s.data() + s.size());
-        ASSERT_EQ(static_cast<std::size_t>(found - s.data()), reference_control(s))
-            << "size " << size << ", byte " << byte << " at " << at;
+        if (!check(s, size, at, byte)) return;
       }
     }
   }
+}
+
+TEST(HttpScan, FindControlStopsAtTheFirstControlOrDelWherever) {
+  // A byte that would borrow (0x20, space) and a second control after the probed byte: only
+  // the first control may be reported.
+  for_each_probe(' ', '\x01', [](const std::string& s, std::size_t size, std::size_t at, int byte) {
+    const char* found = find_control(s.data(), s.data() + s.size());
+    EXPECT_EQ(static_cast<std::size_t>(found - s.data()), reference_control(s))
+        << "size " << size << ", byte " << byte << " at " << at;
+    return static_cast<std::size_t>(found - s.data()) == reference_control(s);
+  });
 }
 
 TEST(HttpScan, FindControlPassesObsTextAndStopsAtATab) {
@@ -75,26 +86,17 @@ TEST(HttpScan, FindControlPassesObsTextAndStopsAtATab) {
 }
 
 TEST(HttpScan, ScanTargetStopsWhereTheTargetEndsAndMarksOnlyWhatItPassed) {
-  for (std::size_t size = 0; size <= 40; ++size) {
-    for (std::size_t at = 0; at < size; ++at) {
-      for (int byte = 0; byte < 256; ++byte) {
-        std::string s = filler(size, static_cast<unsigned char>(at));
-        s[at] = static_cast<char>(byte);
-        // '%' and '#' after the byte count only when the byte did not end the target.
-        if (at + 2 < size) {
-          s[at + 1] = '%';
-          s[at + 2] = '#';
-        }
-        unsigned marks = 7;
-        unsigned expected_marks = 0;
-        const char* found = scan_target(s.data(), s.data() + s.size(), marks);
-        const std::size_t expected = reference_target(s, expected_marks);
-        ASSERT_EQ(static_cast<std::size_t>(found - s.data()), expected)
-            << "size " << size << ", byte " << byte << " at " << at;
-        ASSERT_EQ(marks, expected_marks) << "size " << size << ", byte " << byte << " at " << at;
-      }
-    }
-  }
+  // '%' and '#' after the probed byte count only when the byte did not end the target.
+  for_each_probe('%', '#', [](const std::string& s, std::size_t size, std::size_t at, int byte) {
+    unsigned marks = 7;
+    unsigned expected_marks = 0;
+    const char* found = scan_target(s.data(), s.data() + s.size(), marks);
+    const std::size_t expected = reference_target(s, expected_marks);
+    EXPECT_EQ(static_cast<std::size_t>(found - s.data()), expected)
+        << "size " << size << ", byte " << byte << " at " << at;
+    EXPECT_EQ(marks, expected_marks) << "size " << size << ", byte " << byte << " at " << at;
+    return static_cast<std::size_t>(found - s.data()) == expected && marks == expected_marks;
+  });
 }
 
 TEST(HttpScan, FindLfFindsTheFirstLineFeedWherever) {
