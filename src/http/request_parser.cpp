@@ -226,8 +226,8 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
     q = static_cast<const char*>(std::memchr(q + 3, '%', target_text.size() - at - 3));
   }
   message_.method = *m;
-  // append, not assign: the target was cleared when the message began, and append is a
-  // capacity check and a copy where assign goes through the general replace.
+  // clear() and append(), not assign(): the same bytes without the general replace's overlap
+  // checks (as fields_builder::adopt does for the section).
   message_.target.clear();
   message_.target.append(target_text);
   message_.version_minor = minor;

@@ -48,7 +48,6 @@ namespace {
 // (callgrind, hello: 420 instructions per head before). Only heads without caller fields are
 // kept (respond(status, body, type) and the server's own answers).
 struct head_prefix {
-  bool used = false;
   bool date = false;
   std::uint16_t code = 0;
   std::time_t second = 0;       // of the Date in it (0 when it has none)
@@ -56,7 +55,7 @@ struct head_prefix {
   std::uint16_t server_size = 0;
   std::uint16_t type_at = 0;  // the same for the Content-Type
   std::uint16_t type_size = 0;
-  std::uint16_t size = 0;  // bytes used
+  std::uint16_t size = 0;  // bytes used; 0: an empty slot (no head is empty)
   char bytes[240] = {};
 };
 
@@ -146,7 +145,7 @@ void append_simple_head(std::string& out, status s, std::string_view server_name
   const std::size_t start = out.size();
   if (wire_fields.empty()) {
     for (const head_prefix& p : heads.slot) {
-      if (p.used && p.code == code && p.date == date && p.second == second &&
+      if (p.size != 0 && p.code == code && p.date == date && p.second == second &&
           same(p, p.server_at, p.server_size, server_name) &&
           same(p, p.type_at, p.type_size, type)) {
         out.resize(start + p.size + suffix_size);
@@ -217,7 +216,6 @@ void append_simple_head(std::string& out, status s, std::string_view server_name
   if (wire_fields.empty() && prefix_size <= sizeof(head_prefix::bytes)) {
     head_prefix& p = heads.slot[heads.next];
     heads.next = (heads.next + 1) % std::size(heads.slot);
-    p.used = true;
     p.date = date;
     p.code = code;
     p.second = second;
