@@ -51,17 +51,18 @@ docs: deps
 check-layers:
 	scripts/check-layers
 
-# The whole suite once per driver this build has (uv, ev, event, poll): ctest registers every
+# The whole suite once per driver this build has (uv, ev, event, poll, uring): ctest registers every
 # test as DRIVER:Suite.Test with WEFT_DRIVER=DRIVER and the label driver-DRIVER (run one driver
 # alone with `ctest --preset release -L '^driver-poll$$'`).
 test-release: build
 	ctest --preset release
 
-# ASan+UBSan on the libuv driver and on the poll driver (the one with no library under it), and
-# the driver-independent tests (tests/CMakeLists.txt: run once, label driver-independent).
+# ASan+UBSan on the libuv driver, on the poll driver (the one with no library under it) and on
+# the uring driver (slots that outlive their watches until the kernel is done with them), and the
+# driver-independent tests (tests/CMakeLists.txt: run once, label driver-independent).
 test-asan: deps build/asan/build.ninja
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -L '^driver-(uv|poll|independent)$$'
+	ctest --preset asan -L '^driver-(uv|poll|uring|independent)$$'
 
 # The whole suite again with a random choice of the next ready coroutine, several seeds, on
 # every driver (the driver-independent tests run no scheduler, so chaos order changes nothing

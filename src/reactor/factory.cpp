@@ -1,7 +1,8 @@
 // The driver factory: which driver a new scheduler blocks on.
 //
 // run_options::driver first, then the environment's WEFT_DRIVER, then the first this build has
-// of uv, ev, event, poll (libuv is the most complete and the fastest here; poll needs nothing).
+// of uv, ev, event, poll, uring (libuv is the most complete and the fastest here; poll needs
+// nothing; uring, the newest, is chosen only by name).
 // A thread's scheduler decides for itself: weft::spawn_thread passes its spawner's choice on in
 // run_options, so a program that picked a driver keeps it on every thread it starts.
 #include <cstdlib>
@@ -33,6 +34,9 @@ const std::vector<driver_kind>& kinds() {
         {event_driver_name, &make_event_driver},
 #endif
         {poll_driver_name, &make_poll_driver},
+#if defined(WEFT_HAVE_LIBURING)
+        {uring_driver_name, &make_uring_driver},
+#endif
   };
   return built;
 }
@@ -64,7 +68,7 @@ std::unique_ptr<driver> make_driver(std::string_view requested) {
     }
   }
   constexpr std::string_view all[] = {uv_driver_name, ev_driver_name, event_driver_name,
-                                      poll_driver_name};
+                                      poll_driver_name, uring_driver_name};
   bool known = false;
   for (std::string_view name : all) {
     known = known || name == requested;

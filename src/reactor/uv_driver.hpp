@@ -86,5 +86,6 @@ inline constexpr const char uv_driver_name[] = "uv";
 inline constexpr const char ev_driver_name[] = "ev";
 inline constexpr const char event_driver_name[] = "event";
 inline constexpr const char poll_driver_name[] = "poll";
+inline constexpr const char uring_driver_name[] = "uring";
 
 }  // namespace weft::detail

@@ -49,7 +49,8 @@ namespace weft::detail {
 // libev fails an assertion), so the uv and ev drivers check the fds of the watches changed
 // since their last poll (one fcntl each) before they poll, and report a closed one as an error
 // condition: ready both ways, armed 0. libevent applies a change at once and watch_fd returns
-// the error. Unwatch before closing all the same: everything in weft does.
+// the error. The uring driver's poll holds the file: the fd stays open in the kernel until the
+// watch ends. Unwatch before closing all the same: everything in weft does.
 struct fd_watch {
   static constexpr int readable = 1;
   static constexpr int writable = 2;
@@ -81,7 +82,7 @@ class driver {
  public:
   virtual ~driver() = default;
 
-  // The driver's name ("uv", "ev", "event", "poll"): a string with static lifetime.
+  // The driver's name ("uv", "ev", "event", "poll", "uring"): a string with static lifetime.
   virtual const char* name() const noexcept = 0;
 
   virtual void poll(bool block) = 0;
@@ -144,8 +145,8 @@ class driver {
 
 // The driver a new scheduler runs on (defined by the reactor layer, src/reactor/factory.cpp).
 // requested: run_options::driver; empty means the environment's WEFT_DRIVER, and when that is
-// unset too the first the build has of uv, ev, event, poll. std::invalid_argument, listing the
-// valid names, for a name that is unknown or not in this build.
+// unset too the first the build has of uv, ev, event, poll, uring. std::invalid_argument, listing
+// the valid names, for a name that is unknown or not in this build.
 std::unique_ptr<driver> make_driver(std::string_view requested);
 
 }  // namespace weft::detail

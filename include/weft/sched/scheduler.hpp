@@ -74,8 +74,9 @@ enum class scheduling_order {
 struct run_options {
   stack_options stacks{};  // coroutine stacks: size and guard pages
   // The event machinery the scheduler blocks on: "uv" (libuv), "ev" (libev), "event"
-  // (libevent) or "poll" (poll(2), no library). Empty: the environment's WEFT_DRIVER, and when
-  // that is unset too the first of uv, ev, event, poll that this build has. Every weft API
+  // (libevent), "poll" (poll(2), no library) or "uring" (io_uring, where liburing and the
+  // kernel allow). Empty: the environment's WEFT_DRIVER, and when that is unset too the first
+  // of uv, ev, event, poll, uring that this build has. Every weft API
   // works on every driver (docs/architecture.md, "The seam between the scheduler and the
   // drivers"); a name that is unknown or not in this build makes run() throw
   // std::invalid_argument listing the valid ones. weft::spawn_thread passes its spawner's on.
@@ -102,7 +103,7 @@ struct run_options {
 
 // Counters of a run (scheduler::stats()).
 struct scheduler_stats {
-  const char* driver = "";                // the driver's name ("uv", "ev", "event", "poll")
+  const char* driver = "";                // the driver's name (as run_options::driver)
   std::uint64_t switches = 0;             // context switches (jumps between stacks)
   std::uint64_t spawned = 0;              // coroutines created (main included)
   std::uint64_t started = 0;              // coroutines that began running
