@@ -1,5 +1,6 @@
 #include "reactor/drivers/embedding_driver.hpp"
 
+#include <poll.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -128,6 +129,23 @@ void embedding_driver::poll(bool block) {
     run_uv();
   }
   fire_due_timers(now);
+}
+
+embedding_driver::poll_outcome embedding_driver::outcome_of(unsigned revents, int armed) noexcept {
+  constexpr int both = fd_watch::readable | fd_watch::writable;
+  if ((revents & (POLLNVAL | POLLERR)) != 0) {
+    return {both, true};
+  }
+  if (armed == 0) {
+    return {};
+  }
+  if ((revents & POLLHUP) != 0) {
+    return {both, false};
+  }
+  return {(((revents & POLLIN) != 0 ? fd_watch::readable : 0) |
+           ((revents & POLLOUT) != 0 ? fd_watch::writable : 0)) &
+              armed,
+          false};
 }
 
 bool embedding_driver::alive() {

@@ -85,6 +85,16 @@ class embedding_driver : public reactor_driver {
     watch.ready(watch, events);
   }
 
+  // What poll(2)'s revents (or the result of an io_uring poll) mean for a watch polled for
+  // `armed`: POLLNVAL (a closed fd) and POLLERR (an error condition, which stays until the
+  // caller reads it) stop the watch, ready both ways, as libuv does; POLLHUP is ready both ways
+  // (neither would block); otherwise what was asked for and came. Nothing for an idle watch.
+  struct poll_outcome {
+    int events = 0;
+    bool stopped = false;
+  };
+  static poll_outcome outcome_of(unsigned revents, int armed) noexcept;
+
   // The watch of libuv's backend fd: the driver's own, never left over.
   bool is_backend(const fd_watch& watch) const noexcept { return &watch == &backend_; }
 

@@ -136,23 +136,14 @@ class poll_driver final : public embedding_driver {
       if (watch == nullptr || fds_[index].fd < 0) {
         continue;  // removed or stopped by an earlier callback of this turn
       }
-      if ((revents & (POLLNVAL | POLLERR)) != 0) {
-        // A closed fd (POLLNVAL) would be reported at every turn, and an error condition
-        // stays until the caller reads it: stop, as libuv does, until watched again.
+      // A closed fd (POLLNVAL) would be reported at every turn: stopped until watched again.
+      // The mask drops an interest an earlier callback of this turn dropped.
+      const poll_outcome outcome = outcome_of(static_cast<unsigned short>(revents), watch->armed);
+      if (outcome.stopped) {
         fds_[index].fd = -1;
-        report_ready(*watch, fd_watch::readable | fd_watch::writable, true);
-        continue;
       }
-      int events = 0;
-      if ((revents & POLLHUP) != 0) {
-        events = fd_watch::readable | fd_watch::writable;  // neither would block
-      } else {
-        events = ((revents & POLLIN) != 0 ? fd_watch::readable : 0) |
-                 ((revents & POLLOUT) != 0 ? fd_watch::writable : 0);
-        events &= watch->armed;  // an interest an earlier callback dropped
-      }
-      if (events != 0) {
-        report_ready(*watch, events, false);
+      if (outcome.events != 0) {
+        report_ready(*watch, outcome.events, outcome.stopped);
       }
     }
     dispatching_ = false;

@@ -223,24 +223,13 @@ class uring_driver final : public embedding_driver {
       report_ready(*watch, fd_watch::readable | fd_watch::writable, true);
       return;
     }
-    const auto revents = static_cast<unsigned>(result);
-    if ((revents & (POLLNVAL | POLLERR)) != 0) {
-      report_ready(*watch, fd_watch::readable | fd_watch::writable, true);
-      return;
-    }
-    int events = 0;
-    if ((revents & POLLHUP) != 0) {
-      events = fd_watch::readable | fd_watch::writable;  // neither would block
-    } else {
-      events = ((revents & POLLIN) != 0 ? fd_watch::readable : 0) |
-               ((revents & POLLOUT) != 0 ? fd_watch::writable : 0);
-    }
-    events &= watch->armed;  // an interest dropped while the poll was in flight
-    if (watch->events != 0) {
+    // The mask drops an interest dropped while the poll was in flight.
+    const poll_outcome outcome = outcome_of(static_cast<unsigned>(result), watch->armed);
+    if (!outcome.stopped && watch->events != 0) {
       queue(slot);  // level-triggered: polled again at the next enter (see the header)
     }
-    if (events != 0) {
-      report_ready(*watch, events, false);
+    if (outcome.events != 0) {
+      report_ready(*watch, outcome.events, outcome.stopped);
     }
   }
 
