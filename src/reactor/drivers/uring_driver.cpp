@@ -189,6 +189,18 @@ class uring_driver final : public embedding_driver {
   // Every completion the ring holds, in order. Callbacks run from here may watch and unwatch
   // (that only queues) but never enter the ring.
   void reap() {
+    if (!stashed_.empty()) {
+      std::vector<stashed_completion> taken;
+      taken.swap(stashed_);
+      for (std::size_t at = 0; at < taken.size(); ++at) {
+        try {
+          completed(*slots_[taken[at].data - 1], taken[at].result);
+        } catch (...) {
+          stashed_.assign(taken.begin() + static_cast<std::ptrdiff_t>(at) + 1, taken.end());
+          throw;
+        }
+      }
+    }
     // Taken one at a time with the head advanced before the callback, so that a callback that
     // throws leaves no completion to be read twice.
     io_uring_cqe* cqe = nullptr;
@@ -283,11 +295,23 @@ class uring_driver final : public embedding_driver {
                                  std::strerror(-status));
       }
       if (status < 0) {
-        reap();  // the completion queue is full (EBUSY): make room
+        stash();  // the completion queue is full (EBUSY): make room
       }
       sqe = io_uring_get_sqe(&ring_);
     }
     return sqe;
+  }
+
+  // Moves every completion out of the ring, to be run by the next reap(): submit_queued, which
+  // is iterating the queue, must not run callbacks (they queue).
+  void stash() {
+    io_uring_cqe* cqe = nullptr;
+    while (io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+      if (cqe->user_data != 0) {
+        stashed_.push_back({cqe->user_data, cqe->res});
+      }
+      io_uring_cqe_seen(&ring_, cqe);
+    }
   }
 
   static unsigned mask_of(int events) noexcept {
@@ -333,10 +357,17 @@ class uring_driver final : public embedding_driver {
     slots_.clear();
     free_.clear();
     queue_.clear();
+    stashed_.clear();
   }
+
+  struct stashed_completion {
+    std::uint64_t data;
+    int result;
+  };
 
   io_uring ring_{};
   bool enabled_ = false;
+  std::vector<stashed_completion> stashed_;
   watch_list watches_;
   std::vector<std::unique_ptr<poll_slot>> slots_;
   std::vector<std::uint32_t> free_;   // indices of unused slots
