@@ -35,7 +35,6 @@
 #include <liburing.h>
 #include <poll.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -120,14 +119,9 @@ class uring_driver final : public embedding_driver {
       watch.slot = &slot;
       watch.watched = true;
     }
-    auto& slot = *static_cast<poll_slot*>(watch.slot);
     watch.armed = watch.events;
     if (watch.events != 0) {
-      if (!slot.in_flight) {
-        queue(slot);
-      } else if ((mask_of(watch.events) & ~slot.polled) != 0 && !slot.cancelling) {
-        queue(slot);  // polled for less than it wants now: cancelled, then armed again
-      }
+      queue(*static_cast<poll_slot*>(watch.slot));  // submit_queued decides what it needs
     }
     return 0;
   }
@@ -142,14 +136,11 @@ class uring_driver final : public embedding_driver {
     watch.armed = 0;
     watch.slot = nullptr;
     slot.watch = nullptr;
-    if (slot.in_flight) {
-      if (!slot.cancelling) {
-        queue(slot);  // the cancellation goes with the next enter
-      }
-    } else if (!slot.queued) {
+    if (slot.in_flight || slot.queued) {
+      queue(slot);  // the next submission cancels its poll, or frees it
+    } else {
       free_slot(slot);
     }
-    // Queued and not in flight: the next submission frees it.
   }
 
   void native_wait(timer_clock::time_point until) override {
