@@ -64,13 +64,16 @@ test-asan: deps build/asan/build.ninja
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -L '^driver-(uv|poll|uring|independent)$$'
 
-# The whole suite again with a random choice of the next ready coroutine, several seeds, on
-# every driver (the driver-independent tests run no scheduler, so chaos order changes nothing
-# for them).
+# The whole suite again with a random choice of the next ready coroutine, several seeds, on the
+# libuv driver (the default), the poll driver (no library under it) and the uring driver (slots
+# that outlive their watches). ev and event are the poll driver's pattern over a library and run
+# in FIFO order in test-release; leaving them out keeps CI under 45 minutes (about 3 minutes on
+# two cores). The driver-independent tests run no scheduler, so chaos order changes nothing for
+# them.
 test-chaos: build
 	@for seed in $(CHAOS_SEEDS); do \
 	  echo "== chaos order, seed $$seed"; \
-	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release -LE '^driver-independent$$' \
+	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release -L '^driver-(uv|poll|uring)$$' \
 	    || exit 1; \
 	done
 
