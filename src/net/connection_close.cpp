@@ -25,6 +25,15 @@ void connection::close() noexcept { begin_close(close_reason::local, true); }
 
 void connection::destroy() noexcept { begin_close(close_reason::local, false); }
 
+void connection::close(std::uint16_t code, std::string_view reason) {
+  if (framer_ != nullptr && state_ == state::open) {
+    // Into the queue behind what was sent before; encode_close throws before writing anything
+    // for a code or reason it may not send.
+    framer_->encode_close(code, reason, out_);
+  }
+  begin_close(close_reason::local, true);
+}
+
 void connection::wait_closed(const timeout& limit) {
   while (state_ != state::released) {
     released_.wait(limit);

@@ -260,6 +260,12 @@ class connection : public std::enable_shared_from_this<connection> {
   // close(): graceful, flushes what was sent first; destroy(): at once, dropping what is queued.
   void close() noexcept;
   void destroy() noexcept;
+  // close() after the protocol's own closing message, where it has one: WebSocket's close frame
+  // with code and reason (websocket::normal_closure, going_away...; the reason is cut to the 123
+  // bytes a control frame holds). It does not wait for the peer's answer. A code the protocol
+  // may not send, or a reason that is not UTF-8, is std::invalid_argument and nothing is closed;
+  // on a connection without such a protocol, or one already closing, it is close().
+  void close(std::uint16_t code, std::string_view reason = {});
   // Suspends until the socket is closed (a graceful close has flushed or given up; see
   // closed_by()). Returns at once once closed; timeout_error past limit. Closes nothing itself.
   void wait_closed(const timeout& limit = timeout::never());

@@ -1,5 +1,6 @@
 // weft::net::websocket: the WebSocket protocol (RFC 6455), server side, as a weft::net::protocol
-// (see protocol.hpp for how a connection drives a framer).
+// (see protocol.hpp for how a connection drives a framer); and connect_websocket, the client side
+// (at the end of this file), whose connections use the same framing with the client's rules.
 //
 // What a framer does with the bytes a connection receives:
 //   - The opening handshake: the first unit is the client's HTTP/1.1 request head (GET, Host,
@@ -56,9 +57,12 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "weft/net/connection.hpp"
 #include "weft/net/protocol.hpp"
+#include "weft/sched/timeout.hpp"
 
 namespace weft::net {
 
@@ -109,5 +113,70 @@ class websocket : public protocol {
   // Shared with every framer made, so a framer stays valid if the protocol object goes first.
   std::shared_ptr<const websocket_options> options_;
 };
+
+// --- the client side ---------------------------------------------------------------------------
+
+// The settings of connect_websocket.
+struct websocket_client_options {
+  // The request target: a path starting with '/', with its query if any ("/chat?room=1").
+  std::string path = "/";
+  // The Host header; empty: host:port as connect_websocket was given them (an IPv6 address in
+  // brackets).
+  std::string host_header{};
+  // Sent as the Origin header when not empty (what a browser sends; servers may check it).
+  std::string origin{};
+  // Offered in Sec-WebSocket-Protocol, in order of preference; the server's pick, if any, must be
+  // one of them and is returned in websocket_client_connection::subprotocol.
+  std::vector<std::string> subprotocols{};
+  // Further request headers (an Authorization, a Cookie). The handshake's own (Host, Upgrade,
+  // Connection, Sec-WebSocket-*) may not be among them.
+  std::vector<std::pair<std::string, std::string>> headers{};
+  // The largest response head accepted, in bytes.
+  std::size_t max_handshake_size = 8192;
+  // The largest frame payload accepted from the server (1009 past it); the message limit is
+  // connection.max_message_size.
+  std::size_t max_frame_size = std::numeric_limits<std::size_t>::max();
+  // The connection's own options (send buffer, message size, idle timeout...).
+  connection_options connection{};
+};
+
+// The opening handshake failed: the server answered something other than a valid 101, or it
+// closed the connection first. status() is the response's status code: 404, 403..., or 101 for
+// a 101 that breaks RFC 6455 4.2.2 (a wrong Sec-WebSocket-Accept, a subprotocol or extension
+// that was not offered); 0 when no HTTP response came. The message names what was wrong.
+class websocket_handshake_error : public error {
+ public:
+  // reason: what was wrong; status: the response's status code, or 0.
+  websocket_handshake_error(const std::string& reason, unsigned status)
+      : error(reason), status_(status) {}
+  // The response's status code, or 0.
+  unsigned status() const noexcept { return status_; }
+
+ private:
+  unsigned status_;
+};
+
+// What connect_websocket returns.
+struct websocket_client_connection {
+  // The connection, speaking WebSocket as the client: receive() returns the server's messages
+  // (text or binary), send() sends one message as one masked frame, pings are answered, and
+  // close() sends a close frame (code 1000) before the connection closes; a close frame from the
+  // server is answered and ends the input.
+  std::shared_ptr<net::connection> connection;
+  std::string subprotocol;  // the one the server selected; empty when none
+};
+
+// Connects to host:port (as net::connect: a numeric address or a name) from a coroutine and
+// performs the WebSocket opening handshake (RFC 6455 4.1) for options.path: a GET with a random
+// 16-byte Sec-WebSocket-Key, answered by a 101 whose Sec-WebSocket-Accept matches it. limit
+// bounds the connect and the handshake together. Errors: std::invalid_argument for options that
+// cannot make a valid request (a path not starting with '/', a control character in a header
+// value, a header name that is not a token or is one of the handshake's own, a subprotocol that
+// is not a token); io_error when the connection fails; timeout_error past limit;
+// websocket_handshake_error when the server's answer is not a valid handshake. In each case the
+// connection is closed. No extension is offered (so frames carry no RSV bit).
+websocket_client_connection connect_websocket(const std::string& host, std::uint16_t port,
+                                              const websocket_client_options& options = {},
+                                              const timeout& limit = timeout::never());
 
 }  // namespace weft::net

@@ -4,6 +4,7 @@
 // framer per connection, used only on that connection's thread.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,10 +25,22 @@ std::string websocket_accept_key(std::string_view client_key);
 // 1000-1003 and 1007-1014, and the registered and private ranges 3000-4999.
 bool websocket_close_code_allowed(std::uint16_t code) noexcept;
 
+// Fills size bytes from getrandom(2) (what: the caller, for the std::system_error it may throw).
+void websocket_random_bytes(unsigned char* bytes, std::size_t size, const char* what);
+
+// Which end of the conversation a framer speaks for. A server's framer starts with the opening
+// handshake, takes only masked frames and sends unmasked ones; a client's (connect_websocket,
+// websocket_client.cpp, which did the handshake before switching the connection to it) starts
+// open, takes only unmasked frames and masks every frame it sends with a key from getrandom.
+enum class websocket_role : std::uint8_t { server, client };
+
 class websocket_framer final : public framer {
  public:
-  explicit websocket_framer(std::shared_ptr<const websocket_options> options)
-      : options_(std::move(options)) {}
+  explicit websocket_framer(std::shared_ptr<const websocket_options> options,
+                            websocket_role role = websocket_role::server)
+      : options_(std::move(options)),
+        role_(role),
+        phase_(role == websocket_role::client ? phase::open : phase::handshake) {}
 
   std::size_t measure(std::string_view input, framer_link& link) override;
   bool decode(std::string_view unit, message& out, framer_link& link) override;
@@ -46,8 +59,9 @@ class websocket_framer final : public framer {
   struct frame_header {
     bool fin = false;
     std::uint8_t opcode = 0;
-    std::size_t header_size = 0;  // 2 + extended length + 4 (the mask key)
+    std::size_t header_size = 0;  // 2 + extended length (+ 4: the mask key, when masked)
     std::uint64_t payload_size = 0;
+    bool masked = false;  // a mask key (the header's last 4 bytes) applies to the payload
   };
 
   // websocket_handshake.cpp
@@ -60,10 +74,20 @@ class websocket_framer final : public framer {
   void on_close_frame(const char* payload, std::size_t size, const unsigned char* key,
                       framer_link& link);
   void on_ping(const char* payload, std::size_t size, const unsigned char* key, framer_link& link);
+  // Appends one frame (FIN set): its header, then the payload, masked with a fresh key when this
+  // framer is a client's. payload may be unmasked from `key` first (a ping's payload echoed).
+  void append_frame(std::string& out, std::uint8_t opcode, const char* payload, std::size_t size,
+                    const unsigned char* key = nullptr);
+  // Four unpredictable bytes for a client frame's masking key (RFC 6455 5.3: from a strong source
+  // of entropy), taken from a block refilled with getrandom(2) every 64 keys.
+  void next_mask_key(unsigned char key[4]);
 
   std::shared_ptr<const websocket_options> options_;
-  phase phase_ = phase::handshake;
-  bool close_sent_ = false;  // a close frame went out (echoed, or from encode_close)
+  websocket_role role_;
+  phase phase_;
+  std::array<unsigned char, 256> random_{};
+  std::size_t random_used_ = 256;  // random_ is refilled when all of it was used
+  bool close_sent_ = false;        // a close frame went out (echoed, or from encode_close)
   // A fragmented message in progress: its kind, what arrived so far (unmasked) and, for text,
   // the UTF-8 state carried from fragment to fragment.
   bool fragmented_ = false;

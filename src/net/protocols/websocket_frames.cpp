@@ -1,10 +1,14 @@
 // WebSocket frames (RFC 6455 section 5): the header rules checked by measure(), decoding with
 // unmasking, control frames, and encoding. The contract is in include/weft/net/websocket.hpp.
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "net/protocols/websocket_framer.hpp"
 
@@ -27,8 +31,15 @@ constexpr std::size_t control_payload_limit = 125;
 // Copies size bytes from source to target (which may be the same place), unmasking them with
 // key, whose first byte applies to the first byte: a frame's payload always starts at key[0].
 // 8 bytes per step: the key repeated twice is one 64-bit word, whatever the byte order, since
-// both halves are the same 4 bytes in memory order.
+// both halves are the same 4 bytes in memory order. A null key (an unmasked frame, which is what
+// a client receives) copies. Masking is the same operation.
 void unmask(const char* source, char* target, std::size_t size, const unsigned char* key) {
+  if (key == nullptr) {
+    if (size != 0 && source != target) {
+      std::memmove(target, source, size);
+    }
+    return;
+  }
   std::uint32_t key32;
   std::memcpy(&key32, key, sizeof key32);
   const std::uint64_t key64 = (static_cast<std::uint64_t>(key32) << 32) | key32;
@@ -44,24 +55,31 @@ void unmask(const char* source, char* target, std::size_t size, const unsigned c
   }
 }
 
-// Appends an unmasked frame header: FIN set, opcode, the shortest length form.
-void append_header(std::string& out, std::uint8_t opcode, std::uint64_t size) {
-  char header[10];
+// Appends a frame header: FIN set, opcode, the shortest length form, and the mask key when one
+// is given (a client's frame).
+void append_header(std::string& out, std::uint8_t opcode, std::uint64_t size,
+                   const unsigned char* mask_key = nullptr) {
+  char header[14];
   std::size_t length = 2;
   header[0] = static_cast<char>(0x80 | opcode);
+  const char mask_bit = mask_key != nullptr ? static_cast<char>(0x80) : static_cast<char>(0);
   if (size < 126) {
-    header[1] = static_cast<char>(size);
+    header[1] = static_cast<char>(mask_bit | static_cast<char>(size));
   } else if (size <= 0xFFFF) {
-    header[1] = 126;
+    header[1] = static_cast<char>(mask_bit | 126);
     header[2] = static_cast<char>(size >> 8);
     header[3] = static_cast<char>(size);
     length = 4;
   } else {
-    header[1] = 127;
+    header[1] = static_cast<char>(mask_bit | 127);
     for (int i = 0; i < 8; ++i) {
       header[2 + i] = static_cast<char>(size >> (56 - 8 * i));
     }
     length = 10;
+  }
+  if (mask_key != nullptr) {
+    std::memcpy(header + length, mask_key, 4);
+    length += 4;
   }
   out.append(header, length);
 }
@@ -69,6 +87,20 @@ void append_header(std::string& out, std::uint8_t opcode, std::uint64_t size) {
 }  // namespace
 
 namespace detail {
+
+void websocket_random_bytes(unsigned char* bytes, std::size_t size, const char* what) {
+  std::size_t filled = 0;
+  while (filled < size) {
+    const ssize_t got = ::getrandom(bytes + filled, size - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw std::system_error(errno, std::generic_category(), std::string(what) + ": getrandom");
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+}
 
 bool websocket_close_code_allowed(std::uint16_t code) noexcept {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
@@ -93,8 +125,13 @@ bool websocket_framer::parse_header(std::string_view input, frame_header& header
     fail("frame with the reserved opcode " + std::to_string(header.opcode),
          websocket::protocol_violation);
   }
-  if ((second & 0x80) == 0) {
+  header.masked = (second & 0x80) != 0;
+  if (role_ == websocket_role::server && !header.masked) {
     fail("unmasked frame from the client (RFC 6455 5.1: clients must mask)",
+         websocket::protocol_violation);
+  }
+  if (role_ == websocket_role::client && header.masked) {
+    fail("masked frame from the server (RFC 6455 5.1: servers must not mask)",
          websocket::protocol_violation);
   }
   const std::uint8_t length7 = second & 0x7F;
@@ -153,7 +190,7 @@ bool websocket_framer::parse_header(std::string_view input, frame_header& header
           limit, websocket::message_too_big);
     }
   }
-  header.header_size = 2 + extended + 4;
+  header.header_size = 2 + extended + (header.masked ? 4 : 0);
   return input.size() >= header.header_size;
 }
 
@@ -202,7 +239,9 @@ bool websocket_framer::decode(std::string_view unit, message& out, framer_link& 
         "websocket framer: decode() was given " + std::to_string(unit.size()) +
         " bytes that are not the one frame measure() found; pass exactly the unit it measured");
   }
-  const auto* key = reinterpret_cast<const unsigned char*>(unit.data() + header.header_size - 4);
+  const auto* key =
+      header.masked ? reinterpret_cast<const unsigned char*>(unit.data() + header.header_size - 4)
+                    : nullptr;
   const char* payload = unit.data() + header.header_size;
   const auto size = static_cast<std::size_t>(header.payload_size);
 
@@ -266,19 +305,14 @@ void websocket_framer::on_ping(const char* payload, std::size_t size, const unsi
   if (close_sent_) {
     return;  // nothing but the closing handshake may follow our close frame
   }
-  char pong[2 + control_payload_limit];
-  pong[0] = static_cast<char>(0x80 | op_pong);
-  pong[1] = static_cast<char>(size);
-  unmask(payload, pong + 2, size, key);
-  link.send_raw(std::string_view(pong, 2 + size));
+  std::string pong;
+  append_frame(pong, op_pong, payload, size, key);
+  link.send_raw(pong);
 }
 
 void websocket_framer::on_close_frame(const char* payload, std::size_t size,
                                       const unsigned char* key, framer_link& link) {
-  char echo[2 + control_payload_limit];
-  echo[0] = static_cast<char>(0x80 | op_close);
-  echo[1] = static_cast<char>(size);
-  char* body = echo + 2;
+  char body[control_payload_limit];
   unmask(payload, body, size, key);
   if (size == 1) {
     fail("close frame with a 1-byte payload (a code takes 2)", websocket::protocol_violation);
@@ -301,7 +335,9 @@ void websocket_framer::on_close_frame(const char* payload, std::size_t size,
     // The echo carries the peer's own code and reason (RFC 6455 5.5.1: typically the code it
     // received), so the client sees its close acknowledged as it sent it.
     close_sent_ = true;
-    link.send_raw(std::string_view(echo, 2 + size));
+    std::string echo;
+    append_frame(echo, op_close, body, size);
+    link.send_raw(echo);
   }
   link.finish();
 }
@@ -312,8 +348,39 @@ void websocket_framer::encode(std::string_view payload, message_kind kind, std::
         "websocket: a message was sent after the close frame; the connection is closing and "
         "takes no more messages (RFC 6455 5.5.1)");
   }
-  append_header(out, kind == message_kind::text ? op_text : op_binary, payload.size());
-  out.append(payload);
+  append_frame(out, kind == message_kind::text ? op_text : op_binary, payload.data(),
+               payload.size());
+}
+
+void websocket_framer::append_frame(std::string& out, std::uint8_t opcode, const char* payload,
+                                    std::size_t size, const unsigned char* key) {
+  if (role_ == websocket_role::server) {
+    append_header(out, opcode, size);
+    if (key == nullptr) {
+      out.append(payload, size);
+    } else {
+      const std::size_t at = out.size();
+      out.resize(at + size);
+      unmask(payload, out.data() + at, size, key);
+    }
+    return;
+  }
+  unsigned char mask[4];
+  next_mask_key(mask);
+  append_header(out, opcode, size, mask);
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  unmask(payload, out.data() + at, size, key);  // the payload as sent to this side
+  unmask(out.data() + at, out.data() + at, size, mask);
+}
+
+void websocket_framer::next_mask_key(unsigned char key[4]) {
+  if (random_used_ + 4 > random_.size()) {
+    websocket_random_bytes(random_.data(), random_.size(), "websocket: a client frame's mask key");
+    random_used_ = 0;
+  }
+  std::memcpy(key, random_.data() + random_used_, 4);
+  random_used_ += 4;
 }
 
 void websocket_framer::encode_close(std::uint16_t code, std::string_view reason, std::string& out) {
@@ -339,14 +406,17 @@ void websocket_framer::encode_close(std::uint16_t code, std::string_view reason,
       --keep;
     }
   }
-  if (code == 0) {
-    append_header(out, op_close, 0);
-  } else {
-    append_header(out, op_close, 2 + keep);
-    out.push_back(static_cast<char>(code >> 8));
-    out.push_back(static_cast<char>(code & 0xFF));
-    out.append(reason.substr(0, keep));
+  char body[control_payload_limit];
+  std::size_t size = 0;
+  if (code != 0) {
+    body[0] = static_cast<char>(code >> 8);
+    body[1] = static_cast<char>(code & 0xFF);
+    if (keep != 0) {
+      std::memcpy(body + 2, reason.data(), keep);
+    }
+    size = 2 + keep;
   }
+  append_frame(out, op_close, body, size);
   close_sent_ = true;
 }
 

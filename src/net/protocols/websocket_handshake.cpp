@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "net/protocols/header_text.hpp"
 #include "net/protocols/websocket_framer.hpp"
 
 namespace weft::net {
@@ -17,59 +18,12 @@ namespace {
 
 constexpr std::string_view accept_guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](char x, char y) { return lower(x) == lower(y); });
-}
-
-bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view text) noexcept {
-  while (!text.empty() && is_ows(text.front())) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && is_ows(text.back())) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-// RFC 9110 tchar: what a header name, a method or a token in a list may hold.
-bool is_tchar(char c) noexcept {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-    return true;
-  }
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_token(std::string_view text) noexcept {
-  return !text.empty() && std::all_of(text.begin(), text.end(), is_tchar);
-}
-
-// Calls each(token) for every element of a comma-separated header list, trimmed, skipping
-// empty elements (RFC 9110 5.6.1).
-template <class Each>
-void for_each_token(std::string_view list, Each&& each) {
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    const std::string_view element = trim(list.substr(0, comma));
-    if (!element.empty()) {
-      each(element);
-    }
-    if (comma == std::string_view::npos) {
-      break;
-    }
-    list.remove_prefix(comma + 1);
-  }
-}
-
-bool list_has(std::string_view list, std::string_view wanted) {
-  bool found = false;
-  for_each_token(list, [&](std::string_view token) { found = found || iequals(token, wanted); });
-  return found;
-}
+using detail::header_text::for_each_token;
+using detail::header_text::iequals;
+using detail::header_text::is_ows;
+using detail::header_text::is_token;
+using detail::header_text::list_has;
+using detail::header_text::trim;
 
 // A key is 16 random bytes in base64: 24 characters ending in "==".
 bool valid_client_key(std::string_view key) {

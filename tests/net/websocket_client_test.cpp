@@ -1,0 +1,592 @@
+// weft's WebSocket client (net::connect_websocket) against servers: weft's own (which refuses an
+// unmasked client frame, so every message it echoes proves the client masked it), Node's ws (a
+// server no one here wrote: tests/net/servers/ws_server.js), and scripted raw servers for the
+// handshake's failures and the frame rules a client must enforce.
+#include <nettle/base64.h>
+#include <nettle/sha1.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "net/net_support.hpp"
+#include "net/websocket_wire.hpp"
+#include "test_support.hpp"
+#include "weft/io/subprocess.hpp"
+#include "weft/io/tcp.hpp"
+#include "weft/net/websocket.hpp"
+#include "weft/sched/task.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using net_test::running_server;
+using weft::net::close_reason;
+using weft::net::connect_websocket;
+using weft::net::message_kind;
+using weft::net::websocket;
+using weft::net::websocket_client_options;
+using weft::net::websocket_handshake_error;
+
+// --- a raw server, scripted per test -------------------------------------------------------------
+
+std::string accept_of(std::string_view key) {
+  sha1_ctx context;
+  sha1_init(&context);
+  sha1_update(&context, key.size(), reinterpret_cast<const std::uint8_t*>(key.data()));
+  constexpr std::string_view guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+  sha1_update(&context, guid.size(), reinterpret_cast<const std::uint8_t*>(guid.data()));
+  std::array<std::uint8_t, SHA1_DIGEST_SIZE> digest{};
+  sha1_digest(&context, digest.size(), digest.data());
+  std::string encoded(BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE), '\0');
+  base64_encode_raw(encoded.data(), digest.size(), digest.data());
+  return encoded;
+}
+
+// The value of a header line of the request head (names compared as the client writes them).
+std::string header_of(const std::string& head, const std::string& name) {
+  const std::size_t at = head.find("\r\n" + name + ": ");
+  if (at == std::string::npos) {
+    return {};
+  }
+  const std::size_t start = at + 4 + name.size();
+  return head.substr(start, head.find("\r\n", start) - start);
+}
+
+std::string switching_reply(const std::string& key, std::string_view extra = {}) {
+  std::string reply =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: " +
+      accept_of(key) + "\r\n";
+  reply.append(extra);
+  reply += "\r\n";
+  return reply;
+}
+
+// A frame as a server sends it: unmasked (bits.masked false) unless a test breaks the rule.
+std::string server_frame(std::uint8_t opcode, std::string_view payload, bool masked = false) {
+  weft_ws_test::frame_bits bits;
+  bits.masked = masked;
+  return weft_ws_test::client_frame(opcode, payload, bits);
+}
+
+struct client_frame_seen {
+  std::uint8_t opcode = 0;
+  bool masked = false;
+  std::string payload;  // unmasked
+};
+
+// Reads one whole frame the client sent.
+client_frame_seen read_client_frame(weft::tcp::stream& s) {
+  std::array<char, 14> header{};
+  s.read_exactly(std::span<char>(header.data(), 2), 2, weft::timeout(5s));
+  client_frame_seen frame;
+  frame.opcode = static_cast<std::uint8_t>(header[0] & 0x0F);
+  frame.masked = (static_cast<unsigned char>(header[1]) & 0x80) != 0;
+  std::uint64_t size = static_cast<unsigned char>(header[1]) & 0x7F;
+  if (size >= 126) {
+    const std::size_t extended = size == 126 ? 2 : 8;
+    s.read_exactly(std::span<char>(header.data() + 2, extended), extended, weft::timeout(5s));
+    size = 0;
+    for (std::size_t i = 0; i < extended; ++i) {
+      size = (size << 8) | static_cast<unsigned char>(header[2 + i]);
+    }
+  }
+  std::array<char, 4> key{};
+  if (frame.masked) {
+    s.read_exactly(std::span<char>(key.data(), 4), 4, weft::timeout(5s));
+  }
+  frame.payload.resize(size);
+  if (size != 0) {
+    s.read_exactly(std::span<char>(frame.payload.data(), size), size, weft::timeout(5s));
+  }
+  for (std::size_t i = 0; frame.masked && i < frame.payload.size(); ++i) {
+    frame.payload[i] = static_cast<char>(frame.payload[i] ^ key[i % 4]);
+  }
+  return frame;
+}
+
+// Runs client(port) against a raw server that accepts one connection, reads the request head
+// and hands the stream and the head to script. Both run in one scheduler, which must end clean.
+template <class Script, class Client>
+void with_raw_server(Script script, Client client) {
+  weft_test::run_clean([&] {
+    auto listener = weft::tcp::listener::listen("127.0.0.1", 0);
+    weft::task<void> server = weft::spawn([&] {
+      weft::tcp::stream s = listener.accept(weft::timeout(10s));
+      std::string head;
+      s.read_until(head, "\r\n\r\n", 8192, weft::timeout(5s));
+      script(s, head);
+    });
+    client(listener.port());
+    server.await();
+  });
+}
+
+// --- weft's own server --------------------------------------------------------------------------
+
+weft::net::tcp_server_options echo_server_options() {
+  weft::net::tcp_server_options options = net_test::local_options();
+  weft::net::websocket_options ws;
+  ws.path = "/echo";
+  ws.subprotocols = {"chat"};
+  options.protocol = std::make_shared<websocket>(ws);
+  options.max_message_size = 2u << 20;
+  return options;
+}
+
+void serve_echo(weft::net::tcp_server& server) {
+  server.serve([](weft::net::connection& c) {
+    weft::net::message m;
+    while (c.receive(m)) {
+      c.send(m.data, m.kind);
+    }
+  });
+}
+
+TEST(WebsocketClient, EchoesTextBinaryAndEmptyThroughWeftsServerWhichTakesOnlyMaskedFrames) {
+  running_server running(echo_server_options(), serve_echo);
+  std::string big(1u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    big[i] = static_cast<char>((i * 131) >> 3);
+  }
+  weft_test::run_clean([&] {
+    websocket_client_options options;
+    options.path = "/echo?room=1";
+    options.subprotocols = {"superchat", "chat"};
+    options.connection.max_message_size = 2u << 20;
+    auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+    EXPECT_EQ(made.subprotocol, "chat");
+    auto& c = *made.connection;
+    c.send("hello", message_kind::text);
+    auto text = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(text.has_value());
+    EXPECT_EQ(text->data, "hello");
+    EXPECT_EQ(text->kind, message_kind::text);
+    c.send(big, message_kind::binary);
+    auto binary = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(binary.has_value());
+    EXPECT_EQ(binary->kind, message_kind::binary);
+    EXPECT_TRUE(binary->data == big) << "the 1 MiB message came back changed";
+    c.send("", message_kind::binary);
+    auto empty = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(empty.has_value());
+    EXPECT_EQ(empty->data, "");
+    c.close(websocket::normal_closure, "done");
+    c.wait_closed(weft::timeout(10s));
+  });
+  // The server took every frame (an unmasked one would have been a protocol error) and the
+  // close frame ended the connection from the client's side.
+  ASSERT_TRUE(net_test::eventually([&] {
+    return running.server().stats().total.closed_by(close_reason::peer) == 1;
+  })) << "the client's close frame did not end the connection";
+  const weft::net::worker_stats total = running.server().stats().total;
+  EXPECT_EQ(total.messages_in, 3u);
+  EXPECT_EQ(total.messages_out, 3u);
+  EXPECT_EQ(total.closed_by(close_reason::protocol_error), 0u);
+}
+
+TEST(WebsocketClient, APathTheServerDoesNotServeIsAHandshakeErrorWithItsStatus) {
+  running_server running(echo_server_options(), serve_echo);
+  weft_test::run_clean([&] {
+    websocket_client_options options;
+    options.path = "/elsewhere";
+    try {
+      connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+      ADD_FAILURE() << "the handshake for a path not served succeeded";
+    } catch (const websocket_handshake_error& failure) {
+      EXPECT_EQ(failure.status(), 404u);
+      EXPECT_NE(std::string(failure.what()).find("404 Not Found"), std::string::npos)
+          << failure.what();
+    }
+  });
+}
+
+// --- Node's ws ----------------------------------------------------------------------------------
+
+// tests/net/servers/ws_server.js on a port the kernel picks, from a coroutine.
+class node_ws_server {
+ public:
+  // Starts it and reads its port (0, with a test failure, when it did not print one).
+  std::uint16_t start() {
+    if (::access("/usr/share/nodejs/ws/package.json", R_OK) != 0) {
+      ADD_FAILURE() << "Node's ws package is missing: install node-ws (scripts/install-deps)";
+      return 0;
+    }
+    weft::subprocess::options run;
+    run.stderr_mode = weft::subprocess::stdio::inherit;
+    node_ =
+        weft::subprocess::spawn({"env", "NODE_PATH=/usr/share/nodejs", "node",
+                                 std::string(WEFT_TEST_SOURCE_DIR) + "/net/servers/ws_server.js"},
+                                run);
+    std::string line;
+    while (line.find('\n') == std::string::npos) {
+      const std::size_t got = node_.read_stdout(chunk_, weft::timeout(15s));
+      if (got == 0) {
+        ADD_FAILURE() << "the Node server ended before printing its port: " << line;
+        return 0;
+      }
+      line.append(chunk_.data(), got);
+    }
+    if (line.rfind("port ", 0) != 0) {
+      ADD_FAILURE() << "the Node server printed " << line;
+      return 0;
+    }
+    return static_cast<std::uint16_t>(std::stoi(line.substr(5)));
+  }
+  // What it printed after its port, once it has exited (with status 0, or a test failure).
+  std::string finish() {
+    std::string output;
+    for (;;) {
+      const std::size_t got = node_.read_stdout(chunk_, weft::timeout(15s));
+      if (got == 0) {
+        break;
+      }
+      output.append(chunk_.data(), got);
+    }
+    EXPECT_EQ(node_.wait(weft::timeout(15s)).exit_status, 0) << output;
+    return output;
+  }
+
+ private:
+  weft::child node_;
+  std::array<char, 4096> chunk_{};
+};
+
+TEST(WebsocketClient, NodeWsServerSessionPingsFragmentsAndClosesWithTheClientsCode) {
+  std::string output;
+  weft_test::run_clean([&] {
+    node_ws_server node;
+    const std::uint16_t port = node.start();
+    ASSERT_NE(port, 0);
+
+    websocket_client_options options;
+    options.path = "/echo";
+    options.subprotocols = {"v2.chat", "v1.chat"};
+    auto made = connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+    EXPECT_EQ(made.subprotocol, "v2.chat");
+    auto& c = *made.connection;
+    c.send("hello", message_kind::text);
+    auto text = c.receive(weft::timeout(10s));  // the server's ping is answered on the way
+    ASSERT_TRUE(text.has_value());
+    EXPECT_EQ(text->data, "hello");
+    EXPECT_EQ(text->kind, message_kind::text);
+    std::string payload(70000, 'x');  // a 16-bit length
+    payload[69999] = 'y';
+    c.send(payload, message_kind::binary);
+    auto binary = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(binary.has_value());
+    EXPECT_EQ(binary->kind, message_kind::binary);
+    EXPECT_TRUE(binary->data == payload);
+    c.send("fragments", message_kind::text);
+    auto joined = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(joined.has_value());
+    EXPECT_EQ(joined->data, "fragments");
+    EXPECT_EQ(joined->kind, message_kind::text);
+    c.close(4001, "client-bye");
+    c.wait_closed(weft::timeout(10s));
+    output = node.finish();
+  });
+  // The client's first message reaches the server before the client reads (and answers) the ping
+  // that came with the 101.
+  EXPECT_EQ(output, "ok masked\nok pong\nclosed 4001 client-bye\n");
+}
+
+TEST(WebsocketClient, NodeWsServersCloseFrameIsAnsweredAndEndsTheInput) {
+  std::string output;
+  weft_test::run_clean([&] {
+    node_ws_server node;
+    const std::uint16_t port = node.start();
+    ASSERT_NE(port, 0);
+    websocket_client_options options;
+    options.path = "/echo";
+    auto made = connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+    EXPECT_EQ(made.subprotocol, "");
+    auto& c = *made.connection;
+    c.send("close-me", message_kind::text);
+    // The server's close frame: answered with the same code, and the input ends.
+    EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
+    c.wait_closed(weft::timeout(10s));
+    EXPECT_EQ(c.closed_by(), close_reason::peer);
+    output = node.finish();
+  });
+  // (Whether ws still reports the pong that follows its own close frame is its business.)
+  EXPECT_EQ(output.rfind("ok masked\n", 0), 0u) << output;
+  EXPECT_NE(output.find("closed 4002 server-bye\n"), std::string::npos) << output;
+}
+
+// --- the handshake's rules, from scripted servers ------------------------------------------------
+
+TEST(WebsocketClient, TheRequestIsAValidOpeningHandshake) {
+  std::string head;
+  with_raw_server(
+      [&](weft::tcp::stream& s, const std::string& request) {
+        head = request;
+        s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")));
+        const client_frame_seen close = read_client_frame(s);
+        EXPECT_EQ(close.opcode, 0x8);
+        EXPECT_TRUE(close.masked);
+        EXPECT_EQ(close.payload, weft_ws_test::close_payload(1001));
+      },
+      [&](std::uint16_t port) {
+        websocket_client_options options;
+        options.path = "/chat?x=1";
+        options.origin = "https://example.com";
+        options.headers = {{"Authorization", "Bearer abc"}};
+        auto made = connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+        made.connection->close(websocket::going_away);
+        made.connection->wait_closed(weft::timeout(10s));
+      });
+  EXPECT_EQ(head.rfind("GET /chat?x=1 HTTP/1.1\r\n", 0), 0u) << head;
+  EXPECT_EQ(header_of(head, "Host").rfind("127.0.0.1:", 0), 0u);
+  EXPECT_EQ(header_of(head, "Upgrade"), "websocket");
+  EXPECT_EQ(header_of(head, "Connection"), "Upgrade");
+  EXPECT_EQ(header_of(head, "Sec-WebSocket-Version"), "13");
+  const std::string key = header_of(head, "Sec-WebSocket-Key");
+  ASSERT_EQ(key.size(), 24u);
+  EXPECT_EQ(key.substr(22), "==");
+  EXPECT_EQ(header_of(head, "Origin"), "https://example.com");
+  EXPECT_EQ(header_of(head, "Authorization"), "Bearer abc");
+  EXPECT_EQ(header_of(head, "Sec-WebSocket-Extensions"), "");
+}
+
+// Each bad answer and the words the error must hold.
+struct bad_answer {
+  const char* name;
+  bool right_accept;         // the reply's Sec-WebSocket-Accept answers the key
+  std::string extra;         // further header lines
+  const char* replace_from;  // a piece of the reply to change, and what to
+  const char* replace_to;
+  const char* expected;
+};
+
+TEST(WebsocketClient, AnAnswerThatIsNotAValidHandshakeIsRefusedAndNamed) {
+  const std::vector<bad_answer> answers = {
+      {"wrong accept", false, "", "", "", "does not answer the key"},
+      {"no upgrade", true, "", "Upgrade: websocket\r\n", "", "Upgrade header"},
+      {"no connection", true, "", "Connection: Upgrade\r\n", "Connection: keep-alive\r\n",
+       "Connection header"},
+      {"extension", true, "Sec-WebSocket-Extensions: permessage-deflate\r\n", "", "",
+       "none was offered"},
+      {"subprotocol", true, "Sec-WebSocket-Protocol: other\r\n", "", "", "was not offered"},
+      {"not http", true, "", "HTTP/1.1 101 Switching Protocols", "SSH-2.0-OpenSSH_9.2 hello",
+       "not an HTTP response"},
+  };
+  for (const bad_answer& answer : answers) {
+    SCOPED_TRACE(answer.name);
+    std::string error;
+    with_raw_server(
+        [&](weft::tcp::stream& s, const std::string& request) {
+          std::string key = header_of(request, "Sec-WebSocket-Key");
+          std::string reply =
+              switching_reply(answer.right_accept ? key : "AAAAAAAAAAAAAAAAAAAAAA==", answer.extra);
+          if (answer.replace_from[0] != '\0') {
+            const std::size_t at = reply.find(answer.replace_from);
+            ASSERT_NE(at, std::string::npos);
+            reply.replace(at, std::string_view(answer.replace_from).size(), answer.replace_to);
+          }
+          s.write_all(reply);
+          // The client closes without sending a frame.
+          std::array<char, 64> rest{};
+          EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+        },
+        [&](std::uint16_t port) {
+          try {
+            connect_websocket("127.0.0.1", port, {}, weft::timeout(10s));
+            ADD_FAILURE() << "the bad answer was taken";
+          } catch (const websocket_handshake_error& failure) {
+            error = failure.what();
+            // A 101 that breaks the rules keeps its status; what is not HTTP has none.
+            EXPECT_EQ(failure.status(), std::string_view(answer.name) == "not http" ? 0u : 101u);
+          }
+        });
+    EXPECT_NE(error.find(answer.expected), std::string::npos) << error;
+  }
+}
+
+TEST(WebsocketClient, AServerThatClosesOrAnswersTooMuchIsAHandshakeError) {
+  std::string error;
+  with_raw_server([](weft::tcp::stream& s, const std::string&) { s.close(); },
+                  [&](std::uint16_t port) {
+                    try {
+                      connect_websocket("127.0.0.1", port, {}, weft::timeout(10s));
+                    } catch (const websocket_handshake_error& failure) {
+                      error = failure.what();
+                    }
+                  });
+  EXPECT_NE(error.find("closed the connection without answering"), std::string::npos) << error;
+  error.clear();
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string&) {
+        s.write_all("HTTP/1.1 101 Switching Protocols\r\nX-Pad: " + std::string(300, 'p'));
+        std::array<char, 64> rest{};
+        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+      },
+      [&](std::uint16_t port) {
+        websocket_client_options options;
+        options.max_handshake_size = 128;
+        try {
+          connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+        } catch (const websocket_handshake_error& failure) {
+          error = failure.what();
+        }
+      });
+  EXPECT_NE(error.find("larger than 128 bytes"), std::string::npos) << error;
+}
+
+// --- frames: what a client must do and refuse ------------------------------------------------
+
+TEST(WebsocketClient, FramesSentRightAfterThe101AreReadAndAPingIsAnsweredMasked) {
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        // The 101, a message and a ping in one write.
+        s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")) +
+                    server_frame(0x1, "welcome") + server_frame(0x9, "ping-data"));
+        // The client sends "thanks" before its next receive reads the ping and answers it.
+        const client_frame_seen text = read_client_frame(s);
+        EXPECT_EQ(text.opcode, 0x1);
+        EXPECT_TRUE(text.masked);
+        EXPECT_EQ(text.payload, "thanks");
+        const client_frame_seen pong = read_client_frame(s);
+        EXPECT_EQ(pong.opcode, 0xA);
+        EXPECT_TRUE(pong.masked);
+        EXPECT_EQ(pong.payload, "ping-data");
+        s.write_all(server_frame(0x8, weft_ws_test::close_payload(1000)));
+        const client_frame_seen echo = read_client_frame(s);
+        EXPECT_EQ(echo.opcode, 0x8);
+        EXPECT_TRUE(echo.masked);
+        EXPECT_EQ(echo.payload, weft_ws_test::close_payload(1000));
+      },
+      [](std::uint16_t port) {
+        auto made = connect_websocket("127.0.0.1", port, {}, weft::timeout(10s));
+        auto& c = *made.connection;
+        auto welcome = c.receive(weft::timeout(10s));
+        ASSERT_TRUE(welcome.has_value());
+        EXPECT_EQ(welcome->data, "welcome");
+        c.send("thanks", message_kind::text);
+        EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
+        c.wait_closed(weft::timeout(10s));
+        EXPECT_EQ(c.closed_by(), close_reason::peer);
+      });
+}
+
+TEST(WebsocketClient, AMaskedFrameFromTheServerClosesWith1002AndIsNotDelivered) {
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")) +
+                    server_frame(0x1, "sneaky", true));
+        const client_frame_seen close = read_client_frame(s);
+        EXPECT_EQ(close.opcode, 0x8);
+        EXPECT_TRUE(close.masked);
+        ASSERT_GE(close.payload.size(), 2u);
+        EXPECT_EQ((static_cast<unsigned char>(close.payload[0]) << 8) |
+                      static_cast<unsigned char>(close.payload[1]),
+                  1002);
+        EXPECT_NE(close.payload.find("servers must not mask"), std::string::npos);
+      },
+      [](std::uint16_t port) {
+        auto made = connect_websocket("127.0.0.1", port, {}, weft::timeout(10s));
+        auto& c = *made.connection;
+        EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
+        c.wait_closed(weft::timeout(10s));
+        EXPECT_EQ(c.closed_by(), close_reason::protocol_error);
+      });
+}
+
+TEST(WebsocketClient, OptionsThatCannotMakeAValidRequestAreRefusedBeforeConnecting) {
+  struct bad_options {
+    websocket_client_options options;
+    const char* expected;
+  };
+  std::vector<bad_options> cases(6);
+  cases[0].options.path = "chat";
+  cases[0].expected = "must start with '/'";
+  cases[1].options.path = "/a b";
+  cases[1].expected = "holds the byte 32";
+  cases[2].options.origin = "https://x\r\nInjected: yes";
+  cases[2].expected = "control character 13";
+  cases[3].options.headers = {{"Sec-WebSocket-Key", "x"}};
+  cases[3].expected = "the handshake's own";
+  cases[4].options.headers = {{"Bad Name", "x"}};
+  cases[4].expected = "not a token";
+  cases[5].options.subprotocols = {"a,b"};
+  cases[5].expected = "not a token";
+  weft_test::run_clean([&] {
+    for (const bad_options& bad : cases) {
+      try {
+        // Port 1 would refuse the connection: an invalid_argument shows nothing was tried.
+        connect_websocket("127.0.0.1", 1, bad.options, weft::timeout(10s));
+        ADD_FAILURE() << "accepted: " << bad.expected;
+      } catch (const std::invalid_argument& failure) {
+        EXPECT_NE(std::string(failure.what()).find(bad.expected), std::string::npos)
+            << failure.what();
+      }
+    }
+  });
+}
+
+TEST(WebsocketClient, CloseWithACodeTheProtocolMayNotSendThrowsAndKeepsTheConnection) {
+  running_server running(echo_server_options(), serve_echo);
+  weft_test::run_clean([&] {
+    websocket_client_options options;
+    options.path = "/echo";
+    auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+    auto& c = *made.connection;
+    EXPECT_THROW(c.close(1005), std::invalid_argument);
+    EXPECT_TRUE(c.is_open());
+    c.send("still here", message_kind::text);
+    auto back = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->data, "still here");
+    c.close(websocket::normal_closure);
+    c.wait_closed(weft::timeout(10s));
+  });
+}
+
+}  // namespace
+
+namespace {
+
+// The server's side of close(code, reason): its close frame goes out behind the replies sent
+// before it, unmasked, with the code and reason, and then the connection closes.
+TEST(WebsocketServerClose, CloseWithACodeSendsTheCloseFrameAfterWhatWasSent) {
+  running_server running(echo_server_options(), [](weft::net::tcp_server& server) {
+    server.serve([](weft::net::connection& c) {
+      weft::net::message m;
+      while (c.receive(m)) {
+        c.send(m.data, m.kind);
+        if (m.data == "bye") {
+          c.close(4003, "server-done");
+          return;
+        }
+      }
+    });
+  });
+  const int fd = net_test::connect_to(running.port());
+  ASSERT_GE(fd, 0);
+  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
+  net_test::send_all(
+      fd, weft_ws_test::client_frame(0x1, "first") + weft_ws_test::client_frame(0x1, "bye"));
+  const std::string reply = net_test::read_to_end(fd);
+  ::close(fd);
+  const std::size_t head_end = reply.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << reply;
+  const auto frames =
+      weft_ws_test::parse_server_frames(std::string_view(reply).substr(head_end + 4));
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].payload, "first");
+  EXPECT_EQ(frames[1].payload, "bye");
+  EXPECT_EQ(frames[2].opcode, 0x8);
+  EXPECT_EQ(weft_ws_test::close_code_of(frames[2]), 4003);
+  EXPECT_EQ(frames[2].payload.substr(2), "server-done");
+  ASSERT_TRUE(net_test::eventually(
+      [&] { return running.server().stats().total.closed_by(close_reason::local) == 1; }));
+}
+
+}  // namespace
