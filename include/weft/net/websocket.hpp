@@ -136,7 +136,8 @@ struct websocket_client_options {
   // The largest frame payload accepted from the server (1009 past it); the message limit is
   // connection.max_message_size.
   std::size_t max_frame_size = std::numeric_limits<std::size_t>::max();
-  // The connection's own options (send buffer, message size, idle timeout...).
+  // The connection's own options (send buffer, message size, idle timeout...); its protocol is
+  // not used: the connection speaks WebSocket.
   connection_options connection{};
 };
 
