@@ -368,10 +368,14 @@ void websocket_framer::append_frame(std::string& out, std::uint8_t opcode, const
   unsigned char mask[4];
   next_mask_key(mask);
   append_header(out, opcode, size, mask);
+  // One pass: a payload still masked with key (a ping's, echoed) is unmasked and masked again
+  // with the key that combines both.
+  for (int i = 0; key != nullptr && i < 4; ++i) {
+    mask[i] = static_cast<unsigned char>(mask[i] ^ key[i]);
+  }
   const std::size_t at = out.size();
   out.resize(at + size);
-  unmask(payload, out.data() + at, size, key);  // the payload as sent to this side
-  unmask(out.data() + at, out.data() + at, size, mask);
+  unmask(payload, out.data() + at, size, mask);
 }
 
 void websocket_framer::next_mask_key(unsigned char key[4]) {
