@@ -1,6 +1,8 @@
 // What a hibernating connection waits with (connection::hibernate, src/net/hibernate.cpp): a
 // callback watch of its fd and a deadline in the scheduler's timer heap, instead of a coroutine
-// suspended on them. Made at a connection's first hibernation and kept for the next ones.
+// suspended on them. Made at a connection's first hibernation and kept for the next ones; the
+// subscription too stays registered from the first hibernation to the socket's release, dormant
+// (events 0) while the connection is served by a coroutine.
 #pragma once
 
 #include <chrono>

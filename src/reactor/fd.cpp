@@ -346,9 +346,11 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
     wake_all(entry.writers);
     return;
   }
-  if (events == fd_watch::readable && subscriber == nullptr && !entry.readers.empty()) {
-    // The common case of a served socket, readable with its reader waiting: the general path
-    // below ends in exactly this (nothing unwanted, the repeats reset, the readers woken).
+  if (events == fd_watch::readable && (subscriber == nullptr || subscriber->events == 0) &&
+      !entry.readers.empty()) {
+    // The common case of a served socket, readable with its reader waiting (and no
+    // subscription, or a dormant one): the general path below ends in exactly this (nothing
+    // unwanted, the repeats reset, the readers woken).
     entry.repeats = 0;
     wake_all(entry.readers);
     return;

@@ -33,7 +33,12 @@ struct fd_subscription {
 
   // --- set by the owner; given to the registry by subscribe_fd ---
   int fd = -1;
-  int events = 0;  // readable | writable; not 0 while subscribed
+  // readable | writable. Set to 0 while subscribed, the subscription is dormant: nothing is
+  // reported to it from then on, with no call into the registry; subscribe_fd with events
+  // again wakes it, and it still holds the fd's one subscription. Only on an fd pinned by an
+  // fd_registration: the registry drops a pinned fd's interests nobody wants when they fire,
+  // where an unpinned fd's would go on firing until the next subscribe_fd.
+  int events = 0;
   // Counts for the driver's alive() (and so against a deadlock report).
   bool referenced = true;
   void (*ready)(fd_subscription& subscription, int events) = nullptr;

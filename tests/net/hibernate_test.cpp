@@ -290,6 +290,50 @@ TEST(NetHibernate, MisusesAreRefusedWithTheirReason) {
       << errors[2];
 }
 
+// A connection served again after a hibernation keeps its fd's subscription, dormant, until its
+// socket is released. Input that arrives while the handler waits for something else (a sleep
+// here) must neither make the worker spin, reported at every poll with nobody to take it, nor be
+// lost: the next hibernation re-arms the watch and the bytes already there wake it at once.
+TEST(NetHibernate, InputWhileTheHandlerWaitsElsewhereNeitherSpinsNorIsLost) {
+  auto echo = std::make_shared<hibernating_echo>();
+  std::atomic<std::uint64_t> polls_during_sleep{~std::uint64_t{0}};
+  echo->special = [&](connection& c, const std::string& line) {
+    if (line != "wait") {
+      return false;
+    }
+    c.send("sleeping");
+    auto polls = [] {
+      const weft::scheduler_stats stats = weft::current_scheduler().stats();
+      return stats.reactor_polls + stats.reactor_waits;
+    };
+    const std::uint64_t before = polls();
+    weft::sleep_for(std::chrono::milliseconds(300));
+    polls_during_sleep = polls() - before;
+    c.send("awake");
+    c.hibernate(weft::timeout::never(), c.carried() + 1);
+    return true;
+  };
+  running_server running(text_options(), [echo](weft::net::tcp_server& server) {
+    server.serve([echo](connection& c) { (*echo)(c); });
+  });
+  int fd = connect_to(running.port());
+  send_all(fd, "a\n");
+  EXPECT_EQ(read_bytes(fd, 4), "0:a\n");  // the first call hibernated: subscribed
+  send_all(fd, "wait\n");
+  EXPECT_EQ(read_bytes(fd, 9), "sleeping\n");
+  send_all(fd, "more\n");  // readable during the sleep, with nobody reading
+  EXPECT_EQ(read_bytes(fd, 6), "awake\n");
+  EXPECT_EQ(read_bytes(fd, 7), "2:more\n");  // woken by the bytes already there
+  ::close(fd);
+  EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; }));
+  running.stop();
+  running.wait();
+  // The sleep's timer, the other connection-less coroutines of the worker: a few polls. A fd
+  // reported at every poll would make the worker spin through thousands.
+  EXPECT_LT(polls_during_sleep.load(), 50u) << "the worker spun while input waited";
+  EXPECT_EQ(echo->ended.load(), 1);
+}
+
 // The callback style hibernates by itself between messages once its worker has more than
 // tcp_server_options::hibernate_above connections; below that its read loops wait in their
 // coroutines. Either way every message is delivered, in order.
