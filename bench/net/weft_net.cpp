@@ -22,6 +22,9 @@
 //     closes the connection; the load client has one message in flight so it never happens);
 //     pipe: on_connect connects and spawns the upstream-to-client pipe, on_message forwards to
 //     the upstream, whose on_buffer_full / on_buffer_drain pause and resume the client.
+// `--hibernate-above N` (not used by run.py) sets tcp_server_options::hibernate_above, where the
+// callback style's connections start hibernating between messages (default 512), to compare
+// hibernating and waiting read loops at one connection count.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,12 +48,13 @@ struct settings {
   int target = -1;
   mode serving = mode::echo;
   style written = style::coroutine;
+  long hibernate_above = -1;  // -1: the server's default
 };
 
 [[noreturn]] void usage(const char* program, const char* problem) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s --port N --mode echo|ws|pipe [--target Q] "
-               "--style coroutine|callback\n",
+               "--style coroutine|callback [--hibernate-above N]\n",
                program, problem, program);
   std::exit(2);
 }
@@ -97,6 +101,12 @@ settings parse(int argc, char** argv) {
         parsed.written = style::callback;
       } else {
         usage(argv[0], "unknown --style");
+      }
+    } else if (flag == "--hibernate-above") {
+      char* end = nullptr;
+      parsed.hibernate_above = std::strtol(argv[index], &end, 10);
+      if (end == argv[index] || *end != '\0' || parsed.hibernate_above < 0) {
+        usage(argv[0], "--hibernate-above takes a count of connections");
       }
     } else {
       usage(argv[0], "unknown flag");
@@ -192,6 +202,9 @@ int main(int argc, char** argv) {
   options.workers = 1;
   options.backlog = 1024;
   options.no_delay = true;
+  if (chosen.hibernate_above >= 0) {
+    options.hibernate_above = static_cast<std::size_t>(chosen.hibernate_above);
+  }
   if (chosen.serving == mode::ws) {
     options.protocol = std::make_shared<weft::net::websocket>();
   }
