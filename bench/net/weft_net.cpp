@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -64,13 +65,18 @@ struct settings {
   std::exit(2);
 }
 
-int parse_port(const char* program, const char* text) {
+// A whole decimal number from 0 to max, or the usage with problem.
+long parse_number(const char* program, const char* text, long max, const char* problem) {
   char* end = nullptr;
   long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 65535) {
-    usage(program, "a port is a number from 0 to 65535");
+  if (end == text || *end != '\0' || value < 0 || value > max) {
+    usage(program, problem);
   }
-  return static_cast<int>(value);
+  return value;
+}
+
+int parse_port(const char* program, const char* text) {
+  return static_cast<int>(parse_number(program, text, 65535, "a port is a number from 0 to 65535"));
 }
 
 settings parse(int argc, char** argv) {
@@ -108,17 +114,11 @@ settings parse(int argc, char** argv) {
         usage(argv[0], "unknown --style");
       }
     } else if (flag == "--hibernate-above") {
-      char* end = nullptr;
-      parsed.hibernate_above = std::strtol(argv[index], &end, 10);
-      if (end == argv[index] || *end != '\0' || parsed.hibernate_above < 0) {
-        usage(argv[0], "--hibernate-above takes a count of connections");
-      }
+      parsed.hibernate_above = parse_number(argv[0], argv[index], LONG_MAX,
+                                            "--hibernate-above takes a count of connections");
     } else if (flag == "--reactor-poll-interval") {
-      char* end = nullptr;
-      parsed.poll_interval_us = std::strtol(argv[index], &end, 10);
-      if (end == argv[index] || *end != '\0' || parsed.poll_interval_us < 0) {
-        usage(argv[0], "--reactor-poll-interval takes microseconds");
-      }
+      parsed.poll_interval_us = parse_number(argv[0], argv[index], LONG_MAX,
+                                             "--reactor-poll-interval takes microseconds");
     } else {
       usage(argv[0], "unknown flag");
     }
