@@ -132,7 +132,8 @@ std::shared_ptr<connection> connection::leave_hibernation() noexcept {
   // Dormant, not unsubscribed: the registry stops reporting to it at once, and the next
   // hibernation only re-arms it (an unsubscribe and a subscribe per request cost ~250
   // instructions and two cold writes of the fd's entry at 1000 connections). The fd's read
-  // interest stays with the driver, as a pinned fd's does; the release unsubscribes.
+  // interest stays with the driver until it fires with nobody to take it (the registry drops
+  // it then); the release unsubscribes.
   h.events = 0;
   h.hibernating = false;
   h.waking = false;

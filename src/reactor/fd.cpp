@@ -356,8 +356,10 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
     return;
   }
   int subscribed = subscriber != nullptr ? subscriber->events : 0;
-  // A pinned entry drops an interest that fired with nobody waiting or subscribed for it
-  // (level-triggered: it would fire at every poll); a waiter that comes later adds it back. A
+  // An interest that fired with nobody waiting or subscribed for it is dropped (level-triggered:
+  // it would fire at every poll); a waiter that comes later adds it back. A pinned entry keeps
+  // such interests on purpose (update() only adds them there), and a dormant subscription
+  // (events 0, no call into the registry) leaves one behind on any entry. A
   // waiter woken earlier that has not run yet (reading/writing count it until it disarms) keeps
   // the interest through a few such reports: a poll between its wake and its read sees the fd
   // ready again, and dropping the interest then costs two epoll_ctl calls per request (drop now,
@@ -389,7 +391,7 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
   if ((events & fd_watch::writable) != 0) {
     wake_all(entry.writers);
   }
-  if (entry.pinned > 0 && unwanted != 0) {
+  if (unwanted != 0) {
     entry.registry->set_events(entry, entry.events & ~unwanted);
   }
 }

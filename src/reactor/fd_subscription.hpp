@@ -35,9 +35,9 @@ struct fd_subscription {
   int fd = -1;
   // readable | writable. Set to 0 while subscribed, the subscription is dormant: nothing is
   // reported to it from then on, with no call into the registry; subscribe_fd with events
-  // again wakes it, and it still holds the fd's one subscription. Only on an fd pinned by an
-  // fd_registration: the registry drops a pinned fd's interests nobody wants when they fire,
-  // where an unpinned fd's would go on firing until the next subscribe_fd.
+  // again wakes it, and it still holds the fd's one subscription. What the driver still polls
+  // for when it goes dormant is dropped by the registry the first time it fires unwanted, so a
+  // dormant subscription costs one report at most, never a poll loop that spins.
   int events = 0;
   // Counts for the driver's alive() (and so against a deadlock report).
   bool referenced = true;

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "reactor/fd_subscription.hpp"
 #include "sched/driver.hpp"
 #include "test_support.hpp"
 
@@ -694,6 +695,48 @@ TEST(OnTheDriver, ASocketClosedAfterItsWaitEndedReachesThePeerAsEndOfStream) {
     weft::wait_readable(pair.ends[1], weft::timeout(10s));  // only the end of the stream comes
     char buffer[8];
     EXPECT_EQ(::read(pair.ends[1], buffer, sizeof(buffer)), 0);
+  });
+}
+
+// A subscription made dormant (events 0, no call into the registry: what net::connection's
+// hibernation does between wakes) on a fd that no registration pins: the interest the driver
+// still polls for is dropped the first time it fires unwanted, so the scheduler does not spin
+// on the readable fd, and re-arming the subscription reports the input that is still there.
+TEST(OnTheDriver, ADormantSubscriptionNeitherSpinsNorLosesTheInputLeftForIt) {
+  using weft::detail::fd_subscription;
+  struct counting : fd_subscription {
+    int reports = 0;
+  };
+  socket_pair pair;
+  run_clean([&] {
+    weft::detail::scheduler_core& core = *weft::detail::current_core();
+    counting watch;
+    watch.fd = pair.ends[0];
+    watch.events = fd_subscription::readable;
+    watch.ready = [](fd_subscription& self, int) { ++static_cast<counting&>(self).reports; };
+    ASSERT_EQ(weft::detail::subscribe_fd(core, watch), 0);
+    ASSERT_EQ(::write(pair.ends[1], "x", 1), 1);
+    auto reported = [&](int at_least) {
+      for (int i = 0; i < 10'000 && watch.reports < at_least; ++i) {
+        weft::sleep_for(1ms);  // polls; the bound only ends a test that failed
+      }
+      return watch.reports >= at_least;
+    };
+    ASSERT_TRUE(reported(1));
+    watch.events = 0;  // dormant; the byte stays unread
+    const int before = watch.reports;
+    auto polls = [] {
+      const weft::scheduler_stats stats = weft::current_scheduler().stats();
+      return stats.reactor_polls + stats.reactor_waits;
+    };
+    const auto polls_before = polls();
+    weft::sleep_for(300ms);
+    EXPECT_LT(polls() - polls_before, 50u) << "the dormant subscription's fd kept firing";
+    EXPECT_EQ(watch.reports, before);
+    watch.events = fd_subscription::readable;
+    ASSERT_EQ(weft::detail::subscribe_fd(core, watch), 0);
+    EXPECT_TRUE(reported(before + 1)) << "re-armed, the unread byte was not reported";
+    weft::detail::unsubscribe_fd(core, watch);
   });
 }
 
