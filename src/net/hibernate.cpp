@@ -25,9 +25,28 @@ namespace weft::net {
 namespace {
 using steady = std::chrono::steady_clock;
 
+// Spawns the coroutine that calls the handler again, once per hibernation. Reads only the
+// hibernation's first cache line (hibernation.hpp).
+void wake(detail::hibernation& h) noexcept {
+  if (!h.hibernating || h.waking) {
+    return;
+  }
+  h.waking = true;
+  try {
+    detail::resume_hibernated(*h.worker, *h.self);
+  } catch (const std::exception& failure) {
+    // Out of memory for a coroutine: the fd stays watched (level-triggered) and the next poll
+    // (or the next interrupt) tries again.
+    h.waking = false;
+    detail::connection_access::log(
+        *h.self,
+        std::string("could not start the coroutine that resumes the hibernating connection: ") +
+            failure.what());
+  }
+}
+
 void on_hibernation_ready(weft::detail::fd_subscription& subscription, int /*events*/) {
-  detail::connection_access::hibernation_ready(
-      *static_cast<detail::hibernation&>(subscription).owner);
+  wake(static_cast<detail::hibernation&>(subscription));
 }
 
 void on_hibernation_deadline(weft::detail::timer_entry& fired) {
@@ -37,7 +56,7 @@ void on_hibernation_deadline(weft::detail::timer_entry& fired) {
     return;  // the wait it was queued for is over: out of the heap until a hibernation needs it
   }
   if (steady::now() >= h.until) {
-    detail::connection_access::hibernation_ready(*h.owner);
+    wake(h);
     return;
   }
   timer.deadline = h.until;  // queued for an earlier hibernation: on to this one's deadline
@@ -86,7 +105,7 @@ bool connection::enter_hibernation(std::shared_ptr<connection>& self) {
   weft::detail::scheduler_core* core = weft::detail::current_core();
   if (hibernation_ == nullptr) {
     auto made = std::make_unique<detail::hibernation>();
-    made->owner = this;
+    made->worker = worker_;
     made->core = core;
     made->fd = fd_;
     made->events = weft::detail::fd_subscription::readable;
@@ -145,18 +164,8 @@ std::shared_ptr<connection> connection::leave_hibernation() noexcept {
 }
 
 void connection::hibernation_ready() noexcept {
-  if (hibernation_ == nullptr || !hibernation_->hibernating || hibernation_->waking) {
-    return;
-  }
-  hibernation_->waking = true;
-  try {
-    detail::resume_hibernated(*worker_, hibernation_->self);
-  } catch (const std::exception& failure) {
-    // Out of memory for a coroutine: the fd stays watched (level-triggered) and the next poll
-    // (or the next interrupt) tries again.
-    hibernation_->waking = false;
-    log(std::string("could not start the coroutine that resumes the hibernating connection: ") +
-        failure.what());
+  if (hibernation_ != nullptr) {
+    wake(*hibernation_);
   }
 }
 

@@ -109,7 +109,6 @@ struct connection_access {
   static std::shared_ptr<connection> leave_hibernation(connection& c) noexcept {
     return c.leave_hibernation();
   }
-  static void hibernation_ready(connection& c) noexcept { c.hibernation_ready(); }
   static void set_server_events(connection& c, const connection_events* events) noexcept {
     c.server_events_ = events;
   }
@@ -127,8 +126,8 @@ struct connection_access {
 };
 
 // Starts a coroutine that serves the hibernating connection c again (src/net/workers.cpp); throws
-// what spawn throws.
-void resume_hibernated(worker_state& worker, std::shared_ptr<connection> c);
+// what spawn throws. c's hibernation keeps it alive until that coroutine leaves it.
+void resume_hibernated(worker_state& worker, connection& c);
 
 void link_connection(worker_state& worker, connection& c) noexcept;
 void unlink_connection(worker_state& worker, connection& c) noexcept;

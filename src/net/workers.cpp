@@ -149,17 +149,18 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
 
 }  // namespace
 
-void resume_hibernated(worker_state& worker, std::shared_ptr<connection> c) {
+void resume_hibernated(worker_state& worker, connection& c) {
   server_state& server = *worker.server;
-  // A name short enough for std::string's inline buffer: no allocation per resume.
+  // A name short enough for std::string's inline buffer: no allocation per resume. The
+  // hibernation holds the connection until the coroutine leaves it (hibernation.hpp).
   weft::spawn(
-      [&server, &worker, c = std::move(c)]() mutable {
-        connection_access::serving(*c) = weft::detail::running_coroutine(current_scheduler());
-        std::shared_ptr<connection> self = connection_access::leave_hibernation(*c);
+      [&server, &worker, resumed = &c] {
+        connection_access::serving(*resumed) = weft::detail::running_coroutine(current_scheduler());
+        std::shared_ptr<connection> self = connection_access::leave_hibernation(*resumed);
         if (worker.forced) {
-          connection_access::destroy(*c, close_reason::server_stop);
+          connection_access::destroy(*resumed, close_reason::server_stop);
         }
-        serve(server, worker, std::move(c), false);
+        serve(server, worker, std::move(self), false);
       },
       spawn_options{.name = "weft.net resume"});
 }

@@ -4,6 +4,7 @@
 #include "weft/reactor/fd.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -34,24 +35,36 @@ struct lazy_timer : timer_entry {
 // One fd's waiters and its watch. Kept for reuse once its fd has been waited on (fd numbers are
 // small and dense), so a wait on a fresh fd allocates nothing once the registry has seen that
 // number; freed with the registry.
-struct fd_entry : fd_watch {
-  fd_registry* registry = nullptr;
-  intrusive_list readers;
-  intrusive_list writers;
-  std::size_t waiters = 0;
+//
+// Aligned to a cache line, the watch's fields first and with them what a report reads of a fd
+// that only a subscription watches (a hibernating connection: on_ready's second fast path):
+// at a thousand connections each report of one costs one cold line of its entry (callgrind,
+// /hello at 1000 connections, a 1 MiB last level: 14.4 -> 11.0 read misses per request).
+struct alignas(64) fd_entry : fd_watch {
+  fd_subscription* subscriber = nullptr;  // the fd's callback watch, if any
   // Waiters for each direction, counted from arm to disarm: unlike the lists, they still count a
-  // waiter that was woken and has not run yet (see on_ready).
-  std::size_t reading = 0;
-  std::size_t writing = 0;
+  // waiter that was woken and has not run yet (see on_ready). Both 0: both lists are empty.
+  std::uint32_t reading = 0;
+  std::uint32_t writing = 0;
   // Reports since the last wake that found only such not-yet-run waiters (see on_ready).
   unsigned repeats = 0;
   // fd_registration objects keeping it watched between waits (see fd.hpp): a pinned entry is
   // not unwatched when its last waiter leaves, and keeps polling for what it polled; on_ready
   // drops an interest once it fires with nobody waiting for it.
   int pinned = 0;
-  fd_subscription* subscriber = nullptr;  // the fd's callback watch, if any
+  // (The watch's fields and these five: the first 64 bytes.)
+  intrusive_list readers;
+  intrusive_list writers;
+  fd_registry* registry = nullptr;
   lazy_timer timer;
+
+  std::size_t waiters() const noexcept { return std::size_t{reading} + writing; }
+  // Whether anyone is in the lists, without reading them when nobody waits at all.
+  bool has_readers() const noexcept { return reading != 0 && !readers.empty(); }
+  bool has_writers() const noexcept { return writing != 0 && !writers.empty(); }
 };
+static_assert(sizeof(fd_watch) + sizeof(fd_subscription*) + 4 * sizeof(std::uint32_t) <= 64,
+              "what a report reads no longer fits the fd entry's first cache line");
 
 class fd_registry final : public driver_extension {
  public:
@@ -98,18 +111,18 @@ class fd_registry final : public driver_extension {
   // could not poll).
   int update(fd_entry& entry) noexcept {
     const fd_subscription* subscriber = entry.subscriber;
-    int wanted = (entry.readers.empty() ? 0 : fd_watch::readable) |
-                 (entry.writers.empty() ? 0 : fd_watch::writable) |
+    int wanted = (entry.has_readers() ? fd_watch::readable : 0) |
+                 (entry.has_writers() ? fd_watch::writable : 0) |
                  (subscriber != nullptr ? subscriber->events : 0);
     // Waiters keep the driver alive; a subscriber when it says so. Idle, a pinned entry must
     // not (nor hide a deadlock).
-    bool referenced = entry.waiters > 0 || (subscriber != nullptr && subscriber->referenced);
+    bool referenced = entry.waiters() > 0 || (subscriber != nullptr && subscriber->referenced);
     int status = 0;
     if (entry.pinned > 0) {
       // Registered for the long run: only ever add interests here (each change of the polled
       // set is a syscall); one nobody wants goes when it fires (on_ready).
       status = set_events(entry, entry.events | wanted);
-    } else if (entry.waiters == 0 && subscriber == nullptr) {
+    } else if (entry.waiters() == 0 && subscriber == nullptr) {
       driver_.unwatch_fd(entry);
       return 0;
     } else {
@@ -208,7 +221,7 @@ class fd_wait final : public wait_source {
   // A wait that ended before it armed (a pending cancel) leaves its entry watched by nobody;
   // one that armed was updated by its disarm already.
   ~fd_wait() {
-    if (!armed() && entry_.watched && entry_.waiters == 0) {
+    if (!armed() && entry_.watched && entry_.waiters() == 0) {
       registry_.update(entry_);
     }
   }
@@ -219,7 +232,6 @@ class fd_wait final : public wait_source {
     waiter_ = &waiter;  // also marks the wait as armed (see wait_for)
     link_.wait = this;
     (writing_ ? entry_.writers : entry_.readers).push_back(link_);
-    ++entry_.waiters;
     ++(writing_ ? entry_.writing : entry_.reading);
     int status = registry_.update(entry_);
     if (status < 0) {
@@ -234,7 +246,6 @@ class fd_wait final : public wait_source {
     if (link_.linked()) {
       intrusive_list::remove(link_);
     }
-    --entry_.waiters;
     --(writing_ ? entry_.writing : entry_.reading);
     registry_.update(entry_);  // may unwatch the entry
   }
@@ -353,6 +364,21 @@ void fd_registry::on_ready(fd_watch& watch, int events) {
     // unwanted, the repeats reset, the readers woken).
     entry.repeats = 0;
     wake_all(entry.readers);
+    return;
+  }
+  if (subscriber != nullptr && entry.reading == 0 && entry.writing == 0) {
+    // Only the subscription watches the fd (a hibernating connection's): nobody waits, so there
+    // is nobody to wake and no woken waiter to keep an interest for. The general path below ends
+    // in this (its count of repeats only matters while a woken waiter is pending), reading only
+    // the first cache line of the entry.
+    const int subscribed = subscriber->events;
+    const int unwanted = events & ~subscribed;
+    if ((events & subscribed) != 0) {
+      subscriber->ready(*subscriber, events & subscribed);
+    }
+    if (unwanted != 0) {
+      entry.registry->set_events(entry, entry.events & ~unwanted);
+    }
     return;
   }
   int subscribed = subscriber != nullptr ? subscriber->events : 0;
