@@ -112,13 +112,13 @@ connection::connection(private_tag, int fd, const connection_options& options, s
                        unsigned worker_index, detail::worker_state* worker,
                        std::string peer_address)
     : fd_(fd),
-      options_(options),
-      id_(id),
       worker_index_(worker_index),
       worker_(worker),
+      scheduler_(&current_scheduler()),
+      options_(options),
+      id_(id),
       peer_address_(std::move(peer_address)),
       registration_(fd),
-      scheduler_(&current_scheduler()),
       room_(false),
       resumed_(true),
       released_(false) {
