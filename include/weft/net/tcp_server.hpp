@@ -63,7 +63,12 @@ struct tcp_server_options {
   // The driver of the workers' schedulers ("" for the default; see weft::run_options).
   std::string driver{};
   std::shared_ptr<const net::protocol> protocol{};  // null: raw bytes, each read one message
-  int backlog = 1024;  // pending connections the kernel holds per listener
+  // Pending connections the kernel holds per listener (it caps the number at
+  // net.core.somaxconn, 4096 by default since Linux 5.4). A burst of connections larger than
+  // the queue, arriving while the worker is busy, has its excess SYNs dropped and retried by the
+  // clients a second later; 4096, as Go's net package takes somaxconn, lets a burst of a few
+  // thousand wait for accept instead.
+  int backlog = 4096;
   // Per worker; 0 for no limit. A connection accepted over it is closed at once and counted
   // (close_reason::max_connections).
   std::size_t max_connections = 0;
