@@ -69,6 +69,12 @@ parse_result request_parser::parse(std::string_view input) {
     detail::fields_builder::reset_message(message_);
   }
   if (phase_ == phase::start) return parse_head(input);
+  if (phase_ == phase::headers_done && body_ == body_kind::none) {
+    // The call after the head of a request without a body (nearly every one a server gets):
+    // message_complete at once, without parse_body's walk through the phases.
+    phase_ = phase::idle;
+    return {parse_event::message_complete, 0, {}};
+  }
   return parse_body(input, message_.trailers);
 }
 
