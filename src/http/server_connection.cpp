@@ -7,6 +7,7 @@
 #include <string>
 
 #include "http/server_state.hpp"
+#include "weft/sched/scheduler.hpp"
 #include "weft/sched/timeout.hpp"
 
 namespace weft::http::detail {
@@ -19,8 +20,12 @@ constexpr std::uint64_t discard_limit = std::uint64_t{1} << 20;
 // Batched responses are written once they reach this size even while requests remain.
 constexpr std::size_t batch_limit = 64 * 1024;
 
+// The server's limits (idle, keep-alive, header, body) count from the scheduler's last poll,
+// not from a clock reading: they are seconds long, and ending them early by the microseconds
+// since that poll saves one of the two clock readings a keep-alive request cost (the other was
+// the wait's own check, fd.cpp).
 timeout limit_of(std::chrono::milliseconds value) {
-  return value.count() > 0 ? timeout(value) : timeout();
+  return value.count() > 0 ? timeout::from(loop_time(), value) : timeout();
 }
 }  // namespace
 

@@ -396,10 +396,19 @@ void connection::wait_resumed(const timeout& limit) {
   try_release();
 }
 
+namespace {
+// Out of line, as the other cold throws of the per-message calls: inline, the strings gave
+// consume_input (called twice per HTTP request) a 216-byte frame and six saved registers.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_consume_beyond(std::size_t bytes,
+                                                                 std::size_t buffered) {
+  throw std::out_of_range("weft::net::connection::consume_input: " + std::to_string(bytes) +
+                          " bytes asked, " + std::to_string(buffered) + " buffered");
+}
+}  // namespace
+
 void connection::consume_input(std::size_t bytes) {
   if (bytes > buffered()) {
-    throw std::out_of_range("weft::net::connection::consume_input: " + std::to_string(bytes) +
-                            " bytes asked, " + std::to_string(buffered()) + " buffered");
+    throw_consume_beyond(bytes, buffered());
   }
   in_begin_ += bytes;
   if (in_begin_ == in_end_) {

@@ -160,6 +160,11 @@ std::string_view current_driver() {
   return detail::this_thread_core->driver().name();
 }
 
+std::chrono::steady_clock::time_point loop_time() noexcept {
+  const detail::scheduler_core* core = detail::this_thread_core;
+  return core != nullptr ? core->last_poll() : std::chrono::steady_clock::now();
+}
+
 void graceful_shutdown() { current_scheduler().graceful_shutdown(); }
 
 }  // namespace weft

@@ -193,6 +193,8 @@ class scheduler_core {
   // to a blocking wait asks, and returns instead of blocking when they made something ready.
   bool has_ready_work() const noexcept { return !queue_.empty() || !microtasks_.empty(); }
   bool shutting_down() const noexcept { return shutting_down_; }
+  // When the reactor was last polled (at a blocking poll or a due one): weft::loop_time().
+  std::chrono::steady_clock::time_point last_poll() const noexcept { return last_poll_; }
   const scheduler_stats& stats() noexcept;
   scheduler& owner() noexcept { return owner_; }
 

@@ -92,6 +92,44 @@ TEST(Fd, ATimeoutLeavesNothingBehind) {
   });
 }
 
+TEST(Fd, AZeroLimitTimesOutAtOnceAfterTheThreadComputed) {
+  socket_pair pair;
+  run_clean([&] {
+    weft::sleep_for(1ms);
+    const auto polled = weft::loop_time();
+    while (std::chrono::steady_clock::now() < polled + 10ms) {
+    }
+    // Near the last poll a deadline is checked on the clock, so limits made now (after it)
+    // are already past: both give up at once.
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(weft::wait_readable(pair.ends[0], weft::timeout(0ms)), weft::timeout_error);
+    EXPECT_THROW(weft::wait_readable(pair.ends[0], weft::timeout::at(start - 1ms)),
+                 weft::timeout_error);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+    EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+    weft::wait_readable(pair.ends[0], weft::timeout(5s));  // and the fd still serves a wait
+  });
+}
+
+TEST(Fd, ADeadlineThatPassedWhileTheThreadComputedEndsTheWaitAtTheNextPoll) {
+  socket_pair pair;
+  run_clean([&] {
+    weft::sleep_for(1ms);  // a poll: loop_time() is fresh
+    const auto polled = weft::loop_time();
+    // Compute without yielding past a deadline counted from that poll: far enough from it
+    // (more than fd.cpp's exact_within) that the wait does not read the clock, so it arms and
+    // its timer fires at the poll its suspension brings.
+    const auto limit = weft::timeout::from(polled, 100ms);
+    while (std::chrono::steady_clock::now() < polled + 150ms) {
+    }
+    EXPECT_EQ(weft::loop_time(), polled) << "no poll while the coroutine computed";
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(weft::wait_readable(pair.ends[0], limit), weft::timeout_error);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "it waited for something else";
+    EXPECT_GE(weft::loop_time(), polled + 150ms) << "the wait ended at a poll";
+  });
+}
+
 TEST(Fd, ACancelledWaiterLeavesTheOthersWaiting) {
   socket_pair pair;
   run_clean([&] {

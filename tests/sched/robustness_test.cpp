@@ -2,6 +2,7 @@
 // deadline in the past means "already expired", and neither overflows (the asan preset runs
 // this with UBSan, which stops the process on signed overflow).
 #include <chrono>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,14 @@ TEST(SchedRobustness, TheLongestLimitsMeanNever) {
   EXPECT_FALSE(weft::timeout(clock_type::duration::max() - 1s).bounded());
   EXPECT_FALSE(weft::timeout::at(clock_type::time_point::max()).bounded());
   EXPECT_EQ(weft::timeout(std::chrono::hours::max()).limit(), clock_type::duration::max());
+  // Whole units convert exactly, and saturate both ways, whatever their representation.
+  EXPECT_EQ(weft::timeout(std::chrono::milliseconds(1500)).limit(), clock_type::duration(1500ms));
+  EXPECT_EQ(weft::timeout(std::chrono::duration<unsigned, std::milli>(7)).limit(),
+            clock_type::duration(7ms));
+  EXPECT_EQ(weft::timeout(std::chrono::duration<std::uint64_t>(~std::uint64_t{0})).limit(),
+            clock_type::duration::max());
+  EXPECT_EQ(weft::timeout(std::chrono::hours::min()).limit(), clock_type::duration::min());
+  EXPECT_EQ(weft::timeout(std::chrono::seconds(-2)).limit(), clock_type::duration(-2s));
   // A long but representable limit stays a real deadline.
   weft::timeout year(std::chrono::hours(24 * 365));
   EXPECT_TRUE(year.bounded());

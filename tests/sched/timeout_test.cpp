@@ -32,6 +32,42 @@ TEST(Timeout, AwaitGivesUpWithTimeoutErrorAndTheTaskKeepsRunning) {
   });
 }
 
+TEST(Timeout, FromCountsTheLimitFromTheGivenStart) {
+  const auto start = std::chrono::steady_clock::time_point(100s);
+  const auto limit = weft::timeout::from(start, 30s);
+  EXPECT_TRUE(limit.bounded());
+  EXPECT_EQ(limit.deadline(), start + 30s);
+  EXPECT_EQ(limit.limit(), std::chrono::steady_clock::duration(30s));
+  EXPECT_FALSE(weft::timeout::from(start, std::chrono::hours::max()).bounded())
+      << "past the clock's end means never";
+  EXPECT_EQ(weft::timeout::from(start, -5s).deadline(), start - 5s);
+}
+
+TEST(Timeout, LoopTimeIsTheLastPollNotNow) {
+  const auto before = std::chrono::steady_clock::now();
+  const auto outside = weft::loop_time();
+  EXPECT_GE(outside, before) << "outside weft::run it is the clock";
+  EXPECT_LE(outside, std::chrono::steady_clock::now());
+  run_clean([] {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_LE(weft::loop_time(), start);
+    weft::sleep_for(10ms);  // resumed after the poll that fired its timer
+    const auto polled = weft::loop_time();
+    EXPECT_GE(polled, start + 10ms);
+    EXPECT_LE(polled, std::chrono::steady_clock::now());
+    while (std::chrono::steady_clock::now() < polled + 5ms) {
+    }
+    EXPECT_EQ(weft::loop_time(), polled) << "a coroutine that does not yield sees no poll";
+    // A limit counted from it reads no clock, and works like any other.
+    auto slow = weft::spawn([] {
+      weft::sleep_for(5s);
+      return 1;
+    });
+    EXPECT_THROW(slow.await(weft::timeout::from(weft::loop_time(), 20ms)), weft::timeout_error);
+    slow.cancel();
+  });
+}
+
 TEST(Timeout, AwaitWithinTheLimitReturnsTheValue) {
   run_clean([] {
     auto quick = weft::spawn([] {

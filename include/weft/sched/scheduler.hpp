@@ -200,6 +200,12 @@ scheduler* current_scheduler_or_null() noexcept;
 // The name of the driver the scheduler running on this thread blocks on ("uv", "ev", "event",
 // "poll"); std::logic_error outside weft::run.
 std::string_view current_driver();
+// The steady clock's time when this thread's scheduler last polled its reactor: a reading the
+// scheduler took anyway, so it costs no clock reading (a steady_clock::now() costs 20-30 ns),
+// and it is behind now by what ran since then (microseconds in a server, longer while a
+// coroutine computes without yielding). For limits that slack does not matter to:
+// timeout::from(loop_time(), 30s). steady_clock::now() outside weft::run.
+std::chrono::steady_clock::time_point loop_time() noexcept;
 // The drivers this build has, in the order the default is picked (uv first).
 const std::vector<std::string_view>& available_drivers();
 

@@ -79,9 +79,22 @@ using steady_time = std::chrono::steady_clock::time_point;
 // (hours::max() in nanoseconds would; signed overflow is undefined and in practice wraps).
 template <class Rep, class Period>
 constexpr steady_duration saturating_ticks(std::chrono::duration<Rep, Period> value) noexcept {
+  using per_tick = std::ratio_divide<Period, steady_duration::period>;
   if constexpr (std::ratio_less_equal_v<Period, steady_duration::period> &&
                 !std::is_floating_point_v<Rep> && sizeof(Rep) <= sizeof(steady_duration::rep)) {
     return std::chrono::duration_cast<steady_duration>(value);  // always fits
+  } else if constexpr (std::is_integral_v<Rep> && per_tick::den == 1 &&
+                       (std::is_signed_v<Rep> ? sizeof(Rep) <= sizeof(steady_duration::rep)
+                                              : sizeof(Rep) < sizeof(steady_duration::rep))) {
+    // A whole number of ticks per unit (milliseconds, seconds, hours): one multiply that
+    // reports its overflow, where the general path below goes through long double (forty
+    // instructions for each timeout(ms) a server makes).
+    steady_duration::rep ticks = 0;
+    if (__builtin_mul_overflow(static_cast<steady_duration::rep>(value.count()),
+                               static_cast<steady_duration::rep>(per_tick::num), &ticks)) {
+      return value.count() > 0 ? steady_duration::max() : steady_duration::min();
+    }
+    return steady_duration(ticks);
   } else {
     using wide = std::chrono::duration<long double, std::nano>;
     const wide exact = std::chrono::duration_cast<wide>(value);
@@ -154,6 +167,18 @@ class timeout {
       : limit_(detail::saturating_ticks(limit)) {
     deadline_ = detail::saturating_add(clock::now(), limit_);
     bounded_ = deadline_ != clock::time_point::max();
+  }
+  // A limit counted from start rather than from now, reading no clock: deadline start + limit,
+  // limit() as given. With weft::loop_time() (scheduler.hpp) as start it is the cheap form of
+  // timeout(limit) for limits that may end early by the time since the thread's last reactor
+  // poll (an idle or keep-alive timeout of seconds), as libuv's timers count from uv_now().
+  template <class Rep, class Period>
+  static timeout from(clock::time_point start, std::chrono::duration<Rep, Period> limit) noexcept {
+    timeout result;
+    result.limit_ = detail::saturating_ticks(limit);
+    result.deadline_ = detail::saturating_add(start, result.limit_);
+    result.bounded_ = result.deadline_ != clock::time_point::max();
+    return result;
   }
   // A limit at an absolute deadline.
   static timeout at(clock::time_point deadline) noexcept {
