@@ -135,6 +135,27 @@ void router::dispatch(exchange& ex) const {
   // The connection's scratch, grown once: a vector made here was a malloc and a free for every
   // request to a route with a parameter.
   std::vector<std::pair<std::string_view, std::string_view>>& captured = ex.state_.captured;
+  for (const route& r : routes_) {
+    if (!match(r, path, escaped, captured)) {
+      continue;
+    }
+    if (r.any_method || r.m == req.method) {
+      detail::connection_state& state = ex.state_;
+      for (const auto& [name, raw] : captured) {
+        state.params.emplace_back(name, percent_decode(raw));
+      }
+      r.h(ex);
+      return;
+    }
+    dispatch_by_method(ex, path, escaped);
+    return;
+  }
+  ex.respond(status::not_found, "Not Found\n");
+}
+
+void router::dispatch_by_method(exchange& ex, std::string_view path, bool escaped) const {
+  const request& req = ex.request();
+  std::vector<std::pair<std::string_view, std::string_view>>& captured = ex.state_.captured;
   const route* fallback = nullptr;  // a GET route for a HEAD request
   std::vector<std::pair<std::string_view, std::string_view>> fallback_captured;
   bool path_matched = false;

@@ -226,14 +226,17 @@ bool connection_state::read_head() {
         conn.close();
         return false;
       }
-      counters.requests.add(1);
-      fail_request(status::request_timeout,
-                   "the request head did not arrive within " +
-                       std::to_string(server.options.header_timeout.count()) +
-                       " ms (header_timeout)");
+      head_timed_out();
       return false;
     }
   }
+}
+
+void connection_state::head_timed_out() {
+  counters.requests.add(1);
+  fail_request(status::request_timeout, "the request head did not arrive within " +
+                                            std::to_string(server.options.header_timeout.count()) +
+                                            " ms (header_timeout)");
 }
 
 std::optional<std::string_view> connection_state::next_body_piece() {
@@ -399,29 +402,34 @@ void connection_state::handler_failed(std::string_view what) {
   note_response(status::internal_server_error, body.size());
 }
 
+bool connection_state::finish_stream() {
+  if (stream == stream_mode::length && stream_written != stream_expected) {
+    log("the handler returned after writing " + std::to_string(stream_written) + " of the " +
+        std::to_string(stream_expected) +
+        " body bytes its Content-Length announced; "
+        "connection aborted");
+    failed = true;
+    conn.destroy();
+    return false;
+  }
+  try {
+    exchange::body_writer finishing(ex);
+    finishing.finish();
+  } catch (const cancelled_error&) {
+    throw;
+  } catch (const std::exception&) {
+    failed = true;
+    return false;
+  }
+  return true;
+}
+
 void connection_state::after_handler() {
   if (!responded) {
     handler_failed("the handler returned without responding");
   }
-  if (stream != stream_mode::none && !stream_finished) {
-    if (stream == stream_mode::length && stream_written != stream_expected) {
-      log("the handler returned after writing " + std::to_string(stream_written) + " of the " +
-          std::to_string(stream_expected) +
-          " body bytes its Content-Length announced; "
-          "connection aborted");
-      failed = true;
-      conn.destroy();
-      return;
-    }
-    try {
-      exchange::body_writer finishing(ex);
-      finishing.finish();
-    } catch (const cancelled_error&) {
-      throw;
-    } catch (const std::exception&) {
-      failed = true;
-      return;
-    }
+  if (stream != stream_mode::none && !stream_finished && !finish_stream()) {
+    return;
   }
   if (stream == stream_mode::close) {
     keep_alive = false;

@@ -144,8 +144,15 @@ struct connection_state {
 
  private:
   bool read_head();
+  // read_head's answer when the rest of a head did not come within header_timeout: out of line,
+  // as the string it builds gave read_head (on the stack at every wait between requests) a
+  // bigger frame.
+  [[gnu::cold, gnu::noinline]] void head_timed_out();
   void serve_one();
   void after_handler();
+  // after_handler's end of a streamed response the handler left open (out of line: the usual
+  // whole response does not pay for its frame). False: the connection ends.
+  [[gnu::noinline]] bool finish_stream();
   void handler_failed(std::string_view what);
   bool discard_body();
   bool wait_bytes(const timeout& limit, bool mid_message);

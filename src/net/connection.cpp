@@ -338,8 +338,7 @@ bool connection::receive(message& out, const timeout& limit) {
 bool connection::pull_input(const timeout& limit, bool partial) {
   if (peer_ended_) {
     if (partial) {
-      log("peer closed in the middle of a message (" + std::to_string(buffered()) +
-          " bytes of it dropped)");
+      log_partial_drop();
     }
     end_input(close_reason::peer);
     return false;
@@ -399,6 +398,14 @@ void connection::wait_resumed(const timeout& limit) {
 namespace {
 // Out of line, as the other cold throws of the per-message calls: inline, the strings gave
 // consume_input (called twice per HTTP request) a 216-byte frame and six saved registers.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_read_in_place_with_protocol(
+    std::uint64_t id, const char* protocol) {
+  throw std::logic_error(std::string("weft::net::connection::read_input: connection ") +
+                         std::to_string(id) + " speaks the " + protocol +
+                         " protocol; receiving in place is for connections without one "
+                         "(use receive())");
+}
+
 [[noreturn, gnu::cold, gnu::noinline]] void throw_consume_beyond(std::size_t bytes,
                                                                  std::size_t buffered) {
   throw std::out_of_range("weft::net::connection::consume_input: " + std::to_string(bytes) +
@@ -461,10 +468,7 @@ void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::st
 
 bool connection::read_input(const timeout& limit, bool mid_message) {
   if (framer_ != nullptr) {
-    throw std::logic_error(std::string("weft::net::connection::read_input: connection ") +
-                           std::to_string(id_) + " speaks the " + options_.protocol->name() +
-                           " protocol; receiving in place is for connections without one "
-                           "(use receive())");
+    throw_read_in_place_with_protocol(id_, options_.protocol->name());
   }
   reader_guard guard(*this, "read_input");
   first_read_scope first(*this);
@@ -511,6 +515,41 @@ steady::time_point connection::timeouts_deadline(close_reason* which) const noex
   return deadline;
 }
 
+// The cold ends of the input calls, out of line: inline, their strings gave each call on the
+// way to a read (read_input, pull_input, wait_input, read_once) a frame of 120-260 bytes and six
+// saved registers, on the stack of every connection's coroutine at every request.
+void connection::log_partial_drop() const {
+  log("peer closed in the middle of a message (" + std::to_string(buffered()) +
+      " bytes of it dropped)");
+}
+
+void connection::input_timed_out(close_reason which) {
+  auto limit_ms = [](std::chrono::milliseconds value) {
+    return std::to_string(value.count()) + " ms";
+  };
+  if (which == close_reason::idle_timeout) {
+    log("closed: idle timeout (no bytes for " + limit_ms(options_.idle_timeout) + ")");
+  } else if (which == close_reason::handshake_timeout) {
+    log("closed: handshake timeout (no complete first message within " +
+        limit_ms(options_.handshake_timeout) + ")");
+  } else {
+    log("closed: message timeout (a message of which " + std::to_string(buffered()) +
+        " bytes came did not end within " + limit_ms(options_.message_timeout) + ")");
+  }
+  end_input(which);
+}
+
+void connection::read_failed(int error_number) {
+  if (error_number == ECONNRESET) {
+    begin_close(close_reason::peer, false);
+    return;
+  }
+  io_error failure(-error_number, "read", peer_address_, std::strerror(error_number));
+  log(std::string("closed: ") + failure.what());
+  report(failure);
+  begin_close(close_reason::error, false);
+}
+
 bool connection::wait_input(const timeout& given) {
   // The first read after a hibernation waits no later than the hibernation's deadline
   // (connection::hibernate).
@@ -540,19 +579,7 @@ bool connection::wait_input(const timeout& given) {
   } catch (const timeout_error&) {
     reader_waiting_ = false;
     if (bounded && steady::now() >= deadline && state_ == state::open) {
-      auto limit_ms = [](std::chrono::milliseconds value) {
-        return std::to_string(value.count()) + " ms";
-      };
-      if (which == close_reason::idle_timeout) {
-        log("closed: idle timeout (no bytes for " + limit_ms(options_.idle_timeout) + ")");
-      } else if (which == close_reason::handshake_timeout) {
-        log("closed: handshake timeout (no complete first message within " +
-            limit_ms(options_.handshake_timeout) + ")");
-      } else {
-        log("closed: message timeout (a message of which " + std::to_string(buffered()) +
-            " bytes came did not end within " + limit_ms(options_.message_timeout) + ")");
-      }
-      end_input(which);
+      input_timed_out(which);
       try_release();
       return false;
     }
@@ -639,15 +666,7 @@ bool connection::read_once() {
       read_first_ = false;
       return false;
     }
-    const int error_number = errno;
-    if (error_number == ECONNRESET) {
-      begin_close(close_reason::peer, false);
-    } else {
-      io_error failure(-error_number, "read", peer_address_, std::strerror(error_number));
-      log(std::string("closed: ") + failure.what());
-      report(failure);
-      begin_close(close_reason::error, false);
-    }
+    read_failed(errno);
     return false;
   }
 }

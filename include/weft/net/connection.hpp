@@ -356,6 +356,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void drop_hibernation() noexcept;
   struct first_read_scope;
   void release_idle_input() noexcept;
+  [[gnu::cold, gnu::noinline]] void log_partial_drop() const;
+  [[gnu::cold, gnu::noinline]] void input_timed_out(close_reason which);
+  [[gnu::cold, gnu::noinline]] void read_failed(int error_number);
   // The earliest deadline of the options' timeouts for a wait for input now (max: none), and
   // the reason it closes with.
   std::chrono::steady_clock::time_point timeouts_deadline(
