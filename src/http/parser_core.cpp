@@ -54,17 +54,20 @@ std::size_t parser_core::find_section_end(std::string_view input, std::size_t fi
     if (found == end) {
       scanned_ = input.size();
       if (lines_ == 0 && first_line_limit != 0 && input.size() > first_line_limit) {
-        fail(first_line_status,
-             first_line_status == status::uri_too_long
-                 ? "the request target is longer than " + std::to_string(limits_.max_target_size) +
-                       " bytes"
-                 : "the start line is longer than " + std::to_string(first_line_limit) + " bytes");
+        fail_with(first_line_status, [&] {
+          return std::string(first_line_status == status::uri_too_long
+                                 ? "the request target is longer than " +
+                                       std::to_string(limits_.max_target_size) + " bytes"
+                                 : "the start line is longer than " +
+                                       std::to_string(first_line_limit) + " bytes");
+        });
         return npos;
       }
       if (input.size() > limits_.max_header_size) {
-        fail(status::request_header_fields_too_large, "the header section is larger than " +
-                                                          std::to_string(limits_.max_header_size) +
-                                                          " bytes");
+        fail_with(status::request_header_fields_too_large, [&] {
+          return std::string("the header section is larger than " +
+                             std::to_string(limits_.max_header_size) + " bytes");
+        });
         return npos;
       }
       return 0;
@@ -74,23 +77,28 @@ std::size_t parser_core::find_section_end(std::string_view input, std::size_t fi
     // above, so that a section refused when it arrives in pieces is refused with the same
     // status when it arrives whole.
     if (lines_ == 0 && first_line_limit != 0 && lf + 1 > first_line_limit) {
-      fail(first_line_status,
-           first_line_status == status::uri_too_long
-               ? "the request target is longer than " + std::to_string(limits_.max_target_size) +
-                     " bytes"
-               : "the start line is longer than " + std::to_string(first_line_limit) + " bytes");
+      fail_with(first_line_status, [&] {
+        return std::string(first_line_status == status::uri_too_long
+                               ? "the request target is longer than " +
+                                     std::to_string(limits_.max_target_size) + " bytes"
+                               : "the start line is longer than " +
+                                     std::to_string(first_line_limit) + " bytes");
+      });
       return npos;
     }
     if (lf + 1 > limits_.max_header_size) {
-      fail(status::request_header_fields_too_large, "the header section is larger than " +
-                                                        std::to_string(limits_.max_header_size) +
-                                                        " bytes");
+      fail_with(status::request_header_fields_too_large, [&] {
+        return std::string("the header section is larger than " +
+                           std::to_string(limits_.max_header_size) + " bytes");
+      });
       return npos;
     }
     if (lf == line_start_ || data[lf - 1] != '\r') {
-      fail(status::bad_request, "a line ends in a bare LF without CR (line " +
-                                    std::to_string(lines_ + 1) +
-                                    "); weft requires CRLF line ends (RFC 9112 2.2)");
+      fail_with(status::bad_request, [&] {
+        return std::string("a line ends in a bare LF without CR (line " +
+                           std::to_string(lines_ + 1) +
+                           "); weft requires CRLF line ends (RFC 9112 2.2)");
+      });
       return npos;
     }
     if (lf == line_start_ + 1) return lf + 1;  // the empty line: the section ends
@@ -98,8 +106,10 @@ std::size_t parser_core::find_section_end(std::string_view input, std::size_t fi
     // The start line of a header section is one of the lines; a trailer section has none, so
     // it gets one line fewer (checked again by its caller with its own count).
     if (lines_ > limits_.max_header_fields + 1) {
-      fail(status::request_header_fields_too_large,
-           "more than " + std::to_string(limits_.max_header_fields) + " header fields");
+      fail_with(status::request_header_fields_too_large, [&] {
+        return std::string("more than " + std::to_string(limits_.max_header_fields) +
+                           " header fields");
+      });
       return npos;
     }
     line_start_ = scanned_ = lf + 1;
@@ -117,14 +127,17 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
       // The empty line (find_section_end checked that its LF ends the section); a CR that
       // starts any other line is a CR without LF.
       if (p + 2 != end) {
-        fail(status::bad_request, "a field line starts with a CR not followed by LF");
+        fail_with(status::bad_request,
+                  [&] { return std::string("a field line starts with a CR not followed by LF"); });
         return false;
       }
       break;
     }
     if (is_space_or_tab(*p)) {
-      fail(status::bad_request,
-           "a field line starts with whitespace (obs-fold, rejected per RFC 9112 5.2)");
+      fail_with(status::bad_request, [&] {
+        return std::string(
+            "a field line starts with whitespace (obs-fold, rejected per RFC 9112 5.2)");
+      });
       return false;
     }
     const char* name = p;
@@ -132,26 +145,33 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
     std::size_t name_size = static_cast<std::size_t>(p - name);
     if (*p != ':') {
       if (name_size == 0) {
-        fail(status::bad_request, "a field line has no name (it starts with " +
-                                      byte_name(static_cast<unsigned char>(*p)) + ")");
+        fail_with(status::bad_request, [&] {
+          return std::string("a field line has no name (it starts with " +
+                             byte_name(static_cast<unsigned char>(*p)) + ")");
+        });
       } else if (is_space_or_tab(*p)) {
-        fail(status::bad_request, "whitespace between the field name " +
-                                      quoted(std::string_view(name, name_size)) +
-                                      " and its colon (RFC 9112 5.1)");
+        fail_with(status::bad_request, [&] {
+          return std::string("whitespace between the field name " +
+                             quoted(std::string_view(name, name_size)) +
+                             " and its colon (RFC 9112 5.1)");
+        });
       } else {
-        fail(status::bad_request, "the field name " + quoted(std::string_view(name, name_size)) +
-                                      " is followed by " +
-                                      byte_name(static_cast<unsigned char>(*p)) +
-                                      ", which is neither a token character nor ':'");
+        fail_with(status::bad_request, [&] {
+          return std::string("the field name " + quoted(std::string_view(name, name_size)) +
+                             " is followed by " + byte_name(static_cast<unsigned char>(*p)) +
+                             ", which is neither a token character nor ':'");
+        });
       }
       return false;
     }
     if (name_size == 0) {
-      fail(status::bad_request, "a field line has no name before its colon");
+      fail_with(status::bad_request,
+                [&] { return std::string("a field line has no name before its colon"); });
       return false;
     }
     if (name_size > std::numeric_limits<std::uint16_t>::max()) {
-      fail(status::request_header_fields_too_large, "a field name is longer than 65535 bytes");
+      fail_with(status::request_header_fields_too_large,
+                [&] { return std::string("a field name is longer than 65535 bytes"); });
       return false;
     }
     ++p;
@@ -167,10 +187,12 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
     }
     // find_section_end saw this line's LF after a CR, so the scan stopped inside the section.
     if (*p != '\r' || p[1] != '\n') {
-      fail(status::bad_request,
-           (*p == '\r' ? std::string("a CR not followed by LF")
-                       : "the control character " + byte_name(static_cast<unsigned char>(*p))) +
-               " in the value of field " + quoted(std::string_view(name, name_size)));
+      fail_with(status::bad_request, [&] {
+        return std::string(
+            (*p == '\r' ? std::string("a CR not followed by LF")
+                        : "the control character " + byte_name(static_cast<unsigned char>(*p))) +
+            " in the value of field " + quoted(std::string_view(name, name_size)));
+      });
       return false;
     }
     const char* value_end = p;
@@ -178,8 +200,10 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
     std::string_view field_name(name, name_size);
     std::string_view field_value(value, static_cast<std::size_t>(value_end - value));
     if (++count > limits_.max_header_fields) {
-      fail(status::request_header_fields_too_large,
-           "more than " + std::to_string(limits_.max_header_fields) + " fields in a section");
+      fail_with(status::request_header_fields_too_large, [&] {
+        return std::string("more than " + std::to_string(limits_.max_header_fields) +
+                           " fields in a section");
+      });
       return false;
     }
     fields_builder::index(fields, name_hash(field_name), static_cast<std::size_t>(name - base),
@@ -205,21 +229,25 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
       case 14:
         if (iequals(field_name, "content-length")) {
           if (++content_length_fields_ > 1) {
-            fail(status::bad_request,
-                 "Content-Length appears more than once (rejected even when the values agree: "
-                 "RFC 9112 6.3 makes differing ones unrecoverable)");
+            fail_with(status::bad_request, [&] {
+              return std::string(
+                  "Content-Length appears more than once (rejected even when the values agree: "
+                  "RFC 9112 6.3 makes differing ones unrecoverable)");
+            });
             return false;
           }
           if (field_value.empty()) {
-            fail(status::bad_request, "Content-Length is empty");
+            fail_with(status::bad_request, [&] { return std::string("Content-Length is empty"); });
             return false;
           }
           std::uint64_t n = 0;
           bool saturated = false;
           for (char c : field_value) {
             if (c < '0' || c > '9') {
-              fail(status::bad_request,
-                   "Content-Length " + quoted(field_value) + " is not a decimal number (1*DIGIT)");
+              fail_with(status::bad_request, [&] {
+                return std::string("Content-Length " + quoted(field_value) +
+                                   " is not a decimal number (1*DIGIT)");
+              });
               return false;
             }
             unsigned digit = static_cast<unsigned>(c - '0');
@@ -243,17 +271,23 @@ bool parser_core::parse_fields(std::string_view section, std::size_t from, heade
               std::size_t semicolon = element.find(';');
               std::string_view coding = trim_ows(element.substr(0, semicolon));
               if (!is_token(coding)) {
-                fail(status::bad_request,
-                     "Transfer-Encoding " + quoted(field_value) + " has an invalid coding");
+                fail_with(status::bad_request, [&] {
+                  return std::string("Transfer-Encoding " + quoted(field_value) +
+                                     " has an invalid coding");
+                });
                 return false;
               }
               if (iequals(coding, "chunked")) {
                 if (te_chunked_) {
-                  fail(status::bad_request, "Transfer-Encoding applies chunked more than once");
+                  fail_with(status::bad_request, [&] {
+                    return std::string("Transfer-Encoding applies chunked more than once");
+                  });
                   return false;
                 }
                 if (semicolon != std::string_view::npos) {
-                  fail(status::bad_request, "Transfer-Encoding: chunked takes no parameters");
+                  fail_with(status::bad_request, [&] {
+                    return std::string("Transfer-Encoding: chunked takes no parameters");
+                  });
                   return false;
                 }
                 te_chunked_ = te_chunked_last_ = true;

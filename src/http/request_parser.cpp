@@ -85,8 +85,10 @@ parse_result request_parser::parse_head(std::string_view input) {
     bool bad = false;
     skipped = skip_empty_lines(input, complete, bad);
     if (bad) {
-      return fail(status::bad_request,
-                  "a line before the request line is not an empty CRLF line (bare LF or CR)");
+      return fail_with(status::bad_request, [&] {
+        return std::string(
+            "a line before the request line is not an empty CRLF line (bare LF or CR)");
+      });
     }
     if (!complete) return {parse_event::need_more, skipped, {}};
     started_ = true;
@@ -115,10 +117,12 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
   while (detail::is_token_char(static_cast<unsigned char>(*p))) ++p;
   std::string_view method_token(base, static_cast<std::size_t>(p - base));
   if (method_token.empty() || *p != ' ') {
-    fail(status::bad_request,
-         method_token.empty()
-             ? "the request line does not start with a method token"
-             : "the method " + detail::quoted(method_token) + " is not followed by a single space");
+    fail_with(status::bad_request, [&] {
+      return std::string(method_token.empty()
+                             ? "the request line does not start with a method token"
+                             : "the method " + detail::quoted(method_token) +
+                                   " is not followed by a single space");
+    });
     return false;
   }
   ++p;
@@ -128,22 +132,30 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
   std::string_view target_text(target, static_cast<std::size_t>(p - target));
   if (*p != ' ') {
     if (*p == '\r') {
-      fail(status::bad_request,
-           "the request line has no HTTP version after its target (HTTP/0.9 is not supported)");
+      fail_with(status::bad_request, [&] {
+        return std::string(
+            "the request line has no HTTP version after its target (HTTP/0.9 is not supported)");
+      });
     } else {
-      fail(status::bad_request, "the request target has the byte " +
-                                    detail::quoted(std::string_view(p, 1)) +
-                                    " (only visible ASCII is allowed; percent-encode the rest)");
+      fail_with(status::bad_request, [&] {
+        return std::string("the request target has the byte " +
+                           detail::quoted(std::string_view(p, 1)) +
+                           " (only visible ASCII is allowed; percent-encode the rest)");
+      });
     }
     return false;
   }
   if (target_text.empty()) {
-    fail(status::bad_request, "the request line has more than one space after the method");
+    fail_with(status::bad_request, [&] {
+      return std::string("the request line has more than one space after the method");
+    });
     return false;
   }
   if (target_text.size() > limits_.max_target_size) {
-    fail(status::uri_too_long,
-         "the request target is longer than " + std::to_string(limits_.max_target_size) + " bytes");
+    fail_with(status::uri_too_long, [&] {
+      return std::string("the request target is longer than " +
+                         std::to_string(limits_.max_target_size) + " bytes");
+    });
     return false;
   }
   ++p;
@@ -151,20 +163,25 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
   if (end - p < 10 || std::memcmp(p, "HTTP/", 5) != 0 || !is_digit(p[5]) || p[6] != '.' ||
       !is_digit(p[7])) {
     std::string_view rest(p, static_cast<std::size_t>(end - p));
-    fail(status::bad_request, "the request line's version " +
-                                  detail::quoted(rest.substr(0, rest.find('\r'))) +
-                                  " is not HTTP/<digit>.<digit> (or a space is doubled)");
+    fail_with(status::bad_request, [&] {
+      return std::string("the request line's version " +
+                         detail::quoted(rest.substr(0, rest.find('\r'))) +
+                         " is not HTTP/<digit>.<digit> (or a space is doubled)");
+    });
     return false;
   }
   if (p[8] != '\r' || p[9] != '\n') {
-    fail(status::bad_request, "the request line has something after its version (" +
-                                  detail::quoted(std::string_view(p + 8, 1)) + ")");
+    fail_with(status::bad_request, [&] {
+      return std::string("the request line has something after its version (" +
+                         detail::quoted(std::string_view(p + 8, 1)) + ")");
+    });
     return false;
   }
   if (p[5] != '1') {
-    fail(status::http_version_not_supported, "HTTP/" + std::string(1, p[5]) + "." +
-                                                 std::string(1, p[7]) +
-                                                 " is not supported (HTTP/1.0 and HTTP/1.1 are)");
+    fail_with(status::http_version_not_supported, [&] {
+      return std::string("HTTP/" + std::string(1, p[5]) + "." + std::string(1, p[7]) +
+                         " is not supported (HTTP/1.0 and HTTP/1.1 are)");
+    });
     return false;
   }
   int minor = p[7] - '0';
@@ -172,27 +189,33 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
 
   std::optional<method> m = parse_method(method_token);
   if (!m) {
-    fail(status::not_implemented,
-         "the method " + detail::quoted(method_token) + " is not implemented");
+    fail_with(status::not_implemented, [&] {
+      return std::string("the method " + detail::quoted(method_token) + " is not implemented");
+    });
     return false;
   }
   // The target's form must fit the method (RFC 9112 3.2).
   if (target_text.front() == '/') {
     if (*m == method::connect) {
-      fail(status::bad_request, "CONNECT needs an authority-form target (host:port), not " +
-                                    detail::quoted(target_text));
+      fail_with(status::bad_request, [&] {
+        return std::string("CONNECT needs an authority-form target (host:port), not " +
+                           detail::quoted(target_text));
+      });
       return false;
     }
   } else if (target_text == "*") {
     if (*m != method::options) {
-      fail(status::bad_request, "the asterisk-form target '*' is only for OPTIONS");
+      fail_with(status::bad_request,
+                [&] { return std::string("the asterisk-form target '*' is only for OPTIONS"); });
       return false;
     }
   } else if (*m == method::connect) {
     if (target_text.find_first_of("/?#@") != std::string_view::npos ||
         target_text.find(':') == std::string_view::npos) {
-      fail(status::bad_request, "the CONNECT target " + detail::quoted(target_text) +
-                                    " is not host:port (authority-form)");
+      fail_with(status::bad_request, [&] {
+        return std::string("the CONNECT target " + detail::quoted(target_text) +
+                           " is not host:port (authority-form)");
+      });
       return false;
     }
   } else {
@@ -206,15 +229,19 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
                   c == '.';
     }
     if (!scheme_ok) {
-      fail(status::bad_request, "the request target " + detail::quoted(target_text) +
-                                    " is neither a path (/...) nor an absolute URI");
+      fail_with(status::bad_request, [&] {
+        return std::string("the request target " + detail::quoted(target_text) +
+                           " is neither a path (/...) nor an absolute URI");
+      });
       return false;
     }
   }
   if ((marks & 2) != 0) {
-    fail(status::bad_request, "the request target " + detail::quoted(target_text) +
-                                  " has a fragment ('#'), which clients "
-                                  "never send");
+    fail_with(status::bad_request, [&] {
+      return std::string("the request target " + detail::quoted(target_text) +
+                         " has a fragment ('#'), which clients "
+                         "never send");
+    });
     return false;
   }
   for (const char* q = (marks & 1) != 0 ? static_cast<const char*>(std::memchr(
@@ -224,9 +251,10 @@ bool request_parser::parse_request_line(std::string_view section, std::size_t& l
     std::size_t at = static_cast<std::size_t>(q - target_text.data());
     if (at + 2 >= target_text.size() || !detail::is_hex_digit(static_cast<unsigned char>(q[1])) ||
         !detail::is_hex_digit(static_cast<unsigned char>(q[2]))) {
-      fail(status::bad_request, "the request target " + detail::quoted(target_text) +
-                                    " has a malformed percent escape at offset " +
-                                    std::to_string(at));
+      fail_with(status::bad_request, [&] {
+        return std::string("the request target " + detail::quoted(target_text) +
+                           " has a malformed percent escape at offset " + std::to_string(at));
+      });
       return false;
     }
     q = static_cast<const char*>(std::memchr(q + 3, '%', target_text.size() - at - 3));

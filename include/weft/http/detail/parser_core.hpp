@@ -103,6 +103,13 @@ class parser_core {
   parse_result finish_input();
   // Records the error and turns the parser failed.
   parse_result fail(status s, std::string reason);
+  // fail() with the reason made by reason() on the cold path: the scans call this, so that the
+  // strings of their twenty-odd refusals do not give each scan a large frame and six saved
+  // registers on every request (find_section_end, parse_fields, parse_request_line).
+  template <class Reason>
+  [[gnu::cold, gnu::noinline]] parse_result fail_with(status s, const Reason& reason) {
+    return fail(s, reason());
+  }
   bool keep_alive_of(int version_minor) const noexcept;
 
   parser_limits limits_;
