@@ -249,6 +249,21 @@ struct connection::first_read_scope {
   connection& self;
 };
 
+namespace {
+// receive()'s refusals of a framer's measure, out of line (see the input calls below).
+[[noreturn, gnu::cold, gnu::noinline]] void throw_unit_beyond_input(const char* protocol,
+                                                                    std::size_t unit,
+                                                                    std::size_t buffered) {
+  throw protocol_error(std::string(protocol) + " framer measured a " + std::to_string(unit) +
+                       "-byte unit in " + std::to_string(buffered) + " buffered bytes");
+}
+[[noreturn, gnu::cold, gnu::noinline]] void throw_message_too_big(const char* protocol,
+                                                                  std::size_t buffered,
+                                                                  std::size_t limit) {
+  throw message_too_big_error(protocol, buffered, limit);
+}
+}  // namespace
+
 bool connection::receive(message& out, const timeout& limit) {
   reader_guard guard(*this, "receive");
   first_read_scope first(*this);
@@ -275,9 +290,7 @@ bool connection::receive(message& out, const timeout& limit) {
             return false;
           }
           if (unit > input.size()) {
-            throw protocol_error(std::string(options_.protocol->name()) + " framer measured a " +
-                                 std::to_string(unit) + "-byte unit in " +
-                                 std::to_string(input.size()) + " buffered bytes");
+            throw_unit_beyond_input(options_.protocol->name(), unit, input.size());
           }
           if (unit > 0) {
             for_user = framer_->decode(input.substr(0, unit), out, link_);
@@ -290,8 +303,7 @@ bool connection::receive(message& out, const timeout& limit) {
           }
           if (unit == 0 && buffered() > options_.max_message_size + 65536) {
             // A framer that never checks the limit still cannot make the buffer grow unbounded.
-            throw message_too_big_error(options_.protocol->name(), buffered(),
-                                        options_.max_message_size);
+            throw_message_too_big(options_.protocol->name(), buffered(), options_.max_message_size);
           }
           if (queued() > 0 && !flusher_running_) {
             flush_now();  // what the framer sent itself (a handshake answer, a pong)
