@@ -31,7 +31,7 @@ std::string_view method_name(method m) noexcept {
   return "GET";
 }
 
-std::optional<method> parse_method(std::string_view name) noexcept {
+[[gnu::hot]] std::optional<method> parse_method(std::string_view name) noexcept {
   switch (name.size()) {
     case 3:
       if (name == "GET") return method::get;
@@ -114,7 +114,7 @@ std::string percent_encode(std::string_view text, bool keep_slash) {
 namespace {
 
 // The path-and-query part of a target: origin-form as is, absolute-form after its authority.
-std::string_view path_and_query(std::string_view target) noexcept {
+[[gnu::hot]] std::string_view path_and_query(std::string_view target) noexcept {
   if (target.empty() || target.front() == '/' || target == "*") return target;
   std::size_t scheme_end = target.find("://");
   if (scheme_end == std::string_view::npos) return {};  // authority-form (CONNECT)
@@ -126,7 +126,7 @@ std::string_view path_and_query(std::string_view target) noexcept {
 
 }  // namespace
 
-std::string_view request::raw_path() const noexcept {
+[[gnu::hot]] std::string_view request::raw_path() const noexcept {
   std::string_view pq = path_and_query(target);
   std::string_view path = pq.substr(0, pq.find('?'));
   if (path.empty() && !pq.empty()) return "/";  // "http://h?x": the path of an empty path is /

@@ -25,7 +25,7 @@ parser_core::parser_core(const parser_limits& limits) noexcept : limits_(limits)
   limits_.max_header_size = std::min(limits_.max_header_size, section_cap);
 }
 
-void parser_core::begin_message() noexcept {
+[[gnu::hot]] void parser_core::begin_message() noexcept {
   phase_ = phase::start;
   body_ = body_kind::none;
   line_start_ = scanned_ = lines_ = 0;
@@ -45,8 +45,9 @@ parse_result parser_core::fail(status s, std::string reason) {
   return {parse_event::error, 0, {}};
 }
 
-std::size_t parser_core::find_section_end(std::string_view input, std::size_t first_line_limit,
-                                          status first_line_status) {
+[[gnu::hot]] std::size_t parser_core::find_section_end(std::string_view input,
+                                                       std::size_t first_line_limit,
+                                                       status first_line_status) {
   const char* data = input.data();
   const char* const end = data + input.size();
   while (true) {
@@ -116,8 +117,8 @@ std::size_t parser_core::find_section_end(std::string_view input, std::size_t fi
   }
 }
 
-bool parser_core::parse_fields(std::string_view section, std::size_t from, headers& fields,
-                               bool framing) {
+[[gnu::hot]] bool parser_core::parse_fields(std::string_view section, std::size_t from,
+                                            headers& fields, bool framing) {
   const char* base = section.data();
   const char* p = base + from;
   const char* end = base + section.size();
@@ -327,7 +328,7 @@ bool parser_core::choose_length_body() {
   return true;
 }
 
-bool parser_core::choose_request_body(int version_minor) {
+[[gnu::hot]] bool parser_core::choose_request_body(int version_minor) {
   if (version_minor >= 1 && host_fields_ != 1) {
     fail(status::bad_request, host_fields_ == 0
                                   ? "an HTTP/1.1 request without a Host field (RFC 9112 3.2)"
@@ -404,7 +405,7 @@ bool parser_core::choose_response_body(int version_minor, std::uint16_t code, bo
   return true;
 }
 
-bool parser_core::keep_alive_of(int version_minor) const noexcept {
+[[gnu::hot]] bool parser_core::keep_alive_of(int version_minor) const noexcept {
   if (connection_close_) return false;
   return version_minor >= 1 || connection_keep_alive_;
 }

@@ -56,11 +56,11 @@ void request_parser::reset() noexcept {
   error_reason_.clear();
 }
 
-bool request_parser::body_expected() const noexcept {
+[[gnu::hot]] bool request_parser::body_expected() const noexcept {
   return body_ == body_kind::length || body_ == body_kind::chunked;
 }
 
-parse_result request_parser::parse(std::string_view input) {
+[[gnu::hot]] parse_result request_parser::parse(std::string_view input) {
   if (phase_ == phase::failed) return {parse_event::error, 0, {}};
   if (phase_ == phase::idle) {
     begin_message();
@@ -78,7 +78,7 @@ parse_result request_parser::parse(std::string_view input) {
   return parse_body(input, message_.trailers);
 }
 
-parse_result request_parser::parse_head(std::string_view input) {
+[[gnu::hot]] parse_result request_parser::parse_head(std::string_view input) {
   std::size_t skipped = 0;
   if (!started_) {
     bool complete = false;
@@ -110,7 +110,8 @@ parse_result request_parser::parse_head(std::string_view input) {
   return {parse_event::headers_complete, skipped + end, {}};
 }
 
-bool request_parser::parse_request_line(std::string_view section, std::size_t& line_end) {
+[[gnu::hot]] bool request_parser::parse_request_line(std::string_view section,
+                                                     std::size_t& line_end) {
   const char* base = section.data();
   const char* end = base + section.size();
   const char* p = base;

@@ -91,8 +91,9 @@ router& router::files(std::string_view prefix, static_options options) {
   return get(std::string(prefix) + "/*path", std::move(serve));
 }
 
-bool router::match(const route& r, std::string_view path, bool escaped,
-                   std::vector<std::pair<std::string_view, std::string_view>>& params) {
+[[gnu::hot]] bool router::match(
+    const route& r, std::string_view path, bool escaped,
+    std::vector<std::pair<std::string_view, std::string_view>>& params) {
   params.clear();
   if (r.literal && !escaped) {
     // Without escapes on either side, segment by segment equal is the same as equal.
@@ -128,7 +129,7 @@ bool router::match(const route& r, std::string_view path, bool escaped,
   return pos == path.size() + 1;
 }
 
-void router::dispatch(exchange& ex) const {
+[[gnu::hot]] void router::dispatch(exchange& ex) const {
   const request& req = ex.request();
   const std::string_view path = req.raw_path();
   const bool escaped = path.find('%') != std::string_view::npos;

@@ -278,7 +278,7 @@ std::string format_http_date(std::time_t t) {
 
 namespace detail {
 
-std::string_view http_date(std::time_t& second) {
+[[gnu::hot]] std::string_view http_date(std::time_t& second) {
   // Per thread: each scheduler thread formats its own once a second and never shares it, so
   // no synchronisation is needed. CLOCK_REALTIME_COARSE is read from the vDSO without a
   // syscall and is good to a few milliseconds, plenty for a one-second resolution.

@@ -80,7 +80,7 @@ void connection_state::log(std::string_view line) const noexcept {
   }
 }
 
-bool connection_state::keep_alive_now() const noexcept {
+[[gnu::hot]] bool connection_state::keep_alive_now() const noexcept {
   if (!keep_alive || failed || conn.stopping()) {
     return false;
   }
@@ -92,7 +92,7 @@ bool connection_state::keep_alive_now() const noexcept {
   return true;
 }
 
-void connection_state::flush() {
+[[gnu::hot]] void connection_state::flush() {
   if (out.empty()) {
     return;
   }
@@ -100,27 +100,31 @@ void connection_state::flush() {
   out.clear();
 }
 
-void connection_state::note_response(status s, std::uint64_t body_bytes) {
+[[gnu::hot]] void connection_state::note_response(status s, std::uint64_t body_bytes) {
   const unsigned hundreds = code_of(s) / 100;
   if (hundreds >= 1 && hundreds <= 5) {
     counters.responses[hundreds - 1].add(1);
   }
   if (server.options.log) {
-    const request& r = parser.message();
-    std::string line;
-    line.reserve(64 + r.target.size());
-    line += '"';
-    line += method_name(r.method);
-    line += ' ';
-    line += r.target;
-    line += " HTTP/1.";
-    line += static_cast<char>('0' + (r.version_minor % 10));
-    line += "\" ";
-    line += std::to_string(code_of(s));
-    line += ' ';
-    line += std::to_string(body_bytes);
-    log(line);
+    log_response(s, body_bytes);
   }
+}
+
+void connection_state::log_response(status s, std::uint64_t body_bytes) {
+  const request& r = parser.message();
+  std::string line;
+  line.reserve(64 + r.target.size());
+  line += '"';
+  line += method_name(r.method);
+  line += ' ';
+  line += r.target;
+  line += " HTTP/1.";
+  line += static_cast<char>('0' + (r.version_minor % 10));
+  line += "\" ";
+  line += std::to_string(code_of(s));
+  line += ' ';
+  line += std::to_string(body_bytes);
+  log(line);
 }
 
 void connection_state::send_continue() {
@@ -134,7 +138,7 @@ void connection_state::send_continue() {
   flush();
 }
 
-void connection_state::check_not_responded(const char* operation) const {
+[[gnu::hot]] void connection_state::check_not_responded(const char* operation) const {
   if (responded) {
     throw std::logic_error(std::string("weft::http::exchange::") + operation + ": " +
                            method_name(parser.message().method).data() + " " +
@@ -163,13 +167,13 @@ void connection_state::fail_request(status s, std::string_view reason) {
 }
 
 // Waits for more input. False when the connection's input ended.
-bool connection_state::wait_bytes(const timeout& limit, bool mid_message) {
+[[gnu::hot]] bool connection_state::wait_bytes(const timeout& limit, bool mid_message) {
   return conn.read_input(limit, mid_message);
 }
 
 // Reads and parses up to the end of the next request's head. False: the connection ends (the
 // peer closed, a timeout, an error answered).
-bool connection_state::read_head() {
+[[gnu::hot]] bool connection_state::read_head() {
   // header_timeout bounds the rest of a head once part of it is here. The clock is read at the
   // first wait for that rest, not when the first bytes are parsed: a head that arrives whole
   // (nearly every one) costs no clock reading, and the bytes were read and parsed just before
@@ -303,7 +307,7 @@ bool connection_state::discard_body() {
   return true;
 }
 
-void connection_state::run() {
+[[gnu::hot]] void connection_state::run() {
   for (;;) {
     if (!read_head()) {
       break;
@@ -331,7 +335,7 @@ void connection_state::run() {
   conn.close();
 }
 
-void connection_state::serve_one() {
+[[gnu::hot]] void connection_state::serve_one() {
   counters.requests.add(1);
   ++requests_served;
   may_hibernate = true;
@@ -424,7 +428,7 @@ bool connection_state::finish_stream() {
   return true;
 }
 
-void connection_state::after_handler() {
+[[gnu::hot]] void connection_state::after_handler() {
   if (!responded) {
     handler_failed("the handler returned without responding");
   }

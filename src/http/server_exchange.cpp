@@ -70,7 +70,7 @@ thread_local head_prefixes cached_heads;
 // Whether the n bytes at a and b are equal, compared in registers inline (the keys are a server
 // name and a content type, a few dozen bytes; memcmp's call cost more than the compare): eight
 // at a time, the last eight overlapping the ones before; under eight, four and four.
-bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
+[[gnu::hot]] bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
   const auto load8 = [](const char* p) {
     std::uint64_t v = 0;
     std::memcpy(&v, p, 8);
@@ -102,9 +102,10 @@ bool same(const head_prefix& p, std::uint16_t at, std::uint16_t size, std::strin
 
 }  // namespace
 
-void append_simple_head(std::string& out, status s, std::string_view server_name,
-                        std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor, std::string_view wire_fields, bool date) {
+[[gnu::hot]] void append_simple_head(std::string& out, status s, std::string_view server_name,
+                                     std::string_view content_type, std::size_t length,
+                                     bool keep_alive, int version_minor,
+                                     std::string_view wire_fields, bool date) {
   const std::uint16_t code = code_of(s);
   const bool content = !forbids_content(s);
   const std::string_view type = content ? content_type : std::string_view();
@@ -230,7 +231,7 @@ void append_simple_head(std::string& out, status s, std::string_view server_name
 
 }  // namespace detail
 
-http::request& exchange::request() noexcept { return state_.parser.message(); }
+[[gnu::hot]] http::request& exchange::request() noexcept { return state_.parser.message(); }
 
 std::string_view exchange::param(std::string_view name) const {
   for (const auto& [key, value] : state_.params) {
@@ -331,8 +332,8 @@ void exchange::respond(http::response r) {
 namespace {
 
 // The checks of the two respond(status, ...) fast paths, before anything is written.
-void check_simple_response(const detail::connection_state& state, http::status s,
-                           std::string_view body) {
+[[gnu::hot]] void check_simple_response(const detail::connection_state& state, http::status s,
+                                        std::string_view body) {
   state.check_not_responded("respond");
   if (is_informational(s)) {
     throw std::invalid_argument("weft::http::exchange::respond: status " +
@@ -362,7 +363,8 @@ void finish_simple_response(detail::connection_state& state, http::status s, std
 
 }  // namespace
 
-void exchange::respond(http::status s, std::string_view body, std::string_view content_type) {
+[[gnu::hot]] void exchange::respond(http::status s, std::string_view body,
+                                    std::string_view content_type) {
   check_simple_response(state_, s, body);
   check_field_value(content_type, "content type");
   const bool keep = state_.keep_alive_now();

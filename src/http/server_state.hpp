@@ -100,6 +100,9 @@ struct connection_state {
   void flush();
   // Counts a response of that status and writes an access line.
   void note_response(status s, std::uint64_t body_bytes);
+  // note_response's access line (options.log), out of line: 3 KiB of code that only a logging
+  // server runs, kept out of the hot text.
+  [[gnu::noinline]] void log_response(status s, std::uint64_t body_bytes);
   // Sends 100 Continue if the client waits for it and it was not sent.
   void send_continue();
   // The next body piece (nullopt at the end). Throws body_error.

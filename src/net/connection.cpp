@@ -155,11 +155,11 @@ connection::~connection() {
   }
 }
 
-std::size_t connection::worker_connections() const noexcept {
+[[gnu::hot]] std::size_t connection::worker_connections() const noexcept {
   return worker_ != nullptr ? worker_->live : 0;
 }
 
-std::optional<close_reason> connection::closed_by() const noexcept {
+[[gnu::hot]] std::optional<close_reason> connection::closed_by() const noexcept {
   if (state_ == state::open) {
     return std::nullopt;
   }
@@ -222,7 +222,7 @@ std::optional<message> connection::receive(const timeout& limit) {
 // Marks the connection as being received from for one call (receive, read_input): a second
 // coroutine receiving at the same time is misuse, named with the operation.
 struct connection::reader_guard {
-  reader_guard(connection& owner, const char* operation) : self(owner) {
+  [[gnu::hot]] reader_guard(connection& owner, const char* operation) : self(owner) {
     if (self.reader_active_) {
       throw std::logic_error(std::string("weft::net::connection::") + operation + ": connection " +
                              std::to_string(self.id_) + " (" + self.peer_address_ +
@@ -233,7 +233,7 @@ struct connection::reader_guard {
   }
   reader_guard(const reader_guard&) = delete;
   reader_guard& operator=(const reader_guard&) = delete;
-  ~reader_guard() { self.reader_active_ = false; }
+  [[gnu::hot]] ~reader_guard() { self.reader_active_ = false; }
   connection& self;
 };
 
@@ -264,7 +264,7 @@ namespace {
 }
 }  // namespace
 
-bool connection::receive(message& out, const timeout& limit) {
+[[gnu::hot]] bool connection::receive(message& out, const timeout& limit) {
   reader_guard guard(*this, "receive");
   first_read_scope first(*this);
 
@@ -347,7 +347,7 @@ bool connection::receive(message& out, const timeout& limit) {
 // dropped) or when the server is stopping and the reader is between messages (what already
 // arrived is read once more, then it ends at the boundary); otherwise it reads, waiting for the
 // socket first unless the last read filled the buffer. False: the input has ended.
-bool connection::pull_input(const timeout& limit, bool partial) {
+[[gnu::hot]] bool connection::pull_input(const timeout& limit, bool partial) {
   if (peer_ended_) {
     if (partial) {
       log_partial_drop();
@@ -377,7 +377,7 @@ bool connection::pull_input(const timeout& limit, bool partial) {
 
 // Idle with nothing buffered: the input buffer goes back to the thread's spares (read_once
 // takes one back).
-void connection::release_idle_input() noexcept {
+[[gnu::hot]] void connection::release_idle_input() noexcept {
   if (buffered() == 0 && in_capacity_ == initial_input) {
     in_begin_ = in_end_ = in_capacity_ = 0;
     thread_input_buffers().give(std::move(in_));
@@ -425,7 +425,7 @@ namespace {
 }
 }  // namespace
 
-void connection::consume_input(std::size_t bytes) {
+[[gnu::hot]] void connection::consume_input(std::size_t bytes) {
   if (bytes > buffered()) {
     throw_consume_beyond(bytes, buffered());
   }
@@ -478,7 +478,7 @@ void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::st
   first_message_ = false;  // the new protocol's handshake (if any) is still to come
 }
 
-bool connection::read_input(const timeout& limit, bool mid_message) {
+[[gnu::hot]] bool connection::read_input(const timeout& limit, bool mid_message) {
   if (framer_ != nullptr) {
     throw_read_in_place_with_protocol(id_, options_.protocol->name());
   }
@@ -504,7 +504,7 @@ bool connection::read_input(const timeout& limit, bool mid_message) {
 
 // Waits until the socket is readable. False when the wait was cut short (an interrupt, a server
 // timeout that closed the connection); timeout_error or cancelled_error from the caller's limit.
-steady::time_point connection::timeouts_deadline(close_reason* which) const noexcept {
+[[gnu::hot]] steady::time_point connection::timeouts_deadline(close_reason* which) const noexcept {
   steady::time_point deadline = steady::time_point::max();
   close_reason reason = close_reason::idle_timeout;
   if (options_.handshake_timeout.count() > 0 &&
@@ -562,7 +562,7 @@ void connection::read_failed(int error_number) {
   begin_close(close_reason::error, false);
 }
 
-bool connection::wait_input(const timeout& given) {
+[[gnu::hot]] bool connection::wait_input(const timeout& given) {
   // The first read after a hibernation waits no later than the hibernation's deadline
   // (connection::hibernate).
   timeout capped;
@@ -611,7 +611,7 @@ bool connection::wait_input(const timeout& given) {
 }
 
 // One recv(2) into the input buffer. True when bytes came or the peer ended the stream.
-bool connection::read_once() {
+[[gnu::hot]] bool connection::read_once() {
   if (in_capacity_ - in_end_ < 2048 || (read_first_ && in_end_ == in_capacity_)) {
     if (in_begin_ > 0) {
       std::memmove(in_.get(), in_.get() + in_begin_, buffered());

@@ -107,7 +107,7 @@ void connection::shut_down_and_release() noexcept {
   try_release();
 }
 
-void connection::try_release() noexcept {
+[[gnu::hot]] void connection::try_release() noexcept {
   if (state_ != state::closed || reader_waiting_ || flusher_running_) {
     return;
   }

@@ -27,7 +27,7 @@ using steady = std::chrono::steady_clock;
 
 // Spawns the coroutine that calls the handler again, once per hibernation. Reads only the
 // hibernation's first cache line (hibernation.hpp).
-void wake(detail::hibernation& h) noexcept {
+[[gnu::hot]] void wake(detail::hibernation& h) noexcept {
   if (!h.hibernating || h.waking) {
     return;
   }
@@ -64,7 +64,7 @@ void on_hibernation_deadline(weft::detail::timer_entry& fired) {
 }
 }  // namespace
 
-void connection::hibernate(const timeout& limit, std::uint64_t carry) {
+[[gnu::hot]] void connection::hibernate(const timeout& limit, std::uint64_t carry) {
   auto refuse = [&](const char* why) {
     throw std::logic_error("weft::net::connection::hibernate: connection " + std::to_string(id_) +
                            " (" + peer_address_ + ") " + why);
@@ -97,7 +97,7 @@ void connection::hibernate(const timeout& limit, std::uint64_t carry) {
   hibernate_until_ = limit.bounded() ? limit.deadline() : steady::time_point::max();
 }
 
-bool connection::enter_hibernation(std::shared_ptr<connection>& self) {
+[[gnu::hot]] bool connection::enter_hibernation(std::shared_ptr<connection>& self) {
   if (state_ != state::open || stopping_ || paused_ || buffered() > 0 || reader_active_ ||
       finished_ || peer_ended_) {
     return false;
@@ -146,7 +146,7 @@ bool connection::enter_hibernation(std::shared_ptr<connection>& self) {
   return true;
 }
 
-std::shared_ptr<connection> connection::leave_hibernation() noexcept {
+[[gnu::hot]] std::shared_ptr<connection> connection::leave_hibernation() noexcept {
   detail::hibernation& h = *hibernation_;
   // Dormant, not unsubscribed: the registry stops reporting to it at once, and the next
   // hibernation only re-arms it (an unsubscribe and a subscribe per request cost ~250
@@ -163,7 +163,7 @@ std::shared_ptr<connection> connection::leave_hibernation() noexcept {
   return self;
 }
 
-void connection::hibernation_ready() noexcept {
+[[gnu::hot]] void connection::hibernation_ready() noexcept {
   if (hibernation_ != nullptr) {
     wake(*hibernation_);
   }

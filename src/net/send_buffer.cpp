@@ -31,7 +31,7 @@ namespace {
 constexpr std::size_t keep_capacity = 256 * 1024;
 }  // namespace
 
-void connection::send(std::string_view payload, message_kind kind) {
+[[gnu::hot]] void connection::send(std::string_view payload, message_kind kind) {
   if (state_ == state::open && queued() < options_.send_buffer_limit) {
     enqueue(payload, kind, true);
     return;
@@ -40,7 +40,8 @@ void connection::send(std::string_view payload, message_kind kind) {
        options_.send_timeout.count() > 0 ? timeout(options_.send_timeout) : timeout::never());
 }
 
-void connection::send(std::string_view payload, message_kind kind, const timeout& limit) {
+[[gnu::hot]] void connection::send(std::string_view payload, message_kind kind,
+                                   const timeout& limit) {
   for (;;) {
     if (state_ != state::open) {
       throw connection_closed_error("weft::net::connection::send to " + peer_address_ +
@@ -69,7 +70,7 @@ void connection::send(std::string_view payload, message_kind kind, const timeout
   }
 }
 
-bool connection::try_send(std::string_view payload, message_kind kind) {
+[[gnu::hot]] bool connection::try_send(std::string_view payload, message_kind kind) {
   if (state_ != state::open || queued() >= options_.send_buffer_limit) {
     return refuse("try_send");
   }
@@ -255,7 +256,7 @@ bool connection::flush_file() noexcept {
   return true;
 }
 
-void connection::enqueue(std::string_view payload, message_kind kind, bool encode) {
+[[gnu::hot]] void connection::enqueue(std::string_view payload, message_kind kind, bool encode) {
   const bool was_empty = !pending();
   if (framer_ != nullptr && encode) {
     framer_->encode(payload, kind, out_);  // may throw (a payload the protocol cannot carry)

@@ -64,8 +64,8 @@ struct spare_message {
 // handler let it hibernate (connection::hibernate): then this coroutine ends, the connection waits
 // with none, and resume_hibernated() serves it again in a new one. on_connect runs first when
 // `accepted` (a new connection, not a resumed one).
-void serve(server_state& server, worker_state& worker, std::shared_ptr<connection> made,
-           bool accepted) {
+[[gnu::hot]] void serve(server_state& server, worker_state& worker,
+                        std::shared_ptr<connection> made, bool accepted) {
   connection& c = *made;
   try {
     if (accepted && server.events.on_connect) {
@@ -149,7 +149,7 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
 
 }  // namespace
 
-void resume_hibernated(worker_state& worker, connection& c) {
+[[gnu::hot]] void resume_hibernated(worker_state& worker, connection& c) {
   server_state& server = *worker.server;
   // A name short enough for std::string's inline buffer: no allocation per resume. The
   // hibernation holds the connection until the coroutine leaves it (hibernation.hpp).

@@ -79,7 +79,7 @@ class fd_registry final : public driver_extension {
 
   // fd's entry, watched (not yet polling for anything): io_error naming operation and the fd
   // when the driver cannot watch it (closed, a regular file).
-  fd_entry& entry(int fd, const char* operation) {
+  [[gnu::hot]] fd_entry& entry(int fd, const char* operation) {
     int status = 0;
     fd_entry* found = try_entry(fd, status);
     if (found == nullptr) {
@@ -89,7 +89,7 @@ class fd_registry final : public driver_extension {
   }
 
   // The same, returning null and the driver's negative errno in status when it cannot.
-  fd_entry* try_entry(int fd, int& status) {
+  [[gnu::hot]] fd_entry* try_entry(int fd, int& status) {
     auto index = static_cast<std::size_t>(fd);
     if (index >= entries_.size()) {
       entries_.resize(index + 1);
@@ -116,7 +116,7 @@ class fd_registry final : public driver_extension {
   // Polls for what the entry's waiters and its subscriber want, or unwatches it once nobody
   // waits and nothing is subscribed. Returns the driver's status (a negative errno when it
   // could not poll).
-  int update(fd_entry& entry) noexcept {
+  [[gnu::hot]] int update(fd_entry& entry) noexcept {
     const fd_subscription* subscriber = entry.subscriber;
     int wanted = (entry.has_readers() ? fd_watch::readable : 0) |
                  (entry.has_writers() ? fd_watch::writable : 0) |
@@ -235,7 +235,7 @@ class fd_wait final : public wait_source {
   fd_wait(const fd_wait&) = delete;
   fd_wait& operator=(const fd_wait&) = delete;
 
-  bool arm(coroutine& waiter) override {
+  [[gnu::hot]] bool arm(coroutine& waiter) override {
     waiter_ = &waiter;  // also marks the wait as armed (see wait_for)
     link_.wait = this;
     (writing_ ? entry_.writers : entry_.readers).push_back(link_);
@@ -249,7 +249,7 @@ class fd_wait final : public wait_source {
     }
     return true;
   }
-  void disarm() noexcept override {
+  [[gnu::hot]] void disarm() noexcept override {
     if (link_.linked()) {
       intrusive_list::remove(link_);
     }
@@ -293,7 +293,7 @@ class fd_deadline final : public wait_source {
   fd_deadline(scheduler_core& core, fd_entry& entry, clock::time_point deadline)
       : core_(core), entry_(entry), deadline_(deadline) {}
 
-  bool arm(coroutine& waiter) override {
+  [[gnu::hot]] bool arm(coroutine& waiter) override {
     if (expired()) {
       return false;
     }
@@ -313,7 +313,7 @@ class fd_deadline final : public wait_source {
     core_.driver().add_timer(timer);
     return true;
   }
-  void disarm() noexcept override { entry_.timer.user = nullptr; }
+  [[gnu::hot]] void disarm() noexcept override { entry_.timer.user = nullptr; }
   void describe(std::string& out) const override {
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
         saturating_remaining(deadline_, clock::now()));
@@ -357,7 +357,7 @@ class fd_deadline final : public wait_source {
   coroutine* waiter_ = nullptr;
 };
 
-void fd_registry::on_ready(fd_watch& watch, int events) {
+[[gnu::hot]] void fd_registry::on_ready(fd_watch& watch, int events) {
   auto& entry = static_cast<fd_entry&>(watch);
   // Wake the waiters the event concerns; each unlinks itself from the lists here, and leaves
   // the entry (possibly unwatching it) when it resumes and disarms.
@@ -461,7 +461,7 @@ fd_registry& registry_of(scheduler_core& core) {
   wait_with_limit(core, self, sources, limit, describe);
 }
 
-void wait_for(int fd, bool writing, const timeout& limit) {
+[[gnu::hot]] void wait_for(int fd, bool writing, const timeout& limit) {
   const char* operation = writing ? "weft::wait_writable" : "weft::wait_readable";
   scheduler_core* core = current_core();
   if (core == nullptr) {
@@ -506,7 +506,9 @@ void unsubscribe_fd(scheduler_core& core, fd_subscription& subscription) noexcep
 
 namespace weft {
 
-void wait_readable(int fd, const timeout& limit) { detail::wait_for(fd, false, limit); }
+[[gnu::hot]] void wait_readable(int fd, const timeout& limit) {
+  detail::wait_for(fd, false, limit);
+}
 
 fd_registration::fd_registration(int fd) {
   detail::scheduler_core* core = detail::current_core();
@@ -547,6 +549,6 @@ void fd_registration::reset() noexcept {
   fd_ = -1;
 }
 
-void wait_writable(int fd, const timeout& limit) { detail::wait_for(fd, true, limit); }
+[[gnu::hot]] void wait_writable(int fd, const timeout& limit) { detail::wait_for(fd, true, limit); }
 
 }  // namespace weft

@@ -155,7 +155,7 @@ void scheduler_core::coroutine_entry() {
   this_thread_core->coroutine_loop();
 }
 
-void scheduler_core::coroutine_loop() {
+[[gnu::hot]] void scheduler_core::coroutine_loop() {
   for (;;) {
     coroutine& self = *current_;
     execute(self);
@@ -185,7 +185,7 @@ void scheduler_core::coroutine_loop() {
   }
 }
 
-void scheduler_core::execute(coroutine& self) noexcept {
+[[gnu::hot]] void scheduler_core::execute(coroutine& self) noexcept {
   if (self.handlers_ != nullptr) {
     run_handlers(self.handlers_->enter);
   }
@@ -309,7 +309,7 @@ void scheduler_core::finish_unstarted(coroutine& never_ran) noexcept {
 // ---------------------------------------------------------------------------------------------
 // the tick
 
-coroutine* scheduler_core::pick_next_slow() {
+[[gnu::hot]] coroutine* scheduler_core::pick_next_slow() {
   for (;;) {
     poll_if_due();
     if (!microtasks_.empty()) {
@@ -343,7 +343,7 @@ coroutine* scheduler_core::pick_next_slow() {
   }
 }
 
-void scheduler_core::poll_if_due() {
+[[gnu::hot]] void scheduler_core::poll_if_due() {
   if (--poll_countdown_ != 0) {
     return;
   }
@@ -407,8 +407,8 @@ wait_source& scheduler_core::wait(wait_source* const* sources, std::size_t count
   return wait_as(waiter_or_throw("a weft wait"), sources, count);
 }
 
-wait_source& scheduler_core::wait_as(coroutine& self, wait_source* const* sources,
-                                     std::size_t count) {
+[[gnu::hot]] wait_source& scheduler_core::wait_as(coroutine& self, wait_source* const* sources,
+                                                  std::size_t count) {
   check_cancel(self);
   std::size_t armed = 0;
   wait_source* fired = nullptr;
@@ -457,7 +457,7 @@ void scheduler_core::raise_cancel(coroutine& self) {
   throw cancelled_error(std::move(self.cancel_reason_));
 }
 
-coroutine& scheduler_core::current_or_throw(const char* operation) const {
+[[gnu::hot]] coroutine& scheduler_core::current_or_throw(const char* operation) const {
   if (current_ == nullptr) {
     throw std::logic_error(std::string(operation) +
                            " called outside a coroutine; call it from weft::run's main or from "
@@ -466,7 +466,7 @@ coroutine& scheduler_core::current_or_throw(const char* operation) const {
   return *current_;
 }
 
-coroutine& scheduler_core::waiter_or_throw(const char* operation) const {
+[[gnu::hot]] coroutine& scheduler_core::waiter_or_throw(const char* operation) const {
   coroutine& self = current_or_throw(operation);
   if (self.state_ != coroutine_state::running) {
     // A microtask or reactor callback runs inside the tick of the coroutine giving up the CPU

@@ -107,7 +107,7 @@ void detail::cancel_coroutine(scheduler& owner, coroutine& coroutine, std::strin
   core->cancel(coroutine, std::move(reason));
 }
 
-detail::coroutine* detail::running_coroutine(const scheduler& owner) noexcept {
+[[gnu::hot]] detail::coroutine* detail::running_coroutine(const scheduler& owner) noexcept {
   return owner.core_ != nullptr ? owner.core_->current() : nullptr;
 }
 
@@ -160,7 +160,7 @@ std::string_view current_driver() {
   return detail::this_thread_core->driver().name();
 }
 
-std::chrono::steady_clock::time_point loop_time() noexcept {
+[[gnu::hot]] std::chrono::steady_clock::time_point loop_time() noexcept {
   const detail::scheduler_core* core = detail::this_thread_core;
   return core != nullptr ? core->last_poll() : std::chrono::steady_clock::now();
 }

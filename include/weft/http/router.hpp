@@ -92,8 +92,8 @@ class router {
   // dispatch() once a route's path matched and its method did not: a later route may still
   // take the request, else the GET route for a HEAD, else 405 with Allow. Out of line, so that
   // the usual request does not pay for its frame.
-  [[gnu::noinline]] void dispatch_by_method(exchange& ex, std::string_view path,
-                                            bool escaped) const;
+  [[gnu::cold, gnu::noinline]] void dispatch_by_method(exchange& ex, std::string_view path,
+                                                       bool escaped) const;
   std::vector<route> routes_;
 };
 

@@ -84,7 +84,7 @@ class uv_driver final : public reactor_driver {
     }
   }
 
-  void poll(bool block) override {
+  [[gnu::hot]] void poll(bool block) override {
     if (!block) {
       // Due timers first, straight from weft's heap at nanosecond precision: libuv would only
       // see them on its millisecond clock, up to a millisecond late.
@@ -175,7 +175,7 @@ class uv_driver final : public reactor_driver {
     watch.watched = false;
   }
 
-  void set_fd_referenced(fd_watch& watch, bool referenced) noexcept override {
+  [[gnu::hot]] void set_fd_referenced(fd_watch& watch, bool referenced) noexcept override {
     const bool counted = alive_watches::counts(watch);
     watch.referenced = referenced;
     keep_alive(alive_.update(counted, watch));
@@ -210,7 +210,7 @@ class uv_driver final : public reactor_driver {
     uv_stop(&self->loop_);
   }
 
-  static void on_poll(uv_poll_t* handle, int status, int events) {
+  [[gnu::hot]] static void on_poll(uv_poll_t* handle, int status, int events) {
     fd_watch* watch = slot_of(handle).watch;
     if (status < 0) {
       // An error condition on the fd (POLLERR: libuv reports it as UV_EBADF, whatever the
