@@ -45,6 +45,23 @@ parse_result parser_core::fail(status s, std::string reason) {
   return {parse_event::error, 0, {}};
 }
 
+// find_section_end's refusals of a first line or a section past its bound (the same when the
+// section arrives whole or in pieces), out of line. Both return npos after fail().
+std::size_t parser_core::fail_first_line(std::size_t first_line_limit, status first_line_status) {
+  fail(first_line_status,
+       first_line_status == status::uri_too_long
+           ? "the request target is longer than " + std::to_string(limits_.max_target_size) +
+                 " bytes"
+           : "the start line is longer than " + std::to_string(first_line_limit) + " bytes");
+  return npos;
+}
+
+std::size_t parser_core::fail_section_size() {
+  fail(status::request_header_fields_too_large,
+       "the header section is larger than " + std::to_string(limits_.max_header_size) + " bytes");
+  return npos;
+}
+
 [[gnu::hot]] std::size_t parser_core::find_section_end(std::string_view input,
                                                        std::size_t first_line_limit,
                                                        status first_line_status) {
@@ -55,21 +72,10 @@ parse_result parser_core::fail(status s, std::string reason) {
     if (found == end) {
       scanned_ = input.size();
       if (lines_ == 0 && first_line_limit != 0 && input.size() > first_line_limit) {
-        fail_with(first_line_status, [&] {
-          return std::string(first_line_status == status::uri_too_long
-                                 ? "the request target is longer than " +
-                                       std::to_string(limits_.max_target_size) + " bytes"
-                                 : "the start line is longer than " +
-                                       std::to_string(first_line_limit) + " bytes");
-        });
-        return npos;
+        return fail_first_line(first_line_limit, first_line_status);
       }
       if (input.size() > limits_.max_header_size) {
-        fail_with(status::request_header_fields_too_large, [&] {
-          return std::string("the header section is larger than " +
-                             std::to_string(limits_.max_header_size) + " bytes");
-        });
-        return npos;
+        return fail_section_size();
       }
       return 0;
     }
@@ -78,21 +84,10 @@ parse_result parser_core::fail(status s, std::string reason) {
     // above, so that a section refused when it arrives in pieces is refused with the same
     // status when it arrives whole.
     if (lines_ == 0 && first_line_limit != 0 && lf + 1 > first_line_limit) {
-      fail_with(first_line_status, [&] {
-        return std::string(first_line_status == status::uri_too_long
-                               ? "the request target is longer than " +
-                                     std::to_string(limits_.max_target_size) + " bytes"
-                               : "the start line is longer than " +
-                                     std::to_string(first_line_limit) + " bytes");
-      });
-      return npos;
+      return fail_first_line(first_line_limit, first_line_status);
     }
     if (lf + 1 > limits_.max_header_size) {
-      fail_with(status::request_header_fields_too_large, [&] {
-        return std::string("the header section is larger than " +
-                           std::to_string(limits_.max_header_size) + " bytes");
-      });
-      return npos;
+      return fail_section_size();
     }
     if (lf == line_start_ || data[lf - 1] != '\r') {
       fail_with(status::bad_request, [&] {

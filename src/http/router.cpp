@@ -129,6 +129,17 @@ router& router::files(std::string_view prefix, static_options options) {
   return pos == path.size() + 1;
 }
 
+// Sets the path parameters r captured (decoded) on ex and calls r's handler.
+[[gnu::hot]] void router::run(
+    const route& r, exchange& ex,
+    const std::vector<std::pair<std::string_view, std::string_view>>& captured) {
+  detail::connection_state& state = ex.state_;
+  for (const auto& [name, raw] : captured) {
+    state.params.emplace_back(name, percent_decode(raw));
+  }
+  r.h(ex);
+}
+
 [[gnu::hot]] void router::dispatch(exchange& ex) const {
   const request& req = ex.request();
   const std::string_view path = req.raw_path();
@@ -141,11 +152,7 @@ router& router::files(std::string_view prefix, static_options options) {
       continue;
     }
     if (r.any_method || r.m == req.method) {
-      detail::connection_state& state = ex.state_;
-      for (const auto& [name, raw] : captured) {
-        state.params.emplace_back(name, percent_decode(raw));
-      }
-      r.h(ex);
+      run(r, ex, captured);
       return;
     }
     dispatch_by_method(ex, path, escaped);
@@ -167,11 +174,7 @@ void router::dispatch_by_method(exchange& ex, std::string_view path, bool escape
     }
     path_matched = true;
     if (r.any_method || r.m == req.method) {
-      detail::connection_state& state = ex.state_;
-      for (const auto& [name, raw] : captured) {
-        state.params.emplace_back(name, percent_decode(raw));
-      }
-      r.h(ex);
+      run(r, ex, captured);
       return;
     }
     if (req.method == method::head && r.m == method::get && fallback == nullptr) {
@@ -183,11 +186,7 @@ void router::dispatch_by_method(exchange& ex, std::string_view path, bool escape
     }
   }
   if (fallback != nullptr) {
-    detail::connection_state& state = ex.state_;
-    for (const auto& [name, raw] : fallback_captured) {
-      state.params.emplace_back(name, percent_decode(raw));
-    }
-    fallback->h(ex);
+    run(*fallback, ex, fallback_captured);
     return;
   }
   if (!path_matched) {

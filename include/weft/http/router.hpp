@@ -89,6 +89,8 @@ class router {
   // path holds a '%' (dispatch looks once for all routes).
   static bool match(const route& r, std::string_view path, bool escaped,
                     std::vector<std::pair<std::string_view, std::string_view>>& params);
+  static void run(const route& r, exchange& ex,
+                  const std::vector<std::pair<std::string_view, std::string_view>>& captured);
   // dispatch() once a route's path matched and its method did not: a later route may still
   // take the request, else the GET route for a HEAD, else 405 with Allow. Out of line, so that
   // the usual request does not pay for its frame.

@@ -85,6 +85,9 @@ class parser_core {
   // (0: no separate bound), with the status to fail with when it does.
   std::size_t find_section_end(std::string_view input, std::size_t first_line_limit,
                                status first_line_status);
+  [[gnu::cold, gnu::noinline]] std::size_t fail_first_line(std::size_t first_line_limit,
+                                                           status first_line_status);
+  [[gnu::cold, gnu::noinline]] std::size_t fail_section_size();
   // Parses the field lines of a complete section from offset `from` (a line start) to its
   // empty line into fields. framing: whether these are header fields whose framing fields
   // (Content-Length, Transfer-Encoding, Host, Connection) must be noted. False after fail().
