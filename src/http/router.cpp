@@ -166,13 +166,11 @@ void router::dispatch_by_method(exchange& ex, std::string_view path, bool escape
   std::vector<std::pair<std::string_view, std::string_view>>& captured = ex.state_.captured;
   const route* fallback = nullptr;  // a GET route for a HEAD request
   std::vector<std::pair<std::string_view, std::string_view>> fallback_captured;
-  bool path_matched = false;
   std::vector<method> allowed;
   for (const route& r : routes_) {
     if (!match(r, path, escaped, captured)) {
       continue;
     }
-    path_matched = true;
     if (r.any_method || r.m == req.method) {
       run(r, ex, captured);
       return;
@@ -189,10 +187,7 @@ void router::dispatch_by_method(exchange& ex, std::string_view path, bool escape
     run(*fallback, ex, fallback_captured);
     return;
   }
-  if (!path_matched) {
-    ex.respond(status::not_found, "Not Found\n");
-    return;
-  }
+  // dispatch calls this only once some route's path matched: never a 404 here.
   if (std::find(allowed.begin(), allowed.end(), method::get) != allowed.end() &&
       std::find(allowed.begin(), allowed.end(), method::head) == allowed.end()) {
     allowed.push_back(method::head);
