@@ -31,11 +31,37 @@ parser_core::parser_core(const parser_limits& limits) noexcept : limits_(limits)
   line_start_ = scanned_ = lines_ = 0;
   started_ = false;
   remaining_ = body_total_ = 0;
+  forget_framing();
+}
+
+void parser_core::forget_framing() noexcept {
   content_length_fields_ = host_fields_ = 0;
   content_length_ = 0;
   transfer_encoding_ = te_chunked_ = te_chunked_last_ = false;
   connection_close_ = connection_keep_alive_ = false;
   te_unknown_.clear();
+}
+
+[[gnu::hot]] std::string_view parser_core::whole_head(std::string_view input) const noexcept {
+  const char* const data = input.data();
+  const std::size_t size = input.size();
+  if (size <= limits_.max_header_size && size >= 4 &&
+      std::memcmp(data + size - 4, "\r\n\r\n", 4) == 0) {
+    return input;
+  }
+  // Every line before the first CR LF CR LF ends in CRLF in a section the field parser accepts,
+  // so that is where find_section_end's walk would stop too.
+  const char* end = find_blank_line(data, data + std::min(size, limits_.max_header_size));
+  return end != nullptr ? input.substr(0, static_cast<std::size_t>(end - data))
+                        : std::string_view();
+}
+
+void parser_core::restart_section(headers& fields) noexcept {
+  phase_ = phase::start;
+  forget_framing();
+  fields_builder::reset(fields);
+  error_status_ = status::ok;
+  error_reason_.clear();
 }
 
 parse_result parser_core::fail(status s, std::string reason) {
@@ -113,15 +139,20 @@ std::size_t parser_core::fail_section_size() {
 }
 
 [[gnu::hot]] bool parser_core::parse_fields(std::string_view section, std::size_t from,
-                                            headers& fields, bool framing) {
+                                            headers& fields, bool framing,
+                                            std::size_t* section_end) {
   const char* base = section.data();
   const char* p = base + from;
   const char* end = base + section.size();
   std::size_t count = 0;
   while (true) {
     if (*p == '\r') {
-      // The empty line (find_section_end checked that its LF ends the section); a CR that
-      // starts any other line is a CR without LF.
+      // The empty line (find_section_end checked that its LF ends the section, or the caller
+      // asked for the first one); a CR that starts any other line is a CR without LF.
+      if (section_end != nullptr && p[1] == '\n') {
+        *section_end = static_cast<std::size_t>(p + 2 - base);
+        break;
+      }
       if (p + 2 != end) {
         fail_with(status::bad_request,
                   [&] { return std::string("a field line starts with a CR not followed by LF"); });

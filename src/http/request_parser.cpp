@@ -93,17 +93,38 @@ void request_parser::reset() noexcept {
     if (!complete) return {parse_event::need_more, skipped, {}};
     started_ = true;
   }
+  const std::size_t first_line_limit = limits_.max_target_size + request_line_overhead;
   std::string_view section = input.substr(skipped);
-  std::size_t end = find_section_end(section, limits_.max_target_size + request_line_overhead,
-                                     status::uri_too_long);
+  std::size_t line_end = 0;
+  // A head seen whole at its first look (nearly every request a server gets) is parsed in one
+  // pass (whole_head says where). Anything refused there is parsed again the long way below,
+  // which refuses it with the status and reason a head arriving in pieces gets (the fuzzer
+  // compares the two: tests/http/fuzz).
+  if (scanned_ == 0) {
+    if (std::string_view head = whole_head(section); !head.empty()) {
+      std::size_t head_end = 0;
+      if (parse_request_line(head, line_end) && line_end <= first_line_limit &&
+          parse_fields(head, line_end, message_.headers, true, &head_end)) {
+        return finish_head(head.substr(0, head_end), skipped);
+      }
+      restart_section(message_.headers);
+    }
+  }
+  std::size_t end = find_section_end(section, first_line_limit, status::uri_too_long);
   if (end == npos) return {parse_event::error, 0, {}};
   if (end == 0) return {parse_event::need_more, skipped, {}};
   section = section.substr(0, end);
-  std::size_t line_end = 0;
   if (!parse_request_line(section, line_end)) return {parse_event::error, 0, {}};
   if (!parse_fields(section, line_end, message_.headers, true)) {
     return {parse_event::error, 0, {}};
   }
+  return finish_head(section, skipped);
+}
+
+// The head's section parsed: its bytes kept for the fields, the body's framing chosen.
+[[gnu::hot]] parse_result request_parser::finish_head(std::string_view section,
+                                                      std::size_t skipped) {
+  const std::size_t end = section.size();
   detail::fields_builder::adopt(message_.headers, section);
   if (!choose_request_body(message_.version_minor)) return {parse_event::error, 0, {}};
   phase_ = phase::headers_done;

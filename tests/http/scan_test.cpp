@@ -1,7 +1,8 @@
 // weft-test: driver-independent
-// The parser's byte scans (src/http/scan.hpp): find_control, scan_target and find_lf against a
-// byte-by-byte reference, for every byte value at every position of inputs from 0 to 40 bytes, so
-// the vector loop, the eight-byte register step and the byte tail are each checked at their seams.
+// The parser's byte scans (src/http/scan.hpp): find_control, scan_target, find_lf and
+// find_blank_line against a byte-by-byte reference, for every byte value at every position of
+// inputs from 0 to 40 bytes, so the vector loop, the eight-byte register step and the byte tail are
+// each checked at their seams.
 #include "http/scan.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 namespace {
 
+using weft::http::detail::find_blank_line;
 using weft::http::detail::find_control;
 using weft::http::detail::find_lf;
 using weft::http::detail::scan_target;
@@ -111,6 +113,57 @@ TEST(HttpScan, FindLfFindsTheFirstLineFeedWherever) {
       if (at > 0) s[at - 1] = '\r';
       const char* found = find_lf(s.data(), s.data() + s.size());
       ASSERT_EQ(static_cast<std::size_t>(found - s.data()), at) << "size " << size;
+    }
+  }
+}
+
+std::size_t reference_blank_line(const std::string& s) {
+  const std::size_t at = s.find("\r\n\r\n");
+  return at == std::string::npos ? 0 : at + 4;
+}
+
+TEST(HttpScan, FindBlankLineFindsTheFirstCrLfCrLfWherever) {
+  // The pattern at every position of inputs from 4 to 40 bytes, after a lone LF, a CR LF and a
+  // LF CR LF just before it (each almost the pattern) and with a second one after it; the
+  // result is just past the first, null when there is none.
+  const std::string decoys[] = {"", "\n", "\r\n", "\n\r\n", "\r\n\n"};
+  for (std::size_t size = 0; size <= 40; ++size) {
+    const std::string plain = filler(size, 0);
+    EXPECT_EQ(find_blank_line(plain.data(), plain.data() + size), nullptr) << size << " bytes";
+    for (std::size_t at = 0; at + 4 <= size; ++at) {
+      for (const std::string& decoy : decoys) {
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool second = (variant & 1) != 0;
+          const std::size_t gap =
+              variant >> 1;  // the decoy right before the pattern, or a byte off
+          std::string s = filler(size, static_cast<unsigned char>(at));
+          s.replace(at, 4, "\r\n\r\n");
+          if (at >= decoy.size() + gap) s.replace(at - decoy.size() - gap, decoy.size(), decoy);
+          if (second && at + 8 <= size) s.replace(at + 4, 4, "\r\n\r\n");
+          const std::size_t expected = reference_blank_line(s);
+          const char* found = find_blank_line(s.data(), s.data() + s.size());
+          ASSERT_EQ(found == nullptr ? 0 : static_cast<std::size_t>(found - s.data()), expected)
+              << "size " << size << ", at " << at << ", decoy " << decoy.size();
+          // Cut one byte short of the pattern's end: not found there (or found earlier).
+          const std::size_t cut = at + 3;
+          const char* short_found = find_blank_line(s.data(), s.data() + cut);
+          const std::size_t short_expected = reference_blank_line(s.substr(0, cut));
+          ASSERT_EQ(short_found == nullptr ? 0 : static_cast<std::size_t>(short_found - s.data()),
+                    short_expected)
+              << "size " << cut << " (cut), at " << at;
+        }
+      }
+    }
+  }
+  // Patterns split across the 16-byte steps and the overlapping last load.
+  for (std::size_t size = 16; size <= 48; ++size) {
+    for (std::size_t at = 0; at + 4 <= size; ++at) {
+      std::string s(size, '\n');  // every byte an LF: only the pattern's LF may match
+      s.replace(at, 4, "\r\n\r\n");
+      const std::size_t expected = reference_blank_line(s);
+      const char* found = find_blank_line(s.data(), s.data() + s.size());
+      ASSERT_EQ(found == nullptr ? 0 : static_cast<std::size_t>(found - s.data()), expected)
+          << "all-LF size " << size << ", at " << at;
     }
   }
 }

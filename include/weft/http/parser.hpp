@@ -111,6 +111,7 @@ class request_parser : public detail::parser_core {
 
  private:
   parse_result parse_head(std::string_view input);
+  parse_result finish_head(std::string_view section, std::size_t skipped);
   bool parse_request_line(std::string_view section, std::size_t& line_end);
   request message_;
 };

@@ -78,6 +78,9 @@ class parser_core {
 
   // Starts a new message: forgets everything of the last one (keeps capacities).
   void begin_message() noexcept;
+  // The framing fields of the header section (Content-Length, Transfer-Encoding, Host,
+  // Connection) back to none seen.
+  void forget_framing() noexcept;
   // Looks for the empty line that ends a field section starting at input[0]. Resumable: it
   // remembers how far it looked, so bytes arriving one at a time cost linear time in all.
   // Returns the section's size (past the empty line), 0 when it needs more, or npos after
@@ -85,13 +88,28 @@ class parser_core {
   // (0: no separate bound), with the status to fail with when it does.
   std::size_t find_section_end(std::string_view input, std::size_t first_line_limit,
                                status first_line_status);
+  // Where a head that arrives whole (nearly every request a server gets) can be parsed in one
+  // pass: the input itself when it ends in CR LF CR LF and is within max_header_size (the
+  // section's end is then found by parse_fields), else the input up to its first CR LF CR LF
+  // if that is within max_header_size, else empty (find_section_end's walk takes it). A parse
+  // of what this returns that refuses it starts over with restart_section() and
+  // find_section_end, whose walk line by line gives every refusal the status and reason a head
+  // arriving in pieces gets (bench/http/README.md, "One pass over a head").
+  std::string_view whole_head(std::string_view input) const noexcept;
+  // Forgets what a refused whole-section parse left: the framing fields, the fields indexed
+  // into `fields` and the failure.
+  void restart_section(headers& fields) noexcept;
   [[gnu::cold, gnu::noinline]] std::size_t fail_first_line(std::size_t first_line_limit,
                                                            status first_line_status);
   [[gnu::cold, gnu::noinline]] std::size_t fail_section_size();
   // Parses the field lines of a complete section from offset `from` (a line start) to its
   // empty line into fields. framing: whether these are header fields whose framing fields
   // (Content-Length, Transfer-Encoding, Host, Connection) must be noted. False after fail().
-  bool parse_fields(std::string_view section, std::size_t from, headers& fields, bool framing);
+  // With section_end, `section` may go on past the empty line (it must end in CR LF CR LF,
+  // which bounds every scan): the first line that is CRLF alone ends the section, and
+  // *section_end is the offset just past it.
+  bool parse_fields(std::string_view section, std::size_t from, headers& fields, bool framing,
+                    std::size_t* section_end = nullptr);
   // Checks the framing fields (RFC 9112 6.1-6.3) and picks how the body is framed.
   bool choose_request_body(int version_minor);
   bool choose_response_body(int version_minor, std::uint16_t code, bool head_request,
