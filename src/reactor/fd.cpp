@@ -3,6 +3,7 @@
 // same code runs on every driver.
 #include "weft/reactor/fd.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -53,8 +54,12 @@ struct alignas(64) fd_entry : fd_watch {
   // waiter that was woken and has not run yet (see on_ready). Both 0: both lists are empty.
   std::uint32_t reading = 0;
   std::uint32_t writing = 0;
-  // Reports since the last wake that found only such not-yet-run waiters (see on_ready).
-  unsigned repeats = 0;
+  // Reports since the last wake that found only such not-yet-run waiters (see on_ready, which
+  // stops counting at its max_repeats).
+  std::uint16_t repeats = 0;
+  // Referenced with nobody waiting, and in the registry's list of entries to settle (see
+  // fd_registry::settle): here, in the first line, which settle reads anyway.
+  bool unsettled = false;
   // fd_registration objects keeping it watched between waits (see fd.hpp): a pinned entry is
   // not unwatched when its last waiter leaves, and keeps polling for what it polled; on_ready
   // drops an interest once it fires with nobody waiting for it.
@@ -70,7 +75,9 @@ struct alignas(64) fd_entry : fd_watch {
   bool has_readers() const noexcept { return reading != 0 && !readers.empty(); }
   bool has_writers() const noexcept { return writing != 0 && !writers.empty(); }
 };
-static_assert(sizeof(fd_watch) + sizeof(fd_subscription*) + 4 * sizeof(std::uint32_t) <= 64,
+static_assert(sizeof(fd_watch) + sizeof(fd_subscription*) + 2 * sizeof(std::uint32_t) +
+                      sizeof(std::uint16_t) + sizeof(bool) + 1 /* padding */ + sizeof(int) <=
+                  64,
               "what a report reads no longer fits the fd entry's first cache line");
 
 class fd_registry final : public driver_extension {
@@ -139,6 +146,51 @@ class fd_registry final : public driver_extension {
       driver_.set_fd_referenced(entry, referenced);
     }
     return status;
+  }
+
+  // A pinned entry waited on by a served connection in a loop goes from one waiter to none and
+  // back at every request, and its reference (what keeps the driver alive(): a waiter does, an
+  // idle registration must not) followed, two driver calls a request. The waits of a pinned
+  // entry that change nothing it polls for take these two paths instead of update(): a wait
+  // finds the entry referenced already and changes nothing; the last waiter leaving keeps the
+  // reference and puts the entry on the list that settle() goes through. The scheduler settles
+  // its driver's extensions before it asks alive(), the only place a stale reference could
+  // matter (whether to block in the poll, or report a deadlock), so alive() answers as if the
+  // reference had been dropped at once.
+  //
+  // Whether a wait for want on entry changes nothing update() would: pinned (update only adds
+  // interests), no subscriber, polling for want already and for nothing it was not asked to.
+  static bool settled_wait(const fd_entry& entry, int want) noexcept {
+    return entry.pinned > 0 && entry.subscriber == nullptr && entry.events == entry.armed &&
+           (entry.armed & want) != 0;
+  }
+  // arm's path for such a wait (entry's waiter counted already).
+  void join_settled(fd_entry& entry) noexcept {
+    if (!entry.referenced) {
+      driver_.set_fd_referenced(entry, true);
+    }
+  }
+  // disarm's path for such a wait (entry's waiter uncounted already). Without memory for the
+  // list, the reference is dropped at once instead.
+  void leave_settled(fd_entry& entry) noexcept {
+    if (entry.waiters() != 0 || !entry.referenced || entry.unsettled) {
+      return;
+    }
+    try {
+      unsettled_.push_back(&entry);
+      entry.unsettled = true;
+    } catch (const std::bad_alloc&) {
+      update(entry);
+    }
+  }
+  void settle() noexcept override {
+    for (fd_entry* entry : unsettled_) {
+      entry->unsettled = false;
+      if (entry->watched && entry->referenced && entry->waiters() == 0) {
+        update(*entry);  // drops the reference (or unwatches an entry unpinned since)
+      }
+    }
+    unsettled_.clear();
   }
 
   // fd_subscription (see fd_subscription.hpp).
@@ -210,6 +262,7 @@ class fd_registry final : public driver_extension {
         driver_.remove_timer(entry->timer);  // a deadline left from the fd's last timed wait
       }
     }
+    unsettled_.clear();
     entries_.clear();
   }
 
@@ -218,6 +271,7 @@ class fd_registry final : public driver_extension {
 
   driver& driver_;
   std::vector<std::unique_ptr<fd_entry>> entries_;  // by fd
+  std::vector<fd_entry*> unsettled_;                // see settle()
 };
 
 class fd_wait final : public wait_source {
@@ -240,6 +294,10 @@ class fd_wait final : public wait_source {
     link_.wait = this;
     (writing_ ? entry_.writers : entry_.readers).push_back(link_);
     ++(writing_ ? entry_.writing : entry_.reading);
+    if (fd_registry::settled_wait(entry_, want())) {
+      registry_.join_settled(entry_);
+      return true;
+    }
     int status = registry_.update(entry_);
     if (status < 0) {
       // The driver could not poll the fd (libevent refusing a fd closed since the last wait).
@@ -254,6 +312,10 @@ class fd_wait final : public wait_source {
       intrusive_list::remove(link_);
     }
     --(writing_ ? entry_.writing : entry_.reading);
+    if (fd_registry::settled_wait(entry_, want())) {
+      registry_.leave_settled(entry_);
+      return;
+    }
     registry_.update(entry_);  // may unwatch the entry
   }
   void describe(std::string& out) const override {
@@ -262,6 +324,7 @@ class fd_wait final : public wait_source {
 
   void fire() noexcept { core_.wake(*waiter_, this); }
   bool armed() const noexcept { return waiter_ != nullptr; }
+  int want() const noexcept { return writing_ ? fd_watch::writable : fd_watch::readable; }
 
   struct link : list_node {
     fd_wait* wait = nullptr;
@@ -419,7 +482,10 @@ class fd_deadline final : public wait_source {
       !(entry.writing > 0 && woken_pending)) {
     unwanted |= fd_watch::writable;
   }
-  entry.repeats = readers || writers ? 0 : entry.repeats + 1;
+  entry.repeats =
+      readers || writers
+          ? 0
+          : static_cast<std::uint16_t>(std::min<unsigned>(entry.repeats + 1u, max_repeats));
   if ((events & subscribed) != 0) {
     subscriber->ready(*subscriber, events & subscribed);
   }

@@ -83,6 +83,9 @@ class driver_extension {
   virtual ~driver_extension() = default;
   // Closes every handle the extension owns; their callbacks run before the driver closes.
   virtual void close() noexcept = 0;
+  // Brings what the driver counts for alive() up to date, for an extension that lets it lag
+  // between waits (the fd registry: see src/reactor/fd.cpp). Called by settle_extensions().
+  virtual void settle() noexcept {}
 };
 
 class driver {
@@ -121,20 +124,25 @@ class driver {
   void abandoned_operation_completed() noexcept { --abandoned_; }
   std::size_t abandoned_operations() const noexcept { return abandoned_; }
 
-  // The extension of type Extension, constructed from arguments on first use (later calls
-  // ignore them).
-  template <class Extension, class... Arguments>
-  Extension& extension(Arguments&&... arguments) {
-    static const char key = 0;
+  // Settles every extension (driver_extension::settle): the scheduler's step before it asks
+  // alive() whether to block, the one place that asks.
+  void settle_extensions() noexcept {
     for (auto& [tag, existing] : extensions_) {
-      if (tag == &key) {
+      existing->settle();
+    }
+  }
+
+  // The extension of type Extension, constructed from arguments on first use (later calls
+  // ignore them). The search is inline (the fd registry is looked up at every fd wait); the
+  // first use's construction is not.
+  template <class Extension, class... Arguments>
+  [[gnu::always_inline]] Extension& extension(Arguments&&... arguments) {
+    for (auto& [tag, existing] : extensions_) {
+      if (tag == &extension_key<Extension>) {
         return static_cast<Extension&>(*existing);
       }
     }
-    auto created = std::make_unique<Extension>(std::forward<Arguments>(arguments)...);
-    Extension& result = *created;
-    extensions_.emplace_back(&key, std::move(created));
-    return result;
+    return add_extension<Extension>(std::forward<Arguments>(arguments)...);
   }
 
  protected:
@@ -146,6 +154,18 @@ class driver {
   void destroy_extensions() noexcept { extensions_.clear(); }
 
  private:
+  // One key per extension type, whatever the arguments of the call that constructs it.
+  template <class Extension>
+  static constexpr char extension_key = 0;
+
+  template <class Extension, class... Arguments>
+  [[gnu::noinline]] Extension& add_extension(Arguments&&... arguments) {
+    auto created = std::make_unique<Extension>(std::forward<Arguments>(arguments)...);
+    Extension& result = *created;
+    extensions_.emplace_back(&extension_key<Extension>, std::move(created));
+    return result;
+  }
+
   std::size_t abandoned_ = 0;
   std::vector<std::pair<const void*, std::unique_ptr<driver_extension>>> extensions_;
 };

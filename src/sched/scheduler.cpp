@@ -332,6 +332,7 @@ void scheduler_core::finish_unstarted(coroutine& never_ran) noexcept {
     if (stats_.live_coroutines == 0) {
       return nullptr;
     }
+    reactor_->settle_extensions();
     if (reactor_->alive()) {
       ++stats_.reactor_waits;
       reactor_->poll(true);

@@ -229,6 +229,29 @@ TEST(Fd, AnIdleRegisteredFdDoesNotHideADeadlock) {
                weft::deadlock_error);
 }
 
+// Nor does one whose waits have ended: the registry keeps a pinned fd's reference from one
+// wait to the next (fd.cpp, settled_wait) and must drop it before the scheduler decides whether
+// to block, or a deadlock right after a served wait would block in the poll for ever.
+TEST(Fd, ARegisteredFdWaitedOnBeforeDoesNotHideADeadlock) {
+  socket_pair pair;
+  weft::run_options options;
+  options.deadlock_reporter = [](std::string_view) {};
+  EXPECT_THROW(run_clean(
+                   [&] {
+                     weft::fd_registration registered(pair.ends[0]);
+                     for (int round = 0; round < 3; ++round) {
+                       EXPECT_EQ(::write(pair.ends[1], "x", 1), 1);
+                       weft::wait_readable(pair.ends[0], weft::timeout(5s));
+                       char byte;
+                       EXPECT_EQ(::read(pair.ends[0], &byte, 1), 1);
+                     }
+                     weft::event never;
+                     never.wait();
+                   },
+                   options),
+               weft::deadlock_error);
+}
+
 TEST(Fd, ARegularFileIsAnIoErrorNamingTheFd) {
   FILE* file = std::tmpfile();
   ASSERT_NE(file, nullptr);
