@@ -75,9 +75,9 @@ inline const char* find_lf(const char* p, const char* end) noexcept {
 
 // Just past the first CR LF CR LF in [p, end) (the empty line that ends a field section whose
 // lines end in CRLF), else null. Only an LF can end the pattern, so it tests the three bytes
-// before each LF of the range; with SSE2, 16 bytes at a time, the last few in one 16-byte load
-// that ends at `end` and overlaps what was already looked at (no byte loop for the tail of a
-// range of 16 bytes or more).
+// before each LF of the range; with SSE2, 16 bytes at a time, the last step's 16 ending at `end`
+// (overlapping bytes already looked at, masked off: no byte loop for the tail of a range of 16
+// bytes or more).
 inline const char* find_blank_line(const char* p, const char* end) noexcept {
   const char* const begin = p;
   // Whether the LF at lf ends CR LF CR LF, reading only inside [begin, lf].
@@ -87,27 +87,16 @@ inline const char* find_blank_line(const char* p, const char* end) noexcept {
 #if defined(__SSE2__)
   if (end - p >= 16) {
     const __m128i lf = _mm_set1_epi8('\n');
-    for (;;) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, lf))); mask != 0;
-           mask &= mask - 1) {
-        const char* at = p + __builtin_ctz(mask);
+    for (; p < end; p += 16) {
+      const char* load = end - p >= 16 ? p : end - 16;
+      auto mask = static_cast<unsigned>(_mm_movemask_epi8(
+          _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(load)), lf)));
+      for (mask &= ~0u << (p - load); mask != 0; mask &= mask - 1) {
+        const char* at = load + __builtin_ctz(mask);
         if (ends_blank_line(at)) return at + 1;
       }
-      p += 16;
-      if (end - p >= 16) continue;
-      if (p == end) return nullptr;
-      // The last 1 to 15 bytes: the 16 that end at `end`, the ones already tested masked off.
-      const char* last = end - 16;
-      const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(last));
-      auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, lf)));
-      mask &= ~0u << (p - last);
-      for (; mask != 0; mask &= mask - 1) {
-        const char* at = last + __builtin_ctz(mask);
-        if (ends_blank_line(at)) return at + 1;
-      }
-      return nullptr;
     }
+    return nullptr;
   }
 #endif
   for (; p < end; ++p) {

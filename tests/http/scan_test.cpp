@@ -122,6 +122,12 @@ std::size_t reference_blank_line(const std::string& s) {
   return at == std::string::npos ? 0 : at + 4;
 }
 
+// find_blank_line over s's first `size` bytes, as reference_blank_line counts it (0: none).
+std::size_t blank_line_end(const std::string& s, std::size_t size) {
+  const char* found = find_blank_line(s.data(), s.data() + size);
+  return found == nullptr ? 0 : static_cast<std::size_t>(found - s.data());
+}
+
 TEST(HttpScan, FindBlankLineFindsTheFirstCrLfCrLfWherever) {
   // The pattern at every position of inputs from 4 to 40 bytes, after a lone LF, a CR LF and a
   // LF CR LF just before it (each almost the pattern) and with a second one after it; the
@@ -140,16 +146,11 @@ TEST(HttpScan, FindBlankLineFindsTheFirstCrLfCrLfWherever) {
           s.replace(at, 4, "\r\n\r\n");
           if (at >= decoy.size() + gap) s.replace(at - decoy.size() - gap, decoy.size(), decoy);
           if (second && at + 8 <= size) s.replace(at + 4, 4, "\r\n\r\n");
-          const std::size_t expected = reference_blank_line(s);
-          const char* found = find_blank_line(s.data(), s.data() + s.size());
-          ASSERT_EQ(found == nullptr ? 0 : static_cast<std::size_t>(found - s.data()), expected)
+          ASSERT_EQ(blank_line_end(s, s.size()), reference_blank_line(s))
               << "size " << size << ", at " << at << ", decoy " << decoy.size();
           // Cut one byte short of the pattern's end: not found there (or found earlier).
           const std::size_t cut = at + 3;
-          const char* short_found = find_blank_line(s.data(), s.data() + cut);
-          const std::size_t short_expected = reference_blank_line(s.substr(0, cut));
-          ASSERT_EQ(short_found == nullptr ? 0 : static_cast<std::size_t>(short_found - s.data()),
-                    short_expected)
+          ASSERT_EQ(blank_line_end(s, cut), reference_blank_line(s.substr(0, cut)))
               << "size " << cut << " (cut), at " << at;
         }
       }
@@ -160,9 +161,7 @@ TEST(HttpScan, FindBlankLineFindsTheFirstCrLfCrLfWherever) {
     for (std::size_t at = 0; at + 4 <= size; ++at) {
       std::string s(size, '\n');  // every byte an LF: only the pattern's LF may match
       s.replace(at, 4, "\r\n\r\n");
-      const std::size_t expected = reference_blank_line(s);
-      const char* found = find_blank_line(s.data(), s.data() + s.size());
-      ASSERT_EQ(found == nullptr ? 0 : static_cast<std::size_t>(found - s.data()), expected)
+      ASSERT_EQ(blank_line_end(s, s.size()), reference_blank_line(s))
           << "all-LF size " << size << ", at " << at;
     }
   }
