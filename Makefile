@@ -78,8 +78,11 @@ test-chaos: build
 	done
 
 # libFuzzer over the HTTP parsers (tests/http/fuzz/parser_fuzz.cpp, which says how to run it for
-# an hour) for FUZZ_SECONDS, from the committed seeds; new inputs go to build/fuzz/corpus.
+# an hour) for FUZZ_SECONDS, then over net's framers (WebSocket in both roles, text, frame:
+# tests/net/fuzz/framer_fuzz.cpp) for FUZZ_NET_SECONDS, each from its committed seeds; new inputs
+# go to build/fuzz/corpus and build/fuzz-net/corpus.
 FUZZ_SECONDS ?= 45
+FUZZ_NET_SECONDS ?= 30
 test-fuzz: deps
 	cmake -S tests/http/fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	cmake --build build/fuzz -j $(JOBS)
@@ -91,6 +94,16 @@ test-fuzz: deps
 	  >build/fuzz/last-run.log 2>&1 || { tail -n 60 build/fuzz/last-run.log; exit 1; }
 	@grep -E '^#[0-9]+.*(DONE|cov:)' build/fuzz/last-run.log | tail -n 1
 	@grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz/last-run.log
+	cmake -S tests/net/fuzz -B build/fuzz-net -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	cmake --build build/fuzz-net -j $(JOBS)
+	mkdir -p build/fuzz-net/corpus build/fuzz-net/artifacts
+	@echo "== fuzzing net's framers for $(FUZZ_NET_SECONDS) s (log: build/fuzz-net/last-run.log)"
+	@build/fuzz-net/net_framer_fuzz -dict=tests/net/fuzz/framer.dict \
+	  -max_total_time=$(FUZZ_NET_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=build/fuzz-net/artifacts/ build/fuzz-net/corpus tests/net/fuzz/corpus \
+	  >build/fuzz-net/last-run.log 2>&1 || { tail -n 60 build/fuzz-net/last-run.log; exit 1; }
+	@grep -E '^#[0-9]+.*(DONE|cov:)' build/fuzz-net/last-run.log | tail -n 1
+	@grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz-net/last-run.log
 
 # Installs into a scratch prefix and builds examples/consumer against it with find_package(weft)
 # and pkg-config.

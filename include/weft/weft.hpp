@@ -31,6 +31,7 @@
 #include "weft/net/tcp_server.hpp"
 #include "weft/net/text.hpp"
 #include "weft/net/websocket.hpp"
+#include "weft/net/websocket_protocol.hpp"
 #include "weft/pg/connection.hpp"
 #include "weft/pg/error.hpp"
 #include "weft/pg/param.hpp"

@@ -93,6 +93,20 @@ TEST(NetProtocols, TextEncodesALineAndRefusesAPayloadWithANewline) {
   EXPECT_EQ(out, "hi\n\n") << "a refused payload adds nothing";
 }
 
+// Found by tests/net/fuzz: "ab\r" was sent as "ab\r\n", which the receiver reads as "ab".
+TEST(NetProtocols, TextPayloadEndingInCrArrivesWhole) {
+  auto sender = weft::net::text()->make_framer();
+  std::string wire;
+  for (const char* payload : {"ab\r", "\r", "a\rb", "cd\r\r", "plain"}) {
+    sender->encode(payload, weft::net::message_kind::binary, wire);
+  }
+  EXPECT_EQ(wire, "ab\r\r\n\r\r\na\rb\ncd\r\r\r\nplain\n");
+  auto receiver = weft::net::text()->make_framer();
+  fake_link link(100);
+  EXPECT_EQ(feed(*receiver, link, {wire}),
+            (std::vector<std::string>{"ab\r", "\r", "a\rb", "cd\r\r", "plain"}));
+}
+
 TEST(NetProtocols, FrameDecodesPrefixedPayloadsSplitAnywhere) {
   auto framer = weft::net::frame()->make_framer();
   fake_link link(1000);

@@ -60,8 +60,14 @@ class text_framer final : public framer {
           std::to_string(static_cast<const char*>(newline) - payload.data()) +
           ") cannot be sent as one line; send it as several lines, or use the frame protocol");
     }
-    out.reserve(out.size() + payload.size() + 1);
+    // The receiver drops one '\r' before the '\n'. A payload ending in '\r' would lose it, so
+    // it goes out with "\r\n": the receiver drops the added '\r' and keeps the payload's.
+    const bool ends_in_cr = !payload.empty() && payload.back() == '\r';
+    out.reserve(out.size() + payload.size() + 2);
     out.append(payload);
+    if (ends_in_cr) {
+      out.push_back('\r');
+    }
     out.push_back('\n');
   }
 

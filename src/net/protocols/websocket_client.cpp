@@ -10,6 +10,7 @@
 
 #include "net/protocols/header_text.hpp"
 #include "net/protocols/websocket_framer.hpp"
+#include "weft/net/websocket.hpp"
 
 namespace weft::net {
 

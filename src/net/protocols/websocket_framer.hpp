@@ -1,5 +1,5 @@
 // The per-connection WebSocket framer behind weft::net::websocket (the contract is in
-// include/weft/net/websocket.hpp). Internal to net: websocket_frames.cpp holds the frame
+// include/weft/net/websocket_protocol.hpp). Internal to net: websocket_frames.cpp holds the frame
 // parsing, control frames and encoding, websocket_handshake.cpp the opening handshake. One
 // framer per connection, used only on that connection's thread.
 #pragma once
@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "net/protocols/utf8_validator.hpp"
-#include "weft/net/websocket.hpp"
+#include "weft/net/websocket_protocol.hpp"
 
 namespace weft::net::detail {
 
