@@ -78,32 +78,31 @@ test-chaos: build
 	done
 
 # libFuzzer over the HTTP parsers (tests/http/fuzz/parser_fuzz.cpp, which says how to run it for
-# an hour) for FUZZ_SECONDS, then over net's framers (WebSocket in both roles, text, frame:
+# an hour) for FUZZ_SECONDS, over the HTTP client's URLs and redirects (tests/http/fuzz/url_fuzz.cpp)
+# for FUZZ_URL_SECONDS, then over net's framers (WebSocket in both roles, text, frame:
 # tests/net/fuzz/framer_fuzz.cpp) for FUZZ_NET_SECONDS, each from its committed seeds; new inputs
-# go to build/fuzz/corpus and build/fuzz-net/corpus.
+# go to build/fuzz/corpus, build/fuzz/url-corpus and build/fuzz-net/corpus.
 FUZZ_SECONDS ?= 45
+FUZZ_URL_SECONDS ?= 15
 FUZZ_NET_SECONDS ?= 30
+# $(call fuzz,BINARY,DICT,SECONDS,CORPUS,SEEDS,WHAT): one bounded run; its log is CORPUS.log,
+# printed whole when the fuzzer fails (a crash or a broken invariant), its totals otherwise.
+define fuzz
+	mkdir -p $(4) $(4)-artifacts
+	@echo "== fuzzing $(6) for $(3) s (log: $(4).log)"
+	@$(1) -dict=$(2) -max_total_time=$(3) -print_final_stats=1 -artifact_prefix=$(4)-artifacts/ \
+	  $(4) $(5) >$(4).log 2>&1 || { tail -n 60 $(4).log; exit 1; }
+	@grep -E '^#[0-9]+.*(DONE|cov:)' $(4).log | tail -n 1
+	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(4).log
+endef
 test-fuzz: deps
 	cmake -S tests/http/fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	cmake --build build/fuzz -j $(JOBS)
-	mkdir -p build/fuzz/corpus build/fuzz/artifacts
-	@echo "== fuzzing the HTTP parsers for $(FUZZ_SECONDS) s (log: build/fuzz/last-run.log)"
-	@build/fuzz/http_parser_fuzz -dict=tests/http/fuzz/http.dict \
-	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	  -artifact_prefix=build/fuzz/artifacts/ build/fuzz/corpus tests/http/fuzz/corpus \
-	  >build/fuzz/last-run.log 2>&1 || { tail -n 60 build/fuzz/last-run.log; exit 1; }
-	@grep -E '^#[0-9]+.*(DONE|cov:)' build/fuzz/last-run.log | tail -n 1
-	@grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz/last-run.log
+	$(call fuzz,build/fuzz/http_parser_fuzz,tests/http/fuzz/http.dict,$(FUZZ_SECONDS),build/fuzz/corpus,tests/http/fuzz/corpus,the HTTP parsers)
+	$(call fuzz,build/fuzz/http_url_fuzz,tests/http/fuzz/url.dict,$(FUZZ_URL_SECONDS),build/fuzz/url-corpus,tests/http/fuzz/url-corpus,the HTTP client's URLs)
 	cmake -S tests/net/fuzz -B build/fuzz-net -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	cmake --build build/fuzz-net -j $(JOBS)
-	mkdir -p build/fuzz-net/corpus build/fuzz-net/artifacts
-	@echo "== fuzzing net's framers for $(FUZZ_NET_SECONDS) s (log: build/fuzz-net/last-run.log)"
-	@build/fuzz-net/net_framer_fuzz -dict=tests/net/fuzz/framer.dict \
-	  -max_total_time=$(FUZZ_NET_SECONDS) -print_final_stats=1 \
-	  -artifact_prefix=build/fuzz-net/artifacts/ build/fuzz-net/corpus tests/net/fuzz/corpus \
-	  >build/fuzz-net/last-run.log 2>&1 || { tail -n 60 build/fuzz-net/last-run.log; exit 1; }
-	@grep -E '^#[0-9]+.*(DONE|cov:)' build/fuzz-net/last-run.log | tail -n 1
-	@grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz-net/last-run.log
+	$(call fuzz,build/fuzz-net/net_framer_fuzz,tests/net/fuzz/framer.dict,$(FUZZ_NET_SECONDS),build/fuzz-net/corpus,tests/net/fuzz/corpus,net's framers)
 
 # Installs into a scratch prefix and builds examples/consumer against it with find_package(weft)
 # and pkg-config.

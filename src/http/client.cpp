@@ -10,31 +10,6 @@
 
 namespace weft::http {
 
-const char* to_string(error_kind kind) noexcept {
-  switch (kind) {
-    case error_kind::invalid_url:
-      return "invalid URL";
-    case error_kind::unsupported_scheme:
-      return "unsupported scheme";
-    case error_kind::malformed_response:
-      return "malformed response";
-    case error_kind::response_too_large:
-      return "response too large";
-    case error_kind::unexpected_response:
-      return "unexpected response";
-    case error_kind::too_many_redirects:
-      return "too many redirects";
-    case error_kind::redirect_loop:
-      return "redirect loop";
-  }
-  return "unknown";
-}
-
-error::error(error_kind kind, std::string url, const std::string& message)
-    : weft::error("http " + url + ": " + to_string(kind) + ": " + message),
-      kind_(kind),
-      url_(std::move(url)) {}
-
 client::client(client_options options) : options_(std::move(options)) {
   if (options_.max_connections_per_host == 0) {
     throw std::invalid_argument(

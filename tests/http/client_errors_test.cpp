@@ -160,6 +160,10 @@ TEST(HttpClientErrors, BadUrlsAreRefusedBeforeAnyIo) {
     EXPECT_EQ(kind_of("http://example.com:0/"), error_kind::invalid_url);
     EXPECT_EQ(kind_of("http://example.com:70000/"), error_kind::invalid_url);
     EXPECT_EQ(kind_of("http://[::1/"), error_kind::invalid_url);
+    // A NUL inside the brackets once ended the address for inet_pton and put what followed it
+    // into the Host field (tests/http/fuzz/url_fuzz.cpp).
+    EXPECT_EQ(kind_of(std::string("http://[::1\0evil]/", 18)), error_kind::invalid_url);
+    EXPECT_EQ(kind_of("http://[::1%25eth0]/"), error_kind::invalid_url);
     EXPECT_EQ(kind_of("http://example.com/a b"), error_kind::invalid_url);
     EXPECT_EQ(web.stats().origins, 0u);
     try {
