@@ -1,12 +1,12 @@
 // Parsing http:// URLs and resolving redirect targets for weft::http::client (client_url.hpp).
 #include "http/client_url.hpp"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <cctype>
 #include <string>
 
+#include "net/address.hpp"
 #include "weft/http/client.hpp"
 
 namespace weft::http::detail {
@@ -141,13 +141,8 @@ client_url parse_client_url(std::string_view url) {
       refuse(error_kind::invalid_url, url, "an IPv6 address without its closing ']'");
     }
     parsed.host = std::string(authority.substr(1, close - 1));
-    // inet_pton reads a C string: a NUL inside the brackets would end it early and let the
-    // bytes after it into the Host field (found by tests/http/fuzz/url_fuzz.cpp). An address
-    // is hex digits, ':' and the '.' of an embedded IPv4 address, nothing else.
-    const bool address_bytes =
-        parsed.host.find_first_not_of("0123456789abcdefABCDEF:.") == std::string::npos;
     in6_addr probe{};
-    if (!address_bytes || ::inet_pton(AF_INET6, parsed.host.c_str(), &probe) != 1) {
+    if (!net::detail::parse_ip_literal(AF_INET6, parsed.host, &probe)) {
       refuse(error_kind::invalid_url, url,
              "\"" + parsed.host + "\" in brackets is not an IPv6 address");
     }

@@ -40,6 +40,16 @@ std::string peer_address_of(int fd) {
   return format_address(reinterpret_cast<sockaddr*>(&storage), length);
 }
 
+bool parse_ip_literal(int family, std::string_view text, void* address) noexcept {
+  char terminated[INET6_ADDRSTRLEN];  // the longest text of either family and its NUL
+  if (text.size() >= sizeof terminated || text.find('\0') != std::string_view::npos) {
+    return false;
+  }
+  std::memcpy(terminated, text.data(), text.size());
+  terminated[text.size()] = '\0';
+  return ::inet_pton(family, terminated, address) == 1;
+}
+
 bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage& storage,
                    socklen_t& length) {
   std::memset(&storage, 0, sizeof storage);
@@ -51,18 +61,18 @@ bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage
     length = sizeof(sockaddr_in);
     return true;
   }
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+  if (parse_ip_literal(AF_INET, host, &v4->sin_addr)) {
     v4->sin_family = AF_INET;
     v4->sin_port = htons(port);
     length = sizeof(sockaddr_in);
     return true;
   }
-  std::string bare = host;
+  std::string_view bare = host;
   if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') {
     bare = bare.substr(1, bare.size() - 2);
   }
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
-  if (::inet_pton(AF_INET6, bare.c_str(), &v6->sin6_addr) == 1) {
+  if (parse_ip_literal(AF_INET6, bare, &v6->sin6_addr)) {
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons(port);
     length = sizeof(sockaddr_in6);

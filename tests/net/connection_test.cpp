@@ -82,6 +82,19 @@ TEST(NetConnection, CallbackStyleWithoutOnMessageIsRefused) {
   EXPECT_THROW(server.serve(weft::net::connection_events{}), std::invalid_argument);
 }
 
+TEST(NetConnection, AHostWithANulInsideIsRefusedNotCutShort) {
+  // inet_pton alone would read "127.0.0.1" and listen there, dropping what follows the NUL.
+  for (const std::string& host :
+       {std::string("127.0.0.1\0junk", 14), std::string("::1\0x", 5), std::string("[::1\0]", 6)}) {
+    auto options = local_options();
+    options.host = host;
+    EXPECT_THROW(weft::net::tcp_server server(options), std::invalid_argument);
+  }
+  auto options = local_options();
+  options.host = "::1";
+  EXPECT_NO_THROW(weft::net::tcp_server server(options));
+}
+
 TEST(NetConnection, CloseFlushesEverythingQueuedThenCloses) {
   auto options = local_options();
   constexpr std::size_t total = 4 << 20;  // far more than the socket buffers hold
