@@ -64,6 +64,10 @@ const std::error_category& libuv_category() noexcept;
 //   - uv_code(), the raw libuv code (negative: UV_ECONNREFUSED, UV_EOF), for code that already
 //     speaks libuv.
 // Cheap to copy and to ask: error_code() is computed from the libuv code on each call.
+// Text that an I/O call passes on as a C string (a path, a host, a service, a program's
+// arguments, environment and working directory) and that holds a NUL byte is refused with
+// UV_EINVAL before anything is done ("open /tmp/a\0b: the path contains a NUL byte at offset
+// 6; ..."), rather than acted on up to the NUL.
 class io_error : public error {
  public:
   // uv_code: a libuv error code (negative); message: what libuv (or weft) says of it.

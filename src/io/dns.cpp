@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "io/c_string.hpp"
 #include "weft/reactor/detail/operation.hpp"
 
 namespace weft::dns {
@@ -111,6 +112,8 @@ class name_lookup final : public detail::pending_operation {
 std::vector<address> resolve(const std::string& host, const std::string& service,
                              const timeout& limit) {
   uv_loop_t& loop = detail::current_uv_loop("weft::dns::resolve");
+  detail::refuse_nul(host, "getaddrinfo", "host");
+  detail::refuse_nul(service, "getaddrinfo", "service");
   auto lookup = std::make_unique<address_lookup>(host, service);
   lookup->start(loop);
   std::unique_ptr<detail::pending_operation> pending(std::move(lookup));
@@ -149,6 +152,7 @@ std::vector<address> resolve(const std::string& host, std::uint16_t port, const 
 
 std::string reverse(const std::string& ip, const timeout& limit) {
   uv_loop_t& loop = detail::current_uv_loop("weft::dns::reverse");
+  detail::refuse_nul(ip, "reverse", "address");
   auto lookup = std::make_unique<name_lookup>(ip);
   lookup->start(loop);
   std::unique_ptr<detail::pending_operation> pending(std::move(lookup));

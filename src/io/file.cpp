@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "io/c_string.hpp"
 #include "io/file_request.hpp"
 #include "weft/error.hpp"
 #include "weft/reactor/detail/operation.hpp"
@@ -19,6 +20,7 @@ using detail::fs_request;
 using detail::run_fs_request;
 
 file file::open(const std::string& path, int flags, int mode, const timeout& limit) {
+  detail::refuse_nul(path, "open", "path");
   auto done = run_fs_request(
       "open", path, limit, [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
         return uv_fs_open(&loop, request.request(), path.c_str(), flags, mode, callback);

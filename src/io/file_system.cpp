@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/c_string.hpp"
 #include "io/file_request.hpp"
 #include "weft/io/file.hpp"
 #include "weft/io/fs.hpp"
@@ -66,6 +67,7 @@ using detail::fs_request;
 using detail::run_fs_request;
 
 file_status stat(const std::string& path, const timeout& limit) {
+  detail::refuse_nul(path, "stat", "path");
   auto done = run_fs_request("stat", path, limit,
                              [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
                                return uv_fs_stat(&loop, request.request(), path.c_str(), callback);
@@ -74,6 +76,8 @@ file_status stat(const std::string& path, const timeout& limit) {
 }
 
 void rename(const std::string& from, const std::string& to, const timeout& limit) {
+  detail::refuse_nul(from, "rename", "source path");
+  detail::refuse_nul(to, "rename", "target path");
   run_fs_request("rename", from + " -> " + to, limit,
                  [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
                    return uv_fs_rename(&loop, request.request(), from.c_str(), to.c_str(),
@@ -82,6 +86,7 @@ void rename(const std::string& from, const std::string& to, const timeout& limit
 }
 
 void unlink(const std::string& path, const timeout& limit) {
+  detail::refuse_nul(path, "unlink", "path");
   run_fs_request("unlink", path, limit,
                  [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
                    return uv_fs_unlink(&loop, request.request(), path.c_str(), callback);
@@ -89,6 +94,7 @@ void unlink(const std::string& path, const timeout& limit) {
 }
 
 void mkdir(const std::string& path, int mode, const timeout& limit) {
+  detail::refuse_nul(path, "mkdir", "path");
   run_fs_request("mkdir", path, limit,
                  [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
                    return uv_fs_mkdir(&loop, request.request(), path.c_str(), mode, callback);
@@ -96,6 +102,7 @@ void mkdir(const std::string& path, int mode, const timeout& limit) {
 }
 
 void rmdir(const std::string& path, const timeout& limit) {
+  detail::refuse_nul(path, "rmdir", "path");
   run_fs_request("rmdir", path, limit,
                  [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
                    return uv_fs_rmdir(&loop, request.request(), path.c_str(), callback);
@@ -103,6 +110,7 @@ void rmdir(const std::string& path, const timeout& limit) {
 }
 
 std::vector<directory_entry> readdir(const std::string& path, const timeout& limit) {
+  detail::refuse_nul(path, "readdir", "path");
   auto done = run_fs_request(
       "readdir", path, limit, [&](uv_loop_t& loop, fs_request& request, uv_fs_cb callback) {
         return uv_fs_scandir(&loop, request.request(), path.c_str(), 0, callback);

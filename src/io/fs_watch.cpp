@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "io/c_string.hpp"
 #include "io/file_handle_wait.hpp"
 #include "reactor/uv_driver.hpp"
 #include "sched/scheduler_core.hpp"
@@ -138,6 +139,7 @@ watch_event watcher::next(const timeout& limit) {
 
 watcher watch(const std::string& path, const watch_options& options) {
   uv_loop_t& loop = detail::current_uv_loop("weft::fs::watch");
+  detail::refuse_nul(path, "watch", "path");
   if (options.recursive) {
     // libuv accepts the flag on Linux and silently watches one level only: refuse instead.
     throw io_error(UV_ENOSYS, "watch", path,

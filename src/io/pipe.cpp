@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "io/c_string.hpp"
 #include "io/listener_state.hpp"
 #include "io/stream_state.hpp"
 
@@ -57,6 +58,7 @@ pipe pipe::open(int fd) {
 
 pipe pipe::connect(const std::string& path, const timeout& limit) {
   uv_loop_t& loop = detail::current_uv_loop("weft::pipe::connect");
+  detail::refuse_nul(path, "connect", "socket path");
   detail::ignore_sigpipe_once();
   // As in tcp::connect: if the wait ends early, the state's deleter closes the handle, libuv
   // ends the connect request with UV_ECANCELED, and the abandoned request frees itself.
@@ -81,6 +83,7 @@ pipe::listener pipe::listener::listen(const std::string& path, int backlog) {
 
 pipe::listener pipe::listener::listen(const std::string& path, const listen_options& options) {
   detail::current_uv_loop("weft::pipe::listener::listen");
+  detail::refuse_nul(path, "listen", "socket path");
   detail::ignore_sigpipe_once();
   sockaddr_un address{};
   address.sun_family = AF_UNIX;

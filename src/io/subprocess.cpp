@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/c_string.hpp"
 #include "io/file_handle_wait.hpp"
 #include "io/stream_handle.hpp"
 #include "io/stream_state.hpp"
@@ -158,6 +159,15 @@ child child_access::spawn(const std::vector<std::string>& argv, const subprocess
     throw std::logic_error(std::string(operation) +
                            ": argv is empty; argv[0] must name the program to run (\"/bin/sh\")");
   }
+  for (const std::string& argument : argv) {
+    refuse_nul(argument, "spawn", "argument");
+  }
+  if (options.env.has_value()) {
+    for (const std::string& entry : *options.env) {
+      refuse_nul(entry, "spawn", "environment entry");
+    }
+  }
+  refuse_nul(options.cwd, "spawn", "working directory");
   uv_loop_t& loop = current_uv_loop(operation);
   ignore_sigpipe_once();
   // From here on the owner's destructor cleans up whatever was made if anything throws.

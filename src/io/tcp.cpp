@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/c_string.hpp"
 #include "io/listener_state.hpp"
 #include "io/stream_state.hpp"
 
@@ -59,8 +60,11 @@ std::string strip_brackets(const std::string& host) {
 }
 
 bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage& out) {
-  std::string bare = strip_brackets(host);
   out = {};
+  if (host.find('\0') != std::string::npos) {
+    return false;  // uv_ip4_addr would read the text before the NUL as the whole host
+  }
+  std::string bare = strip_brackets(host);
   if (uv_ip4_addr(bare.c_str(), port, reinterpret_cast<sockaddr_in*>(&out)) == 0) {
     return true;
   }
@@ -105,6 +109,7 @@ bool is_numeric_host(const std::string& host) {
 std::vector<sockaddr_storage> resolve_host(const std::string& host, std::uint16_t port,
                                            int socket_type, const timeout& limit,
                                            const char* operation) {
+  refuse_nul(host, operation, "host");
   sockaddr_storage numeric;
   if (parse_numeric(host, port, numeric)) {
     return {numeric};

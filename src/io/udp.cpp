@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/c_string.hpp"
 #include "io/stream_handle.hpp"
 
 namespace weft {
@@ -238,6 +239,8 @@ namespace {
 
 void membership(detail::udp_state& state, const std::string& group, const std::string& interface,
                 uv_membership which, const char* operation) {
+  detail::refuse_nul(group, operation, "group address");
+  detail::refuse_nul(interface, operation, "interface address");
   int status = uv_udp_set_membership(&state.udp, group.c_str(),
                                      interface.empty() ? nullptr : interface.c_str(), which);
   if (status < 0) {
