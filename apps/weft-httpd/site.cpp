@@ -173,10 +173,8 @@ http::router site::make_router() {
     http::response page;
     page.headers.set("Content-Type", "text/html; charset=utf-8");
     page.headers.set("Cache-Control", "no-store");
-    std::string authority;
-    if (auto host = ex.request().headers.get("Host")) {
-      authority = *host;
-    } else {
+    std::string authority(ex.request().host());
+    if (authority.empty()) {
       const std::uint16_t port = server_ != nullptr ? server_->port() : config_.port;
       authority = config_.host + ":" + std::to_string(port);
     }

@@ -134,6 +134,17 @@ namespace {
   return path;
 }
 
+std::string_view request::host() const noexcept {
+  std::string_view t = target;
+  if (!t.empty() && t.front() != '/' && t != "*") {
+    std::size_t scheme_end = t.find("://");
+    if (scheme_end == std::string_view::npos) return t;  // authority-form (CONNECT)
+    std::string_view authority = t.substr(scheme_end + 3);
+    return authority.substr(0, authority.find_first_of("/?#"));
+  }
+  return headers.get("Host").value_or(std::string_view());
+}
+
 std::string request::path() const { return percent_decode(raw_path()); }
 
 std::vector<std::string> request::path_segments() const {

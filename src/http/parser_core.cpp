@@ -40,6 +40,7 @@ void parser_core::forget_framing() noexcept {
   transfer_encoding_ = te_chunked_ = te_chunked_last_ = false;
   connection_close_ = connection_keep_alive_ = false;
   te_unknown_.clear();
+  host_fault_.clear();
 }
 
 [[gnu::hot]] std::string_view parser_core::whole_head(std::string_view input) const noexcept {
@@ -239,7 +240,13 @@ std::size_t parser_core::fail_section_size() {
     if (!framing) continue;
     switch (name_size) {
       case 4:
-        if (iequals(field_name, "host")) ++host_fields_;
+        if (iequals(field_name, "host")) {
+          ++host_fields_;
+          const std::size_t bad = find_non_host_char(field_value);
+          if (bad != std::string_view::npos) [[unlikely]] {
+            note_host_fault(field_value, bad);
+          }
+        }
         break;
       case 10:
         if (iequals(field_name, "connection")) {
@@ -354,6 +361,14 @@ bool parser_core::choose_length_body() {
   return true;
 }
 
+// Noted while the fields are parsed and reported by choose_request_body, the one place that
+// knows the section is a request's (a response's Host field means nothing and is not checked).
+void parser_core::note_host_fault(std::string_view value, std::size_t at) {
+  host_fault_ = "the Host field " + quoted(value) + " is not a host[:port] (RFC 9112 3.2): " +
+                byte_name(static_cast<unsigned char>(value[at])) + " at offset " +
+                std::to_string(at);
+}
+
 [[gnu::hot]] bool parser_core::choose_request_body(int version_minor) {
   if (version_minor >= 1 && host_fields_ != 1) {
     fail(status::bad_request, host_fields_ == 0
@@ -363,6 +378,10 @@ bool parser_core::choose_length_body() {
   }
   if (version_minor == 0 && host_fields_ > 1) {
     fail(status::bad_request, "Host appears more than once (RFC 9112 3.2)");
+    return false;
+  }
+  if (!host_fault_.empty()) [[unlikely]] {
+    fail(status::bad_request, host_fault_);
     return false;
   }
   if (transfer_encoding_) {

@@ -257,6 +257,23 @@ void request_parser::reset() noexcept {
       });
       return false;
     }
+    // Its authority is the request's host (RFC 9112 3.2.2; request::host()), held to what a
+    // Host field may hold: no userinfo, and not empty (RFC 9110 4.2.1).
+    std::string_view authority = target_text.substr(colon + 3);
+    authority = authority.substr(0, authority.find_first_of("/?"));
+    const std::size_t bad = detail::find_non_host_char(authority);
+    if (authority.empty() || bad != std::string_view::npos) {
+      fail_with(status::bad_request, [&] {
+        return std::string(
+            "the authority " + detail::quoted(authority) +
+            " of the absolute-form target is not a host[:port] (RFC 9112 3.2.2)" +
+            (authority.empty()
+                 ? std::string(": it is empty")
+                 : ": " + detail::byte_name(static_cast<unsigned char>(authority[bad])) +
+                       " at offset " + std::to_string(bad)));
+      });
+      return false;
+    }
   }
   if ((marks & 2) != 0) {
     fail_with(status::bad_request, [&] {

@@ -211,6 +211,16 @@ void serialize(const request& r, std::string& out) {
         "http::serialize(request): an HTTP/1.1 request needs exactly one Host field "
         "(RFC 9112 3.2)");
   }
+  if (std::optional<std::string_view> host = r.headers.get("Host")) {
+    const std::size_t bad = detail::find_non_host_char(*host);
+    if (bad != std::string_view::npos) {
+      throw std::invalid_argument("http::serialize(request): the Host field '" +
+                                  std::string(*host) +
+                                  "' is not a host[:port] (RFC 9112 3.2: "
+                                  "no space, userinfo, path or control; byte " +
+                                  std::to_string(bad) + "); a server answers it with 400");
+    }
+  }
   framing f = framing_of(r.headers, "http::serialize(request)");
   check_trailers(r.trailers, f, "http::serialize(request)");
   if (f.chunked && r.version_minor == 0) {

@@ -67,37 +67,8 @@ struct head_prefixes {
 // Constant-initialised, so reaching it costs no thread_local guard.
 thread_local head_prefixes cached_heads;
 
-// Whether the n bytes at a and b are equal, compared in registers inline (the keys are a server
-// name and a content type, a few dozen bytes; memcmp's call cost more than the compare): eight
-// at a time, the last eight overlapping the ones before; under eight, four and four.
-[[gnu::hot]] bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
-  const auto load8 = [](const char* p) {
-    std::uint64_t v = 0;
-    std::memcpy(&v, p, 8);
-    return v;
-  };
-  const auto load4 = [](const char* p) {
-    std::uint32_t v = 0;
-    std::memcpy(&v, p, 4);
-    return v;
-  };
-  if (n >= 8) {
-    for (std::size_t i = 0; i + 8 < n; i += 8) {
-      if (load8(a + i) != load8(b + i)) return false;
-    }
-    return load8(a + n - 8) == load8(b + n - 8);
-  }
-  if (n >= 4) {
-    return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
 bool same(const head_prefix& p, std::uint16_t at, std::uint16_t size, std::string_view text) {
-  return size == text.size() && equal_bytes(p.bytes + at, text.data(), size);
+  return size == text.size() && equal_short_bytes(p.bytes + at, text.data(), size);
 }
 
 }  // namespace

@@ -224,6 +224,17 @@ TEST(HttpRequestParser, EveryMethodAndTargetForm) {
   ASSERT_FALSE(absolute.error) << absolute.reason;
   EXPECT_EQ(absolute.messages[0].path(), "/p q");
   EXPECT_EQ(absolute.messages[0].query("x"), "1");
+  // The request's host: the absolute-form target's authority, not the Host field (RFC 9112
+  // 3.2.2); CONNECT's target; otherwise the Host field.
+  EXPECT_EQ(absolute.messages[0].host(), "a.example");
+  EXPECT_EQ(connect.messages[0].host(), "example.com:443");
+  EXPECT_EQ(star.messages[0].host(), "a");
+  auto plain = parse_requests("GET /x HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
+  ASSERT_FALSE(plain.error) << plain.reason;
+  EXPECT_EQ(plain.messages[0].host(), "[::1]:8080");
+  auto old = parse_requests("GET /x HTTP/1.0\r\n\r\n");
+  ASSERT_FALSE(old.error) << old.reason;
+  EXPECT_EQ(old.messages[0].host(), "");
 }
 
 TEST(HttpRequestParser, ValuesKeepTabsObsTextAndEmptiness) {

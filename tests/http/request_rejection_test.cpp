@@ -154,6 +154,49 @@ TEST(HttpRequestRejection, HostMissingOrRepeatedInHttp11) {
                   "Host appears more than once");
 }
 
+// RFC 9112 3.2: "A server MUST respond with a 400 ... to any HTTP/1.1 request message that ...
+// contains ... a Host header field with an invalid field value". A handler that builds a link or
+// picks a virtual host from Host never sees userinfo, a path or a space there.
+TEST(HttpRequestRejection, HostValueThatIsNotAHostPort) {
+  expect_rejected("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", http::status::bad_request,
+                  "the Host field 'a b' is not a host[:port] (RFC 9112 3.2): 0x20 at offset 1");
+  expect_rejected("GET / HTTP/1.1\r\nHost: user@evil.example\r\n\r\n", http::status::bad_request,
+                  "0x40 '@' at offset 4");
+  expect_rejected("GET / HTTP/1.1\r\nHost: a/../b\r\n\r\n", http::status::bad_request,
+                  "0x2F '/' at offset 1");
+  expect_rejected("GET / HTTP/1.0\r\nHost: a?b\r\n\r\n", http::status::bad_request,
+                  "0x3F '?' at offset 1");
+  expect_rejected("GET / HTTP/1.1\r\nHost: a\\b\r\n\r\n", http::status::bad_request, "0x5C");
+  expect_rejected("GET / HTTP/1.1\r\nHost: \xC3\xA9.example\r\n\r\n", http::status::bad_request,
+                  "0xC3 at offset 0");
+  // An absolute-form target's authority is the request's host and is held to the same rule.
+  expect_rejected("GET http://user@evil.example/ HTTP/1.1\r\nHost: a\r\n\r\n",
+                  http::status::bad_request,
+                  "the authority 'user@evil.example' of the absolute-form target is not a "
+                  "host[:port] (RFC 9112 3.2.2): 0x40 '@' at offset 4");
+  expect_rejected("GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", http::status::bad_request,
+                  "the authority '' of the absolute-form target is not a host[:port] (RFC 9112 "
+                  "3.2.2): it is empty");
+  // What a host[:port] holds is accepted, an empty value included (RFC 9112 3.2: a target URI
+  // without an authority).
+  for (std::string_view host : {"example.com", "example.com:8080", "[::1]:443", "[fe80::1%25eth0]",
+                                "127.0.0.1", "xn--bcher-kva.example", "a_b-c~d", ""}) {
+    auto out = parse_requests("GET / HTTP/1.1\r\nHost: " + std::string(host) + "\r\n\r\n");
+    EXPECT_FALSE(out.error) << "Host: " << host << ": " << out.reason;
+  }
+  // Each pipelined request's Host is checked on its own: good after good, and a bad one after
+  // a good one is refused once the good one was delivered.
+  std::string two = "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: b\r\n\r\n";
+  auto both = parse_requests(two);
+  EXPECT_FALSE(both.error) << both.reason;
+  EXPECT_EQ(both.messages.size(), 2u);
+  auto second_bad =
+      parse_requests("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a b\r\n\r\n");
+  ASSERT_TRUE(second_bad.error);
+  EXPECT_EQ(*second_bad.error, http::status::bad_request);
+  EXPECT_EQ(second_bad.messages.size(), 1u);
+}
+
 // --- chunked bodies (RFC 9112 7.1) ---
 
 namespace {

@@ -33,6 +33,15 @@ auto parse_responses(std::string_view input, http::method answered = http::metho
 
 }  // namespace
 
+TEST(HttpResponseParser, AResponsesHostFieldIsNotCheckedAsAHost) {
+  // Host is a request's field (RFC 9112 3.2); in a response it means nothing, and the client
+  // does not refuse a response over it.
+  auto out = parse_responses("HTTP/1.1 200 OK\r\nHost: a b@c\r\nContent-Length: 2\r\n\r\nok");
+  ASSERT_FALSE(out.error) << out.reason;
+  ASSERT_EQ(out.messages.size(), 1u);
+  EXPECT_EQ(out.messages[0].body, "ok");
+}
+
 TEST(HttpResponseParser, StatusLineFieldsAndContentLengthBody) {
   auto out = parse_responses(
       "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nnot here!");

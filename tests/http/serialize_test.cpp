@@ -242,4 +242,14 @@ TEST(HttpSerialize, RequestRefusals) {
   old_chunked.version_minor = 0;
   old_chunked.headers.add("Transfer-Encoding", "chunked");
   EXPECT_THROW(http::serialize(old_chunked, wire), std::invalid_argument);
+  for (const char* host : {"a b", "user@h", "h/x", "h\\x"}) {
+    http::request bad_host;
+    bad_host.headers.add("Host", host);
+    wire.clear();
+    EXPECT_THROW(http::serialize(bad_host, wire), std::invalid_argument) << host;
+    EXPECT_TRUE(wire.empty()) << "nothing is written for a refused request";
+  }
+  http::request v6_host;
+  v6_host.headers.add("Host", "[::1]:8080");
+  EXPECT_NO_THROW(http::serialize(v6_host, wire));
 }

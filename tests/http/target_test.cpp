@@ -65,6 +65,9 @@ TEST(HttpTarget, AbsoluteFormGivesItsPathAndQuery) {
   EXPECT_EQ(with_target("http://example.com").raw_path(), "/");
   EXPECT_EQ(with_target("http://example.com?a=b").raw_path(), "/");
   EXPECT_EQ(with_target("http://example.com?a=b").query("a"), "b");
+  EXPECT_EQ(with_target("http://example.com:8080/x/y?z=1").host(), "example.com:8080");
+  EXPECT_EQ(with_target("http://example.com?a=b").host(), "example.com");
+  EXPECT_EQ(with_target("http://example.com").host(), "example.com");
 }
 
 TEST(HttpTarget, MalformedEscapesThrowNamingTheText) {

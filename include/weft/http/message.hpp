@@ -17,7 +17,8 @@
 //     throws std::invalid_argument for a message that cannot be framed honestly: a
 //     Content-Length that differs from the body, a Transfer-Encoding other than chunked, a body
 //     or Content-Length on a status that forbids content, trailers without chunked framing, an
-//     HTTP/1.1 request without Host. Nothing is dropped silently.
+//     HTTP/1.1 request without Host or with a Host value that is not a host[:port] (the
+//     request parser answers such a request 400). Nothing is dropped silently.
 //   - The Date field is cached per second per thread (http_date()), so serialising a response
 //     costs no time formatting.
 #pragma once
@@ -65,6 +66,12 @@ struct request {
   // in a trailer can pose as a header (RFC 9110 6.5.1).
   weft::http::headers trailers;
 
+  // The host the request is for (RFC 9112 3.2.2, as Go's Request.Host): the authority of an
+  // absolute-form target ("http://h:8080/a" -> "h:8080"; the Host field is then ignored, as the
+  // RFC asks), the target itself in authority-form (CONNECT "h:443"), otherwise the Host
+  // field's value; "" when there is none (an HTTP/1.0 request without Host). The request
+  // parser refuses (400) a Host value or an absolute-form authority that is not a host[:port].
+  std::string_view host() const noexcept;
   // The path part of the target as received, still percent-encoded: "/a%20b" for
   // "/a%20b?x=1" and for "http://h/a%20b?x=1"; "*" for asterisk-form; "" for authority-form.
   std::string_view raw_path() const noexcept;
@@ -129,7 +136,8 @@ bool serialize_head(const response& r, std::string& out, const response_context&
 // Appends the request line "METHOD target HTTP/1.<minor>", the fields, Content-Length when
 // absent and there is a body (or the method is POST, PUT or PATCH), and the body (chunked
 // with trailers when the fields say so). Throws std::invalid_argument for an HTTP/1.1 request
-// without Host, a target with a space or a control character, or a framing conflict.
+// without Host, a Host value with a byte no host[:port] holds (space, '@', '/', a control), a
+// target with a space or a control character, or a framing conflict.
 void serialize(const request& r, std::string& out);
 
 // One chunk of a chunked body ("<hex size>\r\n<data>\r\n"); nothing for empty data (an empty

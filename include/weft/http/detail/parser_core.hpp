@@ -112,6 +112,8 @@ class parser_core {
                     std::size_t* section_end = nullptr);
   // Checks the framing fields (RFC 9112 6.1-6.3) and picks how the body is framed.
   bool choose_request_body(int version_minor);
+  // Keeps why a Host value is refused (cold: only for a bad value).
+  [[gnu::cold, gnu::noinline]] void note_host_fault(std::string_view value, std::size_t at);
   bool choose_response_body(int version_minor, std::uint16_t code, bool head_request,
                             bool connect_request);
   // Shared by both: the 501 for a transfer coding other than chunked (te_unknown_), and the
@@ -154,6 +156,7 @@ class parser_core {
   bool connection_close_ = false;
   bool connection_keep_alive_ = false;
   std::string te_unknown_;  // the first coding weft does not implement
+  std::string host_fault_;  // why the Host value is not a host[:port]; empty when it is
   status error_status_ = status::ok;
   std::string error_reason_;
 };
