@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Alternating rounds of suite http's servers under wrk: the server's CPU per request split
+into user and system time, for comparing two builds or a server with its peers on a noisy
+machine (suite net's bench/net/alternate.py, for HTTP).
+
+  python3 bench/http/alternate.py [--connections 64] [--pipeline 1] [--rounds 5] [--seconds 5]
+      [--path /hello] SERVER [SERVER ...]
+
+A SERVER is NAME=COMMAND, the command line of a program that serves suite http's contract
+(`--port N --mode hello --root bench/http/root` are appended; it prints a line once it listens
+and stops at the end of its standard input: every program of suite http, nginx and h2o through
+their launchers in bench/peers/http/). Example:
+
+  python3 bench/http/alternate.py --connections 1000 \\
+      weft=build/release/bench/bench_http_weft bare=build/release/bench/bench_http_bare \\
+      nginx='python3 bench/peers/http/nginx.py --work-dir /tmp/alternate-nginx'
+
+(nginx and h2o's launchers need --work-dir, a directory for their configuration and logs.)
+
+Each round runs every server once, in the given order in even rounds and reversed in odd ones,
+each in a session of its own pinned to CPU 0, with wrk -t1 (bench/http/wrk.lua) pinned to CPU 1:
+a 1 s warm-up run, then a measured run of SECONDS, with the user and system clock ticks of every
+process of the server's session read from /proc just before and just after it (as
+bench/http/http_load.py reads them for run.py, there as one total), divided by the requests wrk
+completed. Prints one line per run and, per server, the medians of requests/s, p99, user,
+system and total with every round's total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def session_ticks(session: int) -> tuple[int, int]:
+    """(user, system) clock ticks so far of every process in the session."""
+    user = system = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        if int(fields[3]) == session:
+            user += int(fields[11])
+            system += int(fields[12])
+    return user, system
+
+
+def pinned(command: list[str], cpu: int) -> list[str]:
+    if shutil.which("taskset") and (os.cpu_count() or 1) >= 2:
+        return ["taskset", "-c", str(cpu)] + command
+    return command
+
+
+def wrk(port: int, arguments: argparse.Namespace, seconds: int) -> str:
+    env = dict(os.environ, WEFT_WRK_CONNECTIONS=str(arguments.connections),
+               WEFT_WRK_DEPTH=str(arguments.pipeline))
+    command = pinned(["wrk", "-t1", f"-c{arguments.connections}", f"-d{seconds}s", "--timeout",
+                      "10s", "--latency", "-s", str(HERE / "wrk.lua"),
+                      f"http://127.0.0.1:{port}{arguments.path}", "--",
+                      str(arguments.pipeline)], 1)
+    done = subprocess.run(command, capture_output=True, text=True, env=env,
+                          timeout=seconds + 60)
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk failed:\n{done.stdout}{done.stderr}")
+    errors = re.search(r"Socket errors: .*", done.stdout)
+    if errors or "Non-2xx" in done.stdout:
+        raise RuntimeError(f"wrk saw errors:\n{done.stdout}")
+    return done.stdout
+
+
+def run_once(command: list[str], arguments: argparse.Namespace) -> tuple[float, ...]:
+    """requests/s, p99 (us), user and system us per request of one run of the server."""
+    port = run.free_port()
+    errors = tempfile.TemporaryFile()
+    server = subprocess.Popen(
+        pinned(command + ["--port", str(port), "--mode", "hello", "--root",
+                          str(HERE / "root")], 0),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, start_new_session=True)
+    try:
+        try:
+            run.wait_ready(server, port, 10, errors)
+        except run.Failure as failure:
+            raise RuntimeError(f"{shlex.join(command)}: {failure}") from None
+        wrk(port, arguments, 1)
+        before = session_ticks(server.pid)
+        output = wrk(port, arguments, arguments.seconds)
+        after = session_ticks(server.pid)
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+            server.wait()
+        errors.close()
+    total = re.search(r"(\d+) requests in", output)
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    p99 = re.search(r"^weft-p99-us (\d+)$", output, re.MULTILINE)
+    if not (total and rate and p99) or int(total.group(1)) == 0:
+        raise RuntimeError(f"unreadable wrk output:\n{output}")
+    per_tick = 1e6 / TICKS / int(total.group(1))
+    return (float(rate.group(1)), float(p99.group(1)), (after[0] - before[0]) * per_tick,
+            (after[1] - before[1]) * per_tick)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--pipeline", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--path", default="/hello")
+    parser.add_argument("servers", nargs="+", metavar="NAME=COMMAND")
+    arguments = parser.parse_args()
+    if shutil.which("wrk") is None:
+        parser.error("wrk not found (Debian's wrk package)")
+    if arguments.rounds < 1 or arguments.connections < 1 or arguments.seconds < 1:
+        parser.error("--rounds, --connections and --seconds must be positive")
+    servers = []
+    for spec in arguments.servers:
+        name, equals, command = spec.partition("=")
+        if not equals or not name or not command.strip():
+            parser.error(f"a server is NAME=COMMAND, not {spec!r}")
+        servers.append((name, shlex.split(command)))
+    results: dict[str, list[tuple[float, ...]]] = {name: [] for name, _ in servers}
+    for index in range(arguments.rounds):
+        for name, command in servers if index % 2 == 0 else servers[::-1]:
+            try:
+                measured = run_once(command, arguments)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
+                print(f"alternate.py: error: {name}: {failure}", file=sys.stderr)
+                return 1
+            results[name].append(measured)
+            rate, p99, user, system = measured
+            print(f"round {index + 1} {name}: {rate:,.0f} requests/s, p99 {p99:,.0f} us, "
+                  f"user {user:.3f} + system {system:.3f} = {user + system:.3f} us/request",
+                  flush=True)
+    print("\nmedians (us per request; every round's total in brackets)")
+    for name, rows in results.items():
+        totals = " ".join(f"{user + system:.2f}" for _, _, user, system in rows)
+        print(f"{name}: {statistics.median(r[0] for r in rows):,.0f} requests/s, "
+              f"p99 {statistics.median(r[1] for r in rows):,.0f} us, "
+              f"user {statistics.median(r[2] for r in rows):.3f}, "
+              f"system {statistics.median(r[3] for r in rows):.3f}, "
+              f"total {statistics.median(r[2] + r[3] for r in rows):.2f} [{totals}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
