@@ -41,26 +41,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
+from http_load import LoadError, session_ticks  # noqa: E402  (bench/http/http_load.py)
 
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def session_ticks(session: int) -> tuple[int, int]:
-    """(user, system) clock ticks so far of every process in the session."""
-    user = system = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2:].split()
-        if int(fields[3]) == session:
-            user += int(fields[11])
-            system += int(fields[12])
-    return user, system
 
 
 def pinned(command: list[str], cpu: int) -> list[str]:
@@ -145,7 +130,7 @@ def main() -> int:
         for name, command in servers if index % 2 == 0 else servers[::-1]:
             try:
                 measured = run_once(command, arguments)
-            except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
+            except (RuntimeError, LoadError, OSError, subprocess.SubprocessError) as failure:
                 print(f"alternate.py: error: {name}: {failure}", file=sys.stderr)
                 return 1
             results[name].append(measured)

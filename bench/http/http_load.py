@@ -50,9 +50,10 @@ class LoadError(Exception):
     pass
 
 
-def session_cpu_seconds(session: int) -> float:
-    """User + system CPU time so far of every process (all threads) in the session."""
-    ticks = 0
+def session_ticks(session: int) -> tuple[int, int]:
+    """(user, system) clock ticks so far of every process (all threads) in the session;
+    LoadError when none is left."""
+    user = system = 0
     found = False
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -68,10 +69,16 @@ def session_cpu_seconds(session: int) -> float:
         if int(fields[3]) != session:
             continue
         found = True
-        ticks += int(fields[11]) + int(fields[12])
+        user += int(fields[11])
+        system += int(fields[12])
     if not found:
         raise LoadError(f"the server (session {session}) is gone")
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return user, system
+
+
+def session_cpu_seconds(session: int) -> float:
+    """User + system CPU time so far of every process (all threads) in the session."""
+    return sum(session_ticks(session)) / os.sysconf("SC_CLK_TCK")
 
 
 def read_response(connection: socket.socket, pending: bytearray) -> tuple[int, bytes]:
