@@ -232,8 +232,8 @@ void request_parser::reset() noexcept {
       return false;
     }
   } else if (*m == method::connect) {
-    if (target_text.find_first_of("/?#@") != std::string_view::npos ||
-        target_text.find(':') == std::string_view::npos) {
+    if (target_text.find(':') == std::string_view::npos ||
+        detail::find_non_host_char(target_text) != std::string_view::npos) {
       fail_with(status::bad_request, [&] {
         return std::string("the CONNECT target " + detail::quoted(target_text) +
                            " is not host:port (authority-form)");

@@ -302,6 +302,12 @@ TEST(HttpRequestRejection, InvalidTargets) {
   expect_rejected("GET * HTTP/1.1\r\nHost: a\r\n\r\n", http::status::bad_request, "OPTIONS");
   expect_rejected("CONNECT /x HTTP/1.1\r\nHost: a\r\n\r\n", http::status::bad_request,
                   "authority-form");
+  expect_rejected("CONNECT user@h:443 HTTP/1.1\r\nHost: h\r\n\r\n", http::status::bad_request,
+                  "authority-form");
+  expect_rejected("CONNECT a^b:443 HTTP/1.1\r\nHost: h\r\n\r\n", http::status::bad_request,
+                  "authority-form");
+  expect_rejected("CONNECT h HTTP/1.1\r\nHost: h\r\n\r\n", http::status::bad_request,
+                  "authority-form");
   expect_rejected("GET /a#frag HTTP/1.1\r\nHost: a\r\n\r\n", http::status::bad_request, "fragment");
 }
 

@@ -155,6 +155,14 @@ void decode_target(const http::request& m) {
     for (const auto& [name, value] : pairs) {
       check(m.query(name).has_value(), "a query parameter that query(name) does not find");
     }
+    // The request's host (the Host field, or the target's authority) is a host[:port]: the
+    // parser refuses any other (RFC 9112 3.2).
+    for (char c : m.host()) {
+      const bool host_byte =
+          (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+          std::string_view("-._~!$&'()*+,;=:[]%").find(c) != std::string_view::npos;
+      check(host_byte, "an accepted request's host() holds a byte no host[:port] holds");
+    }
     static_cast<void>(m.keep_alive());
     static_cast<void>(m.expects_continue());
   } catch (const std::exception& e) {
