@@ -2,6 +2,7 @@
 // that a reason never grows with the input. Internal to the http layer.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -40,5 +41,18 @@ inline std::string quoted(std::string_view text) {
 }
 
 inline bool is_space_or_tab(char c) noexcept { return c == ' ' || c == '\t'; }
+
+// Why a host (a Host field, an absolute-form target's authority) is refused: "<what> '<value>'
+// <after> is not a host[:port] (RFC <section>): <the byte> at offset <at>", or ": it is empty"
+// when at is npos.
+inline std::string host_fault_reason(std::string_view what, std::string_view value,
+                                     std::string_view after, std::size_t at,
+                                     std::string_view section) {
+  std::string reason = std::string(what) + " " + quoted(value) + std::string(after) +
+                       " is not a host[:port] (RFC " + std::string(section) + "): ";
+  if (at == std::string_view::npos) return reason + "it is empty";
+  return reason + byte_name(static_cast<unsigned char>(value[at])) + " at offset " +
+         std::to_string(at);
+}
 
 }  // namespace weft::http::detail

@@ -113,15 +113,30 @@ std::string percent_encode(std::string_view text, bool keep_slash) {
 
 namespace {
 
+bool origin_or_asterisk(std::string_view target) noexcept {
+  return target.empty() || target.front() == '/' || target == "*";
+}
+
+// A target that is neither origin-form nor '*', split at the end of its authority: absolute-form
+// "http://h:8080/a?x" -> {"h:8080", "/a?x"}; authority-form (CONNECT "h:443", no "://") ->
+// {"h:443", ""}.
+struct authority_split {
+  std::string_view authority;
+  std::string_view rest;
+};
+authority_split split_authority(std::string_view target) noexcept {
+  std::size_t scheme_end = target.find("://");
+  if (scheme_end == std::string_view::npos) return {target, {}};
+  std::string_view after = target.substr(scheme_end + 3);
+  std::size_t end = after.find_first_of("/?");
+  if (end == std::string_view::npos) return {after, {}};
+  return {after.substr(0, end), after.substr(end)};
+}
+
 // The path-and-query part of a target: origin-form as is, absolute-form after its authority.
 [[gnu::hot]] std::string_view path_and_query(std::string_view target) noexcept {
-  if (target.empty() || target.front() == '/' || target == "*") return target;
-  std::size_t scheme_end = target.find("://");
-  if (scheme_end == std::string_view::npos) return {};  // authority-form (CONNECT)
-  std::string_view rest = target.substr(scheme_end + 3);
-  std::size_t path_start = rest.find_first_of("/?");
-  if (path_start == std::string_view::npos) return {};
-  return rest.substr(path_start);
+  if (origin_or_asterisk(target)) return target;
+  return split_authority(target).rest;
 }
 
 }  // namespace
@@ -135,14 +150,9 @@ namespace {
 }
 
 std::string_view request::host() const noexcept {
-  std::string_view t = target;
-  if (!t.empty() && t.front() != '/' && t != "*") {
-    std::size_t scheme_end = t.find("://");
-    if (scheme_end == std::string_view::npos) return t;  // authority-form (CONNECT)
-    std::string_view authority = t.substr(scheme_end + 3);
-    return authority.substr(0, authority.find_first_of("/?#"));
-  }
-  return headers.get("Host").value_or(std::string_view());
+  if (origin_or_asterisk(target)) return headers.get("Host").value_or(std::string_view());
+  std::string_view authority = split_authority(target).authority;
+  return authority.substr(0, authority.find('#'));  // a built request's fragment is no host
 }
 
 std::string request::path() const { return percent_decode(raw_path()); }

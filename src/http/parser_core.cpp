@@ -364,9 +364,7 @@ bool parser_core::choose_length_body() {
 // Noted while the fields are parsed and reported by choose_request_body, the one place that
 // knows the section is a request's (a response's Host field means nothing and is not checked).
 void parser_core::note_host_fault(std::string_view value, std::size_t at) {
-  host_fault_ = "the Host field " + quoted(value) + " is not a host[:port] (RFC 9112 3.2): " +
-                byte_name(static_cast<unsigned char>(value[at])) + " at offset " +
-                std::to_string(at);
+  host_fault_ = host_fault_reason("the Host field", value, "", at, "9112 3.2");
 }
 
 [[gnu::hot]] bool parser_core::choose_request_body(int version_minor) {

@@ -264,13 +264,8 @@ void request_parser::reset() noexcept {
     const std::size_t bad = detail::find_non_host_char(authority);
     if (authority.empty() || bad != std::string_view::npos) {
       fail_with(status::bad_request, [&] {
-        return std::string(
-            "the authority " + detail::quoted(authority) +
-            " of the absolute-form target is not a host[:port] (RFC 9112 3.2.2)" +
-            (authority.empty()
-                 ? std::string(": it is empty")
-                 : ": " + detail::byte_name(static_cast<unsigned char>(authority[bad])) +
-                       " at offset " + std::to_string(bad)));
+        return detail::host_fault_reason("the authority", authority, " of the absolute-form target",
+                                         bad, "9112 3.2.2");
       });
       return false;
     }

@@ -8,6 +8,7 @@
 
 #include "http/chars.hpp"
 #include "http/date.hpp"
+#include "http/describe.hpp"
 #include "http/fields_builder.hpp"
 #include "weft/http/message.hpp"
 
@@ -214,11 +215,10 @@ void serialize(const request& r, std::string& out) {
   if (std::optional<std::string_view> host = r.headers.get("Host")) {
     const std::size_t bad = detail::find_non_host_char(*host);
     if (bad != std::string_view::npos) {
-      throw std::invalid_argument("http::serialize(request): the Host field '" +
-                                  std::string(*host) +
-                                  "' is not a host[:port] (RFC 9112 3.2: "
-                                  "no space, userinfo, path or control; byte " +
-                                  std::to_string(bad) + "); a server answers it with 400");
+      throw std::invalid_argument(
+          "http::serialize(request): " +
+          detail::host_fault_reason("the Host field", *host, "", bad, "9112 3.2") +
+          "; a server answers it with 400");
     }
   }
   framing f = framing_of(r.headers, "http::serialize(request)");

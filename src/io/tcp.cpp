@@ -60,11 +60,10 @@ std::string strip_brackets(const std::string& host) {
 }
 
 bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage& out) {
-  out = {};
-  if (host.find('\0') != std::string::npos) {
-    return false;  // uv_ip4_addr would read the text before the NUL as the whole host
-  }
+  // host holds no NUL, which uv_ip4_addr would take for its end: resolve_host, which every
+  // call comes through first (is_numeric_host too, in connect), refused it (refuse_nul).
   std::string bare = strip_brackets(host);
+  out = {};
   if (uv_ip4_addr(bare.c_str(), port, reinterpret_cast<sockaddr_in*>(&out)) == 0) {
     return true;
   }
