@@ -23,6 +23,7 @@
 #include "net/socket_calls.hpp"
 #include "net/spare_list.hpp"
 #include "net/worker_state.hpp"
+#include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
 
 #if defined(WEFT_SANITIZE_ADDRESS)
@@ -573,6 +574,9 @@ void connection::read_failed(int error_number) {
   const bool bounded = deadline != steady::time_point::max();
   reader_waiting_ = true;
   reader_ = weft::detail::running_coroutine(*scheduler_);
+  // Resumed with a thousand others in between, the coroutine comes back to a cold connection:
+  // the scheduler fetches its lines with the coroutine's stack (coroutine::set_prefetch_hint).
+  reader_->set_prefetch_hint(this);
   try {
     if (!bounded) {
       wait_readable(fd_, limit);

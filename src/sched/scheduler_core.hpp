@@ -239,7 +239,7 @@ class scheduler_core {
       coroutine* next = queue_.pop();
       if (next != nullptr && !(next->cancel_pending_ && next->state_ == coroutine_state::created)) {
         --poll_countdown_;
-        if (next->state_ != coroutine_state::created) {
+        if (next->state_ != coroutine_state::created || next->prefetch_hint_ != nullptr) {
           prefetch_successors();  // a server's case; not a burst of fresh spawns
         }
         return next;
@@ -285,6 +285,11 @@ class scheduler_core {
         const char* end = top - resume < most ? top : resume + most;
         for (const char* line = resume; line < end; line += 64) {
           __builtin_prefetch(line);
+        }
+      }
+      if (const auto* hint = static_cast<const char*>(soon->prefetch_hint_)) {
+        for (std::size_t at = 0; at < coroutine::prefetch_hint_bytes; at += 64) {
+          __builtin_prefetch(hint + at);
         }
       }
       if (const coroutine* later = queue_.peek(1)) {

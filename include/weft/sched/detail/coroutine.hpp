@@ -174,6 +174,13 @@ class coroutine {
     finish_context_ = context;
   }
 
+  // What the coroutine reads first when it runs, for a coroutine that starts on memory gone
+  // cold (a server's connection, resumed after thousands of others): the scheduler prefetches
+  // its first prefetch_hint_bytes while the coroutine before this one runs, as it prefetches
+  // the stack of a suspended one (scheduler_core::prefetch_successors). Null: nothing.
+  static constexpr std::size_t prefetch_hint_bytes = 384;
+  void set_prefetch_hint(const void* first) noexcept { prefetch_hint_ = first; }
+
  protected:
   virtual ~coroutine();
   // Runs the body and stores its result or exception in the derived block.
@@ -206,6 +213,9 @@ class coroutine {
   wait_source* const* waiting_on_ = nullptr;  // armed sources while suspended (deadlock report)
   std::size_t waiting_count_ = 0;
   wait_source* parked_on_ = nullptr;  // the one source of a park() (waiting_on_ points here)
+  // In the block's first three lines, which the scheduler prefetches a tick before it reads
+  // this (set_prefetch_hint).
+  const void* prefetch_hint_ = nullptr;
   detail::stack stack_{};
   std::uint64_t id_ = 0;
   struct live_link : list_node {
