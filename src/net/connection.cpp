@@ -576,7 +576,10 @@ void connection::read_failed(int error_number) {
   reader_ = weft::detail::running_coroutine(*scheduler_);
   // Resumed with a thousand others in between, the coroutine comes back to a cold connection:
   // the scheduler fetches its lines with the coroutine's stack (coroutine::set_prefetch_hint).
-  reader_->set_prefetch_hint(this);
+  // With few connections on the worker they stay in the cache and are not hinted.
+  if (worker_ != nullptr && worker_->live >= 256) {
+    reader_->set_prefetch_hint(this);
+  }
   try {
     if (!bounded) {
       wait_readable(fd_, limit);

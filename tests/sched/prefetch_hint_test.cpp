@@ -1,8 +1,8 @@
-// coroutine::set_prefetch_hint: once more coroutines are alive than a core's cache holds the
-// working sets of, the scheduler prefetches what a queued coroutine's hint points at while the
-// coroutine before it runs (scheduler_core::prefetch_successors), as it prefetches a suspended
-// coroutine's stack. A prefetch never faults and nothing reads through a hint, so a hint may
-// point anywhere, at memory already freed or that no read may touch, and it changes no order.
+// coroutine::set_prefetch_hint: the scheduler prefetches what a queued coroutine's hint points at
+// while the coroutine before it runs (scheduler_core::prefetch_successors), whatever the number of
+// coroutines alive, and with it, once more are alive than a core's cache holds, the stack of a
+// suspended one. A prefetch never faults and nothing reads through a hint, so a hint may point
+// anywhere, at memory already freed or that no read may touch, and it changes no order.
 #include <sys/mman.h>
 
 #include <vector>
@@ -38,7 +38,7 @@ TEST(PrefetchHint, HintsAtUnreadableMemoryNeverFaultAndChangeNoOrder) {
   unreadable_page page;
   ASSERT_NE(page.at, MAP_FAILED);
   const char* nowhere = page.at;
-  // Past the scheduler's prefetching threshold (256 coroutines alive), every coroutine hinted
+  // Past the threshold of the stack prefetch too (256 coroutines alive), every coroutine hinted
   // both while it has never run (a server's resumed connection) and while it is suspended (one
   // waiting for its socket), at the unreadable page and at its last line.
   constexpr int count = 600;
