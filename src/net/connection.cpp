@@ -577,7 +577,7 @@ void connection::read_failed(int error_number) {
   // Resumed with a thousand others in between, the coroutine comes back to a cold connection:
   // the scheduler fetches its lines with the coroutine's stack (coroutine::set_prefetch_hint).
   // With few connections on the worker they stay in the cache and are not hinted.
-  if (worker_ != nullptr && worker_->live >= 256) {
+  if (worker_ != nullptr && worker_->live >= weft::detail::coroutine::prefetch_worth_from) {
     reader_->set_prefetch_hint(this);
   }
   try {

@@ -269,8 +269,7 @@ class scheduler_core {
   // the fetch loop (up to 48 prefetches) is pure cost: at 64 connections it was a tenth of the
   // echo server's own instructions per request (callgrind). So it runs only once more
   // coroutines are alive than a core's L2 holds the working sets of (about 3 KB of stack and
-  // 1 KB of state each against 512 KB to 1 MB: prefetch_from coroutines).
-  static constexpr std::uint64_t prefetch_from = 256;
+  // 1 KB of state each against 512 KB to 1 MB: coroutine::prefetch_worth_from coroutines).
   __attribute__((always_inline)) void prefetch_successors() const noexcept {
     constexpr std::ptrdiff_t most = 3072;  // bytes of stack, at most, fetched per switch
     const coroutine* soon = queue_.peek(0);
@@ -285,7 +284,7 @@ class scheduler_core {
         __builtin_prefetch(hint + at);
       }
     }
-    if (stats_.live_coroutines < prefetch_from) {
+    if (stats_.live_coroutines < coroutine::prefetch_worth_from) {
       return;
     }
     // Null until the coroutine first runs (a prefetch of an unmapped address is no fault, but
