@@ -7,7 +7,7 @@
 // submits every operation the turn queued and waits for at least one completion. No library
 // beyond liburing, no buffering policy, no fairness.
 //
-//   uring_echo --port N [--mode echo]
+//   uring_echo --port N [--mode echo] [--recv single|multishot]
 //
 // Listens on 127.0.0.1:N (backlog 4096), prints "READY N" once listening, and serves until it
 // is killed or its standard input reaches end of file (run.py holds a pipe open and closes it;
@@ -18,6 +18,15 @@
 // given is finished by another send of the rest (never seen with one 64-byte message in flight
 // per connection). Exits with status 1 and a message naming the call where the ring cannot be
 // set up (a kernel without io_uring, or a sandbox that forbids it).
+//
+// --recv multishot (Linux 6.0; not used by run.py, for bench/net/README.md's comparison): each
+// connection has one multishot recv armed for its whole life instead of a recv queued again
+// after every message, receiving into a ring of 4096 provided buffers of 2 KiB that all
+// connections share; each completion's bytes are copied behind what the connection still has to
+// send and the buffer goes back to the ring at once. A send is queued when none is in flight.
+// A connection whose unsent bytes would pass BUFFER_SIZE, or whose recv reports an error (the
+// ring empty: ENOBUFS), is closed; its memory is freed once neither its recv nor a send is left
+// in the ring.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,11 +50,21 @@ struct connection {
   int fd;
   unsigned pending;  // bytes of buf not yet sent back
   unsigned sent;     // ... of which already sent
+  // --recv multishot only: its recv is armed, a send is in the ring, it was closed.
+  unsigned char receiving, sending, closed;
   char buf[BUFFER_SIZE];
 };
 
 static struct io_uring ring;
 static int listener;
+static int multishot;  // --recv multishot
+
+// The provided buffers of --recv multishot (buffer group 1).
+#define RING_BUFFERS 4096
+#define RING_BUFFER_SIZE 2048
+#define RING_GROUP 1
+static struct io_uring_buf_ring* provided;
+static char* provided_memory;
 
 static void die(const char* what, int error) {
   fprintf(stderr, "uring_echo: %s: %s\n", what, strerror(error));
@@ -73,12 +92,20 @@ static void queue_accept(void) {
 
 static void queue_recv(struct connection* c) {
   struct io_uring_sqe* entry = next_entry();
-  io_uring_prep_recv(entry, c->fd, c->buf, sizeof c->buf, 0);
+  if (multishot) {
+    io_uring_prep_recv_multishot(entry, c->fd, NULL, 0, 0);
+    entry->flags |= IOSQE_BUFFER_SELECT;
+    entry->buf_group = RING_GROUP;
+    c->receiving = 1;
+  } else {
+    io_uring_prep_recv(entry, c->fd, c->buf, sizeof c->buf, 0);
+  }
   io_uring_sqe_set_data64(entry, (uint64_t)(uintptr_t)c | op_recv);
 }
 
 static void queue_send(struct connection* c) {
   struct io_uring_sqe* entry = next_entry();
+  c->sending = 1;
   io_uring_prep_send(entry, c->fd, c->buf + c->sent, c->pending - c->sent, 0);
   io_uring_sqe_set_data64(entry, (uint64_t)(uintptr_t)c | op_send);
 }
@@ -86,6 +113,87 @@ static void queue_send(struct connection* c) {
 static void drop(struct connection* c) {
   close(c->fd);
   free(c);
+}
+
+// --recv multishot: closes the connection (its armed recv then ends with an error completion)
+// and frees it once nothing of it is left in the ring.
+static void retire(struct connection* c) {
+  if (!c->closed) {
+    c->closed = 1;
+    shutdown(c->fd, SHUT_RDWR);
+    close(c->fd);
+  }
+  if (!c->receiving && !c->sending) {
+    free(c);
+  }
+}
+
+static void set_up_provided_buffers(void) {
+  provided = aligned_alloc(4096, RING_BUFFERS * sizeof(struct io_uring_buf));
+  provided_memory = malloc((size_t)RING_BUFFERS * RING_BUFFER_SIZE);
+  if (provided == NULL || provided_memory == NULL) {
+    die("malloc", ENOMEM);
+  }
+  io_uring_buf_ring_init(provided);
+  struct io_uring_buf_reg registration = {
+      .ring_addr = (unsigned long)provided, .ring_entries = RING_BUFFERS, .bgid = RING_GROUP};
+  int status = io_uring_register_buf_ring(&ring, &registration, 0);
+  if (status != 0) {
+    die("io_uring_register_buf_ring (--recv multishot needs Linux 5.19)", -status);
+  }
+  for (int index = 0; index < RING_BUFFERS; ++index) {
+    io_uring_buf_ring_add(provided, provided_memory + (size_t)index * RING_BUFFER_SIZE,
+                          RING_BUFFER_SIZE, (unsigned short)index,
+                          io_uring_buf_ring_mask(RING_BUFFERS), index);
+  }
+  io_uring_buf_ring_advance(provided, RING_BUFFERS);
+}
+
+// --recv multishot: one completion of a connection's recv.
+static void received(struct connection* c, const struct io_uring_cqe* completion) {
+  int result = completion->res;
+  if ((completion->flags & IORING_CQE_F_MORE) == 0) {
+    c->receiving = 0;
+  }
+  if (result > 0 && (completion->flags & IORING_CQE_F_BUFFER) != 0) {
+    unsigned id = completion->flags >> IORING_CQE_BUFFER_SHIFT;
+    char* bytes = provided_memory + (size_t)id * RING_BUFFER_SIZE;
+    int fits = !c->closed && c->pending + (unsigned)result <= BUFFER_SIZE;
+    if (fits) {
+      memcpy(c->buf + c->pending, bytes, (size_t)result);
+      c->pending += (unsigned)result;
+    }
+    io_uring_buf_ring_add(provided, bytes, RING_BUFFER_SIZE, (unsigned short)id,
+                          io_uring_buf_ring_mask(RING_BUFFERS), 0);
+    io_uring_buf_ring_advance(provided, 1);
+    if (!fits) {
+      retire(c);
+      return;
+    }
+    if (!c->sending) {
+      queue_send(c);
+    }
+    if (!c->receiving) {
+      queue_recv(c);  // the kernel ended the multishot (it may): armed again
+    }
+    return;
+  }
+  retire(c);  // end of stream, an error, or the end of a closed connection's recv
+}
+
+// --recv multishot: one completion of a connection's send.
+static void sent_some(struct connection* c, int result) {
+  c->sending = 0;
+  if (c->closed || result <= 0) {
+    retire(c);
+    return;
+  }
+  c->sent += (unsigned)result;
+  if (c->sent < c->pending) {
+    queue_send(c);
+    return;
+  }
+  c->pending = c->sent = 0;
 }
 
 static void* watch_stdin(void* unused) {
@@ -105,6 +213,14 @@ int main(int argc, char** argv) {
   for (int index = 1; index + 1 < argc; index += 2) {
     if (strcmp(argv[index], "--port") == 0) {
       port = atoi(argv[index + 1]);
+    } else if (strcmp(argv[index], "--recv") == 0) {
+      if (strcmp(argv[index + 1], "multishot") == 0) {
+        multishot = 1;
+      } else if (strcmp(argv[index + 1], "single") != 0) {
+        fprintf(stderr, "uring_echo: --recv must be single or multishot, got %s\n",
+                argv[index + 1]);
+        return 2;
+      }
     } else if (strcmp(argv[index], "--mode") == 0) {
       if (strcmp(argv[index + 1], "echo") != 0) {
         fprintf(stderr, "uring_echo: --mode must be echo, got %s\n", argv[index + 1]);
@@ -116,7 +232,7 @@ int main(int argc, char** argv) {
     }
   }
   if (port <= 0 || port > 65535) {
-    fprintf(stderr, "usage: uring_echo --port N [--mode echo]\n");
+    fprintf(stderr, "usage: uring_echo --port N [--mode echo] [--recv single|multishot]\n");
     return 2;
   }
   listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -146,6 +262,9 @@ int main(int argc, char** argv) {
   }
   if (status < 0) {
     die("io_uring_queue_init_params", -status);
+  }
+  if (multishot) {
+    set_up_provided_buffers();
   }
   pthread_t watcher;
   status = pthread_create(&watcher, NULL, watch_stdin, NULL);
@@ -177,6 +296,8 @@ int main(int argc, char** argv) {
               close(result);
             } else {
               fresh->fd = result;
+              fresh->pending = fresh->sent = 0;
+              fresh->receiving = fresh->sending = fresh->closed = 0;
               queue_recv(fresh);
             }
           } else if (result != -EINTR && result != -ECONNABORTED && result != -EMFILE &&
@@ -186,7 +307,9 @@ int main(int argc, char** argv) {
           queue_accept();
           break;
         case op_recv:
-          if (result > 0) {
+          if (multishot) {
+            received(c, completion);
+          } else if (result > 0) {
             c->pending = (unsigned)result;
             c->sent = 0;
             queue_send(c);
@@ -195,7 +318,9 @@ int main(int argc, char** argv) {
           }
           break;
         default:  // op_send
-          if (result <= 0) {
+          if (multishot) {
+            sent_some(c, result);
+          } else if (result <= 0) {
             drop(c);
           } else if ((c->sent += (unsigned)result) < c->pending) {
             queue_send(c);
