@@ -257,8 +257,9 @@ class scheduler_core {
   // after the other on the switch path (perf on 1000 keep-alive connections: most of
   // scheduler_core::wait's own time). The run queue says who comes next, so while the current
   // coroutine runs (microseconds) the memory of the next ones is fetched: the stack of the
-  // coroutine after next, from its saved stack pointer up to its top (the frames its resumed
-  // wait returns through; 3 KB at most), its control block having been prefetched one tick
+  // coroutine after next, from a little below its saved stack pointer (the frames its resumed
+  // wait calls before returning) up to its top (the frames it returns through; 3 KB at most),
+  // its control block having been prefetched one tick
   // earlier so that reading the saved pointer is a hit, and the control block of the one
   // after that. Measured at 1000 connections (bench_net_weft echo, bench_http_weft hello):
   // the servers' user time per request fell by a quarter to a third; spawn_run_complete and
@@ -266,7 +267,7 @@ class scheduler_core {
   // Prefetches never fault; a wrong guess (a wake in between, chaos order, a coroutine that
   // never ran) only costs the fetch.
   // With few coroutines alive their hot stacks and blocks stay in the cache between runs, and
-  // the fetch loop (up to 48 prefetches) is pure cost: at 64 connections it was a tenth of the
+  // the fetch loop (up to 52 prefetches) is pure cost: at 64 connections it was a tenth of the
   // echo server's own instructions per request (callgrind). So it runs only once more
   // coroutines are alive than a core's L2 holds the working sets of (about 3 KB of stack and
   // 1 KB of state each against 512 KB to 1 MB: coroutine::prefetch_worth_from coroutines).
@@ -294,11 +295,13 @@ class scheduler_core {
       const char* top =
           static_cast<const char*>(soon->context_.stack_bottom) + soon->context_.stack_size;
       const char* end = top - resume < most ? top : resume + most;
-      // And the lines just below the saved pointer, where the calls the resumed wait makes
-      // before it returns (its sources' disarm) put their frames: written, a cold line there
-      // is a read-for-ownership miss that the next pop waits for (perf at 1000 connections:
-      // most of fd_wait::disarm's time, on its return).
-      for (const char* line = resume - below; line < end; line += 64) {
+      // From just below the saved pointer, where the calls the resumed wait makes before it
+      // returns (its sources' disarm) put their frames: written, a cold line there is a
+      // read-for-ownership miss that the next pop waits for (perf at 1000 connections: most of
+      // fd_wait::disarm's time, on its return). Never below the stack's own memory.
+      const char* bottom = static_cast<const char*>(soon->context_.stack_bottom);
+      const char* from = resume - bottom > below ? resume - below : bottom;
+      for (const char* line = from; line < end; line += 64) {
         __builtin_prefetch(line);
       }
     }

@@ -50,7 +50,7 @@ struct connection {
   int fd;
   unsigned pending;  // bytes of buf not yet sent back
   unsigned sent;     // ... of which already sent
-  // --recv multishot only: its recv is armed, a send is in the ring, it was closed.
+  // Its recv is in the ring (armed, with --recv multishot), a send is, it was closed.
   unsigned char receiving, sending, closed;
   char buf[BUFFER_SIZE];
 };
@@ -92,11 +92,11 @@ static void queue_accept(void) {
 
 static void queue_recv(struct connection* c) {
   struct io_uring_sqe* entry = next_entry();
+  c->receiving = 1;
   if (multishot) {
     io_uring_prep_recv_multishot(entry, c->fd, NULL, 0, 0);
     entry->flags |= IOSQE_BUFFER_SELECT;
     entry->buf_group = RING_GROUP;
-    c->receiving = 1;
   } else {
     io_uring_prep_recv(entry, c->fd, c->buf, sizeof c->buf, 0);
   }
@@ -110,13 +110,8 @@ static void queue_send(struct connection* c) {
   io_uring_sqe_set_data64(entry, (uint64_t)(uintptr_t)c | op_send);
 }
 
-static void drop(struct connection* c) {
-  close(c->fd);
-  free(c);
-}
-
-// --recv multishot: closes the connection (its armed recv then ends with an error completion)
-// and frees it once nothing of it is left in the ring.
+// Closes the connection and frees it once nothing of it is left in the ring (a multishot recv
+// still armed ends, with end of stream, at the shutdown).
 static void retire(struct connection* c) {
   if (!c->closed) {
     c->closed = 1;
@@ -149,11 +144,21 @@ static void set_up_provided_buffers(void) {
   io_uring_buf_ring_advance(provided, RING_BUFFERS);
 }
 
-// --recv multishot: one completion of a connection's recv.
+// One completion of a connection's recv: the bytes go behind what is still to be sent, and a
+// send of them is queued unless one is in flight.
 static void received(struct connection* c, const struct io_uring_cqe* completion) {
   int result = completion->res;
   if ((completion->flags & IORING_CQE_F_MORE) == 0) {
     c->receiving = 0;
+  }
+  if (!multishot) {
+    if (result <= 0) {
+      retire(c);
+      return;
+    }
+    c->pending = (unsigned)result;  // into buf, queued only with nothing pending
+    queue_send(c);
+    return;
   }
   if (result > 0 && (completion->flags & IORING_CQE_F_BUFFER) != 0) {
     unsigned id = completion->flags >> IORING_CQE_BUFFER_SHIFT;
@@ -181,7 +186,8 @@ static void received(struct connection* c, const struct io_uring_cqe* completion
   retire(c);  // end of stream, an error, or the end of a closed connection's recv
 }
 
-// --recv multishot: one completion of a connection's send.
+// One completion of a connection's send: the rest is sent, or (single recv) the next recv
+// queued.
 static void sent_some(struct connection* c, int result) {
   c->sending = 0;
   if (c->closed || result <= 0) {
@@ -194,6 +200,9 @@ static void sent_some(struct connection* c, int result) {
     return;
   }
   c->pending = c->sent = 0;
+  if (!multishot) {
+    queue_recv(c);
+  }
 }
 
 static void* watch_stdin(void* unused) {
@@ -307,26 +316,10 @@ int main(int argc, char** argv) {
           queue_accept();
           break;
         case op_recv:
-          if (multishot) {
-            received(c, completion);
-          } else if (result > 0) {
-            c->pending = (unsigned)result;
-            c->sent = 0;
-            queue_send(c);
-          } else {
-            drop(c);
-          }
+          received(c, completion);
           break;
         default:  // op_send
-          if (multishot) {
-            sent_some(c, result);
-          } else if (result <= 0) {
-            drop(c);
-          } else if ((c->sent += (unsigned)result) < c->pending) {
-            queue_send(c);
-          } else {
-            queue_recv(c);
-          }
+          sent_some(c, result);
           break;
       }
     }
