@@ -282,6 +282,7 @@ class scheduler_core {
     // connection: there are hundreds of connections but only the woken few alive as
     // coroutines), so it is fetched whatever the count.
     if (const auto* hint = static_cast<const char*>(soon->prefetch_hint_)) {
+#pragma GCC unroll 8
       for (std::size_t at = 0; at < coroutine::prefetch_hint_bytes; at += 64) {
         __builtin_prefetch(hint + at);
       }
@@ -301,6 +302,9 @@ class scheduler_core {
       // fd_wait::disarm's time, on its return). Never below the stack's own memory.
       const char* bottom = static_cast<const char*>(soon->context_.stack_bottom);
       const char* from = resume - bottom > below ? resume - below : bottom;
+      // Unrolled: the loop's add, compare and branch were three quarters of its instructions
+      // (callgrind, echo at 1000 connections: 78 of 104 per message).
+#pragma GCC unroll 4
       for (const char* line = from; line < end; line += 64) {
         __builtin_prefetch(line);
       }
