@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "http/chars.hpp"
 #include "http/server_state.hpp"
 
 namespace weft::http {
@@ -96,8 +97,10 @@ router& router::files(std::string_view prefix, static_options options) {
     std::vector<std::pair<std::string_view, std::string_view>>& params) {
   params.clear();
   if (r.literal && !escaped) {
-    // Without escapes on either side, segment by segment equal is the same as equal.
-    return path == r.pattern;
+    // Without escapes on either side, segment by segment equal is the same as equal (compared
+    // inline: memcmp's call cost more than the compare of a short path).
+    return path.size() == r.pattern.size() &&
+           detail::equal_short_bytes(path.data(), r.pattern.data(), path.size());
   }
   if (path.empty() || path.front() != '/') {
     return false;  // "*" (OPTIONS) and authority-form targets match no pattern

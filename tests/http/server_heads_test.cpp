@@ -1,7 +1,7 @@
 // The heads the server writes for respond(status, body, type): every response's head is exactly
 // the one its own status, Server name, Date, Content-Type, length and connection call for, byte
-// for byte, however many kinds of head alternate on a thread (each thread keeps the prefixes of
-// its last few heads, append_simple_head), and the Date moves on with the clock.
+// for byte, however many kinds of head alternate on a thread (each thread keeps its last few
+// heads whole, append_simple_head), and the Date moves on with the clock.
 #include <ctime>
 #include <string>
 #include <vector>
