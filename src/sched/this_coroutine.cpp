@@ -44,7 +44,11 @@ void leave_protected() noexcept {
 
 coroutine::coroutine(scheduler& owner, std::string&& name, weft::priority priority,
                      const std::source_location& spawned_at) noexcept
-    : owner_(&owner), priority_(priority), name_(std::move(name)), spawned_at_(spawned_at) {}
+    : owner_(&owner), priority_(priority), name_(std::move(name)), spawned_at_(spawned_at) {
+  // The saved stack pointer, null until the coroutine first runs: the scheduler's prefetch of a
+  // successor's stack reads it before then (scheduler_core::prefetch_successors).
+  context_.registers[0] = nullptr;
+}
 
 coroutine::~coroutine() { delete handlers_; }
 
