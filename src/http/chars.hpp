@@ -160,6 +160,28 @@ constexpr unsigned char ascii_lower(unsigned char c) noexcept {
                            [](std::uint64_t word) { return ascii_lower_word(word); });
 }
 
+// Whether a field name of the literal's length, made of token characters only (as the parser
+// scanned it), is `lower`, a literal of lower-case letters and '-', ignoring case. ORing 0x20
+// into a token character turns only 'A'..'Z' into lower-case letters and keeps '-' (the one
+// other byte that ORs to '-' is CR, no token character), so one OR and one compare per word are
+// exact for tokens. For the framing fields the parser looks for in every request.
+template <std::size_t N>
+[[gnu::always_inline]] inline bool token_is(const char* name, const char (&lower)[N]) noexcept {
+  constexpr std::size_t n = N - 1;
+  static_assert(n >= 4, "token_is compares words of four or eight bytes");
+  if constexpr (n >= 8) {
+    constexpr std::uint64_t case_bits = 0x2020202020202020u;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if ((load_u64(name + i) | case_bits) != load_u64(lower + i)) return false;
+    }
+    return (load_u64(name + n - 8) | case_bits) == load_u64(lower + n - 8);
+  } else {
+    constexpr std::uint32_t case_bits = 0x20202020u;
+    return (load_u32(name) | case_bits) == load_u32(lower) &&
+           (load_u32(name + n - 4) | case_bits) == load_u32(lower + n - 4);
+  }
+}
+
 // The key the header index filters on: the name's length and its first, middle and last
 // bytes, case-folded, so "Host" and "host" key alike. Only a filter in front of iequals, never
 // trusted alone. O(1) on purpose: a hash over every byte (FNV) is a serial multiply chain that

@@ -240,7 +240,7 @@ std::size_t parser_core::fail_section_size() {
     if (!framing) continue;
     switch (name_size) {
       case 4:
-        if (iequals(field_name, "host")) {
+        if (token_is(name, "host")) {
           ++host_fields_;
           const std::size_t bad = find_non_host_char(field_value);
           if (bad != std::string_view::npos) [[unlikely]] {
@@ -249,7 +249,7 @@ std::size_t parser_core::fail_section_size() {
         }
         break;
       case 10:
-        if (iequals(field_name, "connection")) {
+        if (token_is(name, "connection")) {
           std::string_view list = field_value;
           while (!list.empty()) {
             std::size_t comma = list.find(',');
@@ -261,7 +261,7 @@ std::size_t parser_core::fail_section_size() {
         }
         break;
       case 14:
-        if (iequals(field_name, "content-length")) {
+        if (token_is(name, "content-length")) {
           if (++content_length_fields_ > 1) {
             fail_with(status::bad_request, [&] {
               return std::string(
@@ -295,7 +295,7 @@ std::size_t parser_core::fail_section_size() {
         }
         break;
       case 17:
-        if (iequals(field_name, "transfer-encoding")) {
+        if (token_is(name, "transfer-encoding")) {
           transfer_encoding_ = true;
           std::string_view list = field_value;
           while (true) {

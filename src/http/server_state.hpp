@@ -168,5 +168,12 @@ struct connection_state {
 void append_simple_head(std::string& out, status s, std::string_view server_name,
                         std::string_view content_type, std::size_t length, bool keep_alive,
                         int version_minor, std::string_view wire_fields = {}, bool date = true);
+// The same head (with a Date, without caller fields) when this thread keeps one made from the
+// same status, Server name, Date and Content-Type, appended to out; false when it keeps none,
+// and then nothing is appended. Every kept head was made by append_simple_head, from a content
+// type its caller had checked.
+bool append_cached_head(std::string& out, status s, std::string_view server_name,
+                        std::string_view content_type, std::size_t length, bool keep_alive,
+                        int version_minor);
 
 }  // namespace weft::http::detail

@@ -3,7 +3,8 @@
 // ascii_lower_word against a byte-by-byte lower case for every byte value at every position of a
 // word, and iequals / equal_short_bytes against byte-by-byte references at every length from 0
 // to 40 (the byte loop, the two overlapping fours, the eights and the overlapping last eight)
-// with one byte changed to every value at every position.
+// with one byte changed to every value at every position; token_is against iequals for the
+// framing fields' names with one token character changed at every position.
 #include "http/chars.hpp"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,8 @@ namespace {
 using weft::http::detail::ascii_lower_word;
 using weft::http::detail::equal_short_bytes;
 using weft::http::detail::iequals;
+using weft::http::detail::is_token_char;
+using weft::http::detail::token_is;
 
 unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
 
@@ -82,6 +85,36 @@ TEST(HttpChars, IequalsAndEqualShortBytesAgreeWithByteByByteAtEveryLength) {
   // Bytes that differ only in the case bit but are no letters stay different.
   EXPECT_FALSE(iequals("@[`{", "`{@["));
   EXPECT_FALSE(iequals("\x01", "!"));
+}
+
+// token_is(name, literal) for a name of the literal's length made of token characters: the
+// literal with each byte in turn replaced by every token character, upper-cased or not.
+template <std::size_t N>
+void check_token_is(const char (&literal)[N]) {
+  const std::string lower(literal, N - 1);
+  std::string upper = lower;
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - ('a' - 'A'));
+  }
+  for (const std::string& base : {lower, upper}) {
+    ASSERT_TRUE(token_is(base.data(), literal)) << base;
+    for (std::size_t at = 0; at < base.size(); ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        if (!is_token_char(static_cast<unsigned char>(byte))) continue;
+        std::string name = base;
+        name[at] = static_cast<char>(byte);
+        ASSERT_EQ(token_is(name.data(), literal), iequals(name, lower))
+            << name << " against " << lower;
+      }
+    }
+  }
+}
+
+TEST(HttpChars, TokenIsAgreesWithIequalsForEveryTokenName) {
+  check_token_is("host");
+  check_token_is("connection");
+  check_token_is("content-length");
+  check_token_is("transfer-encoding");
 }
 
 }  // namespace

@@ -130,6 +130,36 @@ TEST(HttpServerErrors, AContentTypeWithAControlCharacterIsRefusedAndATabIsNot) {
   EXPECT_EQ(refused.load(), 4);
 }
 
+TEST(HttpServerErrors, AKeptHeadNeverLetsABadContentTypeThrough) {
+  // The thread keeps the heads it made (append_simple_head) and respond() checks only a content
+  // type no kept head was made from. A 204's head drops its type, so a kept 204 head matches
+  // any type: a bad one must still be refused there, as after a 200 with a good one.
+  std::atomic<int> refused{0};
+  running_http server(local_http(), [&](exchange& ex) {
+    const status code = ex.request().target == "/204" ? status::no_content : status::ok;
+    for (const char* type : {"text/\x01plain", "text/plain\r\nX-Injected: 1"}) {
+      try {
+        ex.respond(code, "", type);
+      } catch (const std::invalid_argument& failure) {
+        if (std::string(failure.what()).find("control character") != std::string::npos) {
+          ++refused;
+        }
+      }
+    }
+    ex.respond(code, "", "text/plain");
+  });
+  client c(server.port());
+  for (const char* target : {"/204", "/204", "/200", "/200"}) {
+    c.send(std::string("GET ") + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto r = c.response();
+    ASSERT_TRUE(r) << target;
+    EXPECT_EQ(r->status, std::string_view(target) == "/204" ? status::no_content : status::ok)
+        << target;
+    EXPECT_FALSE(r->headers.contains("X-Injected")) << target;
+  }
+  EXPECT_EQ(refused.load(), 8);
+}
+
 TEST(HttpServerErrors, RespondWithFieldsWritesThemAndRefusesTheFramingOnes) {
   // respond(status, fields, body): the caller's fields in their order, the server's Server and
   // Date only where the fields have none, Content-Length from the body; a field the server
