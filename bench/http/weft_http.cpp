@@ -14,6 +14,9 @@
 //     and fstat'ed for its ETag and Last-Modified, and, being small, kept in the worker's
 //     memory for a second (static_options::cache_valid), as h2o's default file cache does;
 //     bigger files go out with sendfile(2).
+//
+// `--hibernate-above N` (not used by run.py) sets server_options::hibernate_above, for the A/B
+// rounds of bench/http/README.md ("Waiting or hibernating at 1000 connections").
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,8 +30,9 @@
 namespace {
 
 [[noreturn]] void usage(const char* program, const char* why) {
-  std::fprintf(stderr, "%s: %s\nusage: %s --port N --mode hello|static --root DIR\n", program, why,
-               program);
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s --port N --mode hello|static --root DIR [--hibernate-above N]\n",
+               program, why, program);
   std::exit(2);
 }
 
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   int port = -1;
   std::string mode;
   std::string root;
+  long hibernate_above = -1;  // -1: the server's default
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) {
@@ -66,6 +71,12 @@ int main(int argc, char** argv) {
       mode = argv[++i];
     } else if (arg == "--root") {
       root = argv[++i];
+    } else if (arg == "--hibernate-above") {
+      char* end = nullptr;
+      hibernate_above = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || hibernate_above < 0) {
+        usage(argv[0], "--hibernate-above takes a count of connections");
+      }
     } else {
       usage(argv[0], ("unknown argument " + arg).c_str());
     }
@@ -92,6 +103,9 @@ int main(int argc, char** argv) {
   options.host = "127.0.0.1";
   options.port = static_cast<std::uint16_t>(port);
   options.workers = 1;
+  if (hibernate_above >= 0) {
+    options.hibernate_above = static_cast<std::size_t>(hibernate_above);
+  }
   weft::http::server server(options, std::move(routes));
   try {
     server.listen();
