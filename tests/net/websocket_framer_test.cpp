@@ -349,6 +349,24 @@ TEST(WebsocketFramer, OneMebibyteMessageIsUnmaskedExactly) {
   EXPECT_TRUE(messages[0].data == payload) << "the 1 MiB payload differs";
 }
 
+TEST(WebsocketFramer, EveryPayloadSizeUpTo40IsUnmaskedExactly) {
+  // The unmasking goes 16 bytes at a time, then 8, then byte by byte: every size from 0 to 40
+  // crosses each seam, and each byte keeps its own key byte (i mod 4) across them.
+  websocket protocol;
+  open_driver driver(protocol);
+  frame_bits bits;
+  bits.key = {0x5a, 0x00, 0xff, 0x81};
+  for (std::size_t size = 0; size <= 40; ++size) {
+    std::string payload(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) {
+      payload[i] = static_cast<char>((i * 37 + size) & 0xFF);
+    }
+    const auto messages = driver.feed(client_frame(binary, payload, bits));
+    ASSERT_EQ(messages.size(), 1u) << size;
+    EXPECT_EQ(messages[0].data, payload) << "size " << size;
+  }
+}
+
 TEST(WebsocketFramer, DecodeReusesTheMessagesCapacity) {
   websocket protocol;
   open_driver driver(protocol);

@@ -10,6 +10,10 @@
 #include <string>
 #include <system_error>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "net/protocols/websocket_framer.hpp"
 
 namespace weft::net {
@@ -44,6 +48,15 @@ void unmask(const char* source, char* target, std::size_t size, const unsigned c
   std::memcpy(&key32, key, sizeof key32);
   const std::uint64_t key64 = (static_cast<std::uint64_t>(key32) << 32) | key32;
   std::size_t i = 0;
+#if defined(__SSE2__)
+  // 16 bytes per step where the CPU has SSE2 (every x86-64): a 64-byte message's payload took
+  // 70 instructions eight bytes at a time (callgrind, websocket echo).
+  const __m128i key128 = _mm_set1_epi64x(static_cast<long long>(key64));
+  for (; i + 16 <= size; i += 16) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), _mm_xor_si128(block, key128));
+  }
+#endif
   for (; i + 8 <= size; i += 8) {
     std::uint64_t word;
     std::memcpy(&word, source + i, sizeof word);
