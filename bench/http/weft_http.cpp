@@ -16,7 +16,7 @@
 //     bigger files go out with sendfile(2).
 //
 // `--hibernate-above N` (not used by run.py) sets server_options::hibernate_above, for the A/B
-// rounds of bench/http/README.md ("Waiting or hibernating at 1000 connections").
+// rounds of bench/http/README.md ("Fewer instructions in a keep-alive request").
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -192,30 +192,33 @@ void request_parser::reset() noexcept {
   ++p;
   // HTTP-version CRLF: the section ends with an empty line, so 10 bytes are there to read.
   // "HTTP/1.1" CRLF is two compares; anything else goes through the checks one by one.
-  if (end - p >= 10 && detail::load_u64(p) == detail::load_u64("HTTP/1.1") && p[8] == '\r' &&
-      p[9] == '\n') {
-    // The version is HTTP/1.1: the checks below pass.
-  } else if (end - p < 10 || std::memcmp(p, "HTTP/", 5) != 0 || !is_digit(p[5]) || p[6] != '.' ||
-             !is_digit(p[7])) {
-    std::string_view rest(p, static_cast<std::size_t>(end - p));
-    fail_with(status::bad_request, [&] {
-      return std::string("the request line's version " +
-                         detail::quoted(rest.substr(0, rest.find('\r'))) +
-                         " is not HTTP/<digit>.<digit> (or a space is doubled)");
-    });
-    return false;
-  } else if (p[8] != '\r' || p[9] != '\n') {
-    fail_with(status::bad_request, [&] {
-      return std::string("the request line has something after its version (" +
-                         detail::quoted(std::string_view(p + 8, 1)) + ")");
-    });
-    return false;
-  } else if (p[5] != '1') {
-    fail_with(status::http_version_not_supported, [&] {
-      return std::string("HTTP/" + std::string(1, p[5]) + "." + std::string(1, p[7]) +
-                         " is not supported (HTTP/1.0 and HTTP/1.1 are)");
-    });
-    return false;
+  const bool http11 = end - p >= 10 && detail::load_u64(p) == detail::load_u64("HTTP/1.1") &&
+                      p[8] == '\r' && p[9] == '\n';
+  if (!http11) {
+    if (end - p < 10 || std::memcmp(p, "HTTP/", 5) != 0 || !is_digit(p[5]) || p[6] != '.' ||
+        !is_digit(p[7])) {
+      std::string_view rest(p, static_cast<std::size_t>(end - p));
+      fail_with(status::bad_request, [&] {
+        return std::string("the request line's version " +
+                           detail::quoted(rest.substr(0, rest.find('\r'))) +
+                           " is not HTTP/<digit>.<digit> (or a space is doubled)");
+      });
+      return false;
+    }
+    if (p[8] != '\r' || p[9] != '\n') {
+      fail_with(status::bad_request, [&] {
+        return std::string("the request line has something after its version (" +
+                           detail::quoted(std::string_view(p + 8, 1)) + ")");
+      });
+      return false;
+    }
+    if (p[5] != '1') {
+      fail_with(status::http_version_not_supported, [&] {
+        return std::string("HTTP/" + std::string(1, p[5]) + "." + std::string(1, p[7]) +
+                           " is not supported (HTTP/1.0 and HTTP/1.1 are)");
+      });
+      return false;
+    }
   }
   int minor = p[7] - '0';
   line_end = static_cast<std::size_t>(p + 10 - base);

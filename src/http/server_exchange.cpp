@@ -227,29 +227,28 @@ std::uint8_t connection_line(bool keep_alive, int version_minor) {
 
 }  // namespace
 
-[[gnu::hot]] bool append_cached_head(std::string& out, status s, std::string_view server_name,
+[[gnu::hot]] void append_simple_head(std::string& out, status s, std::string_view server_name,
                                      std::string_view content_type, std::size_t length,
-                                     bool keep_alive, int version_minor) {
-  const bool content = !forbids_content(s);
-  std::time_t second = 0;
-  detail::http_date(second);
-  return append_kept_head(out, code_of(s), content, server_name,
-                          content ? content_type : std::string_view(), true, second, length,
-                          connection_line(keep_alive, version_minor));
-}
-
-void append_simple_head(std::string& out, status s, std::string_view server_name,
-                        std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor, std::string_view wire_fields, bool date) {
+                                     bool keep_alive, int version_minor,
+                                     std::string_view wire_fields, bool date, bool check_type) {
   const std::uint16_t code = code_of(s);
   const bool content = !forbids_content(s);
   const std::string_view type = content ? content_type : std::string_view();
+  // A kept head's content type was checked when it was made (47 instructions a response for
+  // "text/plain", callgrind), so only a head assembled anew checks it. A status without content
+  // drops the type from its head, where any type would match a kept one: checked first.
+  if (check_type && !content) {
+    check_field_value(content_type, "content type");
+  }
   std::time_t second = 0;
   const std::string_view date_value = date ? detail::http_date(second) : std::string_view();
   const std::uint8_t connection = connection_line(keep_alive, version_minor);
   if (wire_fields.empty() &&
       append_kept_head(out, code, content, server_name, type, date, second, length, connection)) {
     return;
+  }
+  if (check_type && content) {
+    check_field_value(content_type, "content type");
   }
   assemble_head(out, code, s, server_name, type, content, length, connection, wire_fields, date,
                 second, date_value);
@@ -393,16 +392,9 @@ void finish_simple_response(detail::connection_state& state, http::status s, std
                                     std::string_view content_type) {
   check_simple_response(state_, s, body);
   const bool keep = state_.keep_alive_now();
-  const std::string_view server_name = state_.server.options.server_name;
-  const int minor = state_.parser.message().version_minor;
-  // A content type this thread keeps a head for was checked when that head was made (47
-  // instructions a response for "text/plain", callgrind): only a new one is checked. A status
-  // without content drops the type from its head, so its type is checked every time.
-  if (forbids_content(s) || !detail::append_cached_head(state_.out, s, server_name, content_type,
-                                                        body.size(), keep, minor)) {
-    check_field_value(content_type, "content type");
-    detail::append_simple_head(state_.out, s, server_name, content_type, body.size(), keep, minor);
-  }
+  detail::append_simple_head(state_.out, s, state_.server.options.server_name, content_type,
+                             body.size(), keep, state_.parser.message().version_minor, {}, true,
+                             true);
   finish_simple_response(state_, s, body, keep);
 }
 

@@ -165,15 +165,12 @@ struct connection_state {
 // and the error answers): status line, Server, Date, Content-Type, `wire_fields` (field lines
 // serialised and checked by the caller, each ending in CRLF), Content-Length, Connection. An
 // empty server_name writes no Server; date false writes no Date (the caller's fields carry it).
+// check_type: content_type comes from a handler and is refused (std::invalid_argument, nothing
+// appended) when it has a control character; the server's own types are constants. A head this
+// thread keeps whole is appended without assembling it (or checking its type again).
 void append_simple_head(std::string& out, status s, std::string_view server_name,
                         std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor, std::string_view wire_fields = {}, bool date = true);
-// The same head (with a Date, without caller fields) when this thread keeps one made from the
-// same status, Server name, Date and Content-Type, appended to out; false when it keeps none,
-// and then nothing is appended. Every kept head was made by append_simple_head, from a content
-// type its caller had checked.
-bool append_cached_head(std::string& out, status s, std::string_view server_name,
-                        std::string_view content_type, std::size_t length, bool keep_alive,
-                        int version_minor);
+                        int version_minor, std::string_view wire_fields = {}, bool date = true,
+                        bool check_type = false);
 
 }  // namespace weft::http::detail
