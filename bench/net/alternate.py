@@ -3,7 +3,7 @@
 user time, for comparing two builds or a server with its floors on a noisy machine.
 
   python3 bench/net/alternate.py [--build-dir build/release] [--connections 64] [--rounds 5]
-      [--window 4] [--mode echo|ws] [--instructions] SERVER [SERVER ...]
+      [--window 4] [--mode echo|ws] [--instructions | --syscalls] SERVER [SERVER ...]
 
 A SERVER is NAME=COMMAND, the command line of a program that serves suite net's protocol
 (`--port N --mode MODE` are appended, it prints a line once it listens and stops at the end of
@@ -32,6 +32,11 @@ WINDOW seconds are divided by the messages it served. The figure repeats within 
 from run to run where wall time moves by 10-20% on a shared machine, so it is the one to decide
 a change of the server's own code by; it says nothing of the kernel's share or of cache misses.
 --keep-profiles DIR keeps each server's profile as DIR/NAME.callgrind for callgrind_annotate.
+
+--syscalls counts system calls instead: each server runs once, and perf counts the calls and
+context switches of the server over WINDOW seconds in the middle of the client's run
+(bench/syscall_counts.py); prints each call per message, the messages per epoll_wait and the
+context switches per thousand messages.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
+import syscall_counts  # noqa: E402  bench/syscall_counts.py
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -126,6 +132,19 @@ def run_once(client: Path, command: list[str], mode: str, connections: int,
     return rate, (after[0] - before[0]) * per_tick, (after[1] - before[1]) * per_tick
 
 
+def count_syscalls(client: Path, command: list[str], mode: str, connections: int,
+                   window: float) -> str:
+    """The server's system calls per message over WINDOW seconds of a client run."""
+    with serving(command, mode, 10) as (server, port):
+        measure = load(client, port, mode, connections, 1, window + 2)
+        time.sleep(2)  # the client's warm-up, and a second of the measured window
+        try:
+            counts = syscall_counts.count([server.pid], window)
+        finally:
+            rate = rate_of(measure, command, window + 60)
+    return f"{rate:,.0f} messages/s: " + syscall_counts.describe(counts, rate * window, "message")
+
+
 def count_instructions(client: Path, command: list[str], mode: str, connections: int,
                        window: float, keep: Path | None = None) -> tuple[int, float]:
     """Messages served and instructions per message of the server under callgrind: a first
@@ -171,6 +190,9 @@ def main() -> int:
     parser.add_argument("--keep-profiles", type=Path, metavar="DIR",
                         help="with --instructions: keep each server's profile as "
                              "DIR/NAME.callgrind")
+    parser.add_argument("--syscalls", action="store_true",
+                        help="instead: each server once, its system calls per message "
+                             "counted by perf over WINDOW seconds")
     parser.add_argument("servers", nargs="+", metavar="NAME[@MODE]=COMMAND")
     arguments = parser.parse_args()
     client = arguments.build_dir / "bench" / "bench_net_load_client"
@@ -187,6 +209,18 @@ def main() -> int:
         if mode not in ("", "echo", "ws"):
             parser.error(f"{spec!r}: the mode after @ must be echo or ws")
         servers.append((name, mode or arguments.mode, shlex.split(command)))
+    if arguments.instructions and arguments.syscalls:
+        parser.error("--instructions and --syscalls are two different runs: pick one")
+    if arguments.syscalls:
+        for name, mode, command in servers:
+            try:
+                line = count_syscalls(client, command, mode, arguments.connections,
+                                      arguments.window)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
+                print(f"alternate.py: error: {name}: {failure}", file=sys.stderr)
+                return 1
+            print(f"{name}: {line}", flush=True)
+        return 0
     if arguments.instructions:
         if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
             parser.error("--instructions needs valgrind (Debian's valgrind package)")
