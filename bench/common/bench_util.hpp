@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +62,23 @@ inline arguments parse_arguments(int argc, char** argv) {
     }
   }
   return parsed;
+}
+
+// A whole decimal number from 0 to max, for a flag's value: false for anything else (empty, a
+// sign, trailing characters, out of range), so that a program refuses "--port 80x" with its
+// usage rather than reading 80 or 0.
+inline bool parse_count(const char* text, long max, long& value) {
+  if (*text < '0' || *text > '9') {
+    return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  long parsed = std::strtol(text, &end, 10);
+  if (*end != '\0' || errno == ERANGE || parsed > max) {
+    return false;
+  }
+  value = parsed;
+  return true;
 }
 
 inline void report(const char* name, const char* unit, double value) {

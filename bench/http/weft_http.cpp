@@ -21,10 +21,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "bench_util.hpp"
 #include "weft/weft.hpp"
 
 namespace {
@@ -66,15 +68,17 @@ int main(int argc, char** argv) {
       usage(argv[0], ("missing value after " + arg).c_str());
     }
     if (arg == "--port") {
-      port = std::atoi(argv[++i]);
+      long value = 0;
+      if (!bench::parse_count(argv[++i], 65535, value)) {
+        usage(argv[0], "a port is a number from 0 to 65535");
+      }
+      port = static_cast<int>(value);
     } else if (arg == "--mode") {
       mode = argv[++i];
     } else if (arg == "--root") {
       root = argv[++i];
     } else if (arg == "--hibernate-above") {
-      char* end = nullptr;
-      hibernate_above = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || hibernate_above < 0) {
+      if (!bench::parse_count(argv[++i], LONG_MAX, hibernate_above)) {
         usage(argv[0], "--hibernate-above takes a count of connections");
       }
     } else {

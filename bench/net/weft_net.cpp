@@ -43,6 +43,8 @@
 #include <thread>
 #include <weft/weft.hpp>
 
+#include "bench_util.hpp"
+
 namespace {
 
 enum class mode { echo, ws, pipe };
@@ -67,9 +69,8 @@ struct settings {
 
 // A whole decimal number from 0 to max, or the usage with problem.
 long parse_number(const char* program, const char* text, long max, const char* problem) {
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > max) {
+  long value = 0;
+  if (!bench::parse_count(text, max, value)) {
     usage(program, problem);
   }
   return value;
