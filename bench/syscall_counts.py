@@ -15,32 +15,12 @@ process, or root); PerfUnavailable says why when it has neither.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 
 class PerfUnavailable(RuntimeError):
     pass
-
-
-def session_pids(session: int) -> list[int]:
-    """Every process in the session (a launcher and the server it started, nginx's master and
-    worker)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        # Field 6 is the session; the command name (field 2) may hold anything, so the
-        # fields are counted from the last ')'.
-        if int(text[text.rfind(")") + 2:].split()[3]) == session:
-            pids.append(int(entry))
-    return pids
 
 
 def count(pids: list[int], seconds: float) -> dict[str, int]:

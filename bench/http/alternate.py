@@ -51,7 +51,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
 import syscall_counts  # noqa: E402  bench/syscall_counts.py
-from http_load import LoadError, session_ticks  # noqa: E402  (bench/http/http_load.py)
+from http_load import (LoadError, session_pids,  # noqa: E402  (bench/http/http_load.py)
+                       session_ticks)
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -144,7 +145,7 @@ def count_syscalls(command: list[str], arguments: argparse.Namespace) -> str:
         load = start_wrk(port, arguments, arguments.seconds + 2)
         try:
             time.sleep(1)
-            counts = syscall_counts.count(syscall_counts.session_pids(server.pid),
+            counts = syscall_counts.count(session_pids(server.pid),
                                           arguments.seconds)
         finally:
             output = finish_wrk(load, arguments.seconds + 2)

@@ -50,11 +50,10 @@ class LoadError(Exception):
     pass
 
 
-def session_ticks(session: int) -> tuple[int, int]:
-    """(user, system) clock ticks so far of every process (all threads) in the session;
-    LoadError when none is left."""
-    user = system = 0
-    found = False
+def session_stats(session: int) -> list[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/PID/stat after the command name) of every process in the
+    session."""
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -66,14 +65,25 @@ def session_ticks(session: int) -> tuple[int, int]:
         # from the last ')'. After it: state, ppid, pgrp, session, ...; utime and stime are
         # fields 14 and 15 (the thread group's totals).
         fields = text[text.rfind(")") + 2:].split()
-        if int(fields[3]) != session:
-            continue
-        found = True
-        user += int(fields[11])
-        system += int(fields[12])
-    if not found:
+        if int(fields[3]) == session:
+            found.append((int(entry), fields))
+    return found
+
+
+def session_pids(session: int) -> list[int]:
+    """Every process in the session (a launcher and the server it started, nginx's master and
+    worker)."""
+    return [pid for pid, _ in session_stats(session)]
+
+
+def session_ticks(session: int) -> tuple[int, int]:
+    """(user, system) clock ticks so far of every process (all threads) in the session;
+    LoadError when none is left."""
+    processes = session_stats(session)
+    if not processes:
         raise LoadError(f"the server (session {session}) is gone")
-    return user, system
+    return (sum(int(fields[11]) for _, fields in processes),
+            sum(int(fields[12]) for _, fields in processes))
 
 
 def session_cpu_seconds(session: int) -> float:
