@@ -4,6 +4,7 @@
 #include <string>
 
 #include "http/client_support.hpp"
+#include "refusing_port.hpp"
 
 namespace {
 
@@ -117,11 +118,8 @@ TEST(HttpClientErrors, SlowBodyTimesOutNamingThePhase) {
 
 TEST(HttpClientErrors, RefusedConnectionIsAnIoErrorNamingHostAndPort) {
   run_clean([] {
-    std::uint16_t port = 0;
-    {
-      weft::tcp::listener probe = weft::tcp::listener::listen("127.0.0.1", 0);
-      port = probe.port();
-    }  // closed: nothing listens there now
+    weft_test::refusing_port closed;  // bound, never listening
+    const std::uint16_t port = closed.port();
     weft::http::client web;
     try {
       web.get("http://127.0.0.1:" + std::to_string(port) + "/");

@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "refusing_port.hpp"
 #include "test_support.hpp"
 #include "weft/io/fs.hpp"
 
@@ -18,13 +19,9 @@ using weft_test::temporary_directory;
 
 TEST(IoError, ARefusedConnectIsConnectionRefusedInTheSystemCategory) {
   run_clean([] {
-    std::uint16_t port;
-    {
-      auto probe = weft::tcp::listener::listen("127.0.0.1", 0);
-      port = probe.port();
-    }  // closed: nothing listens on the port any more
+    weft_test::refusing_port closed;  // bound, never listening
     try {
-      weft::tcp::connect("127.0.0.1", port);
+      weft::tcp::connect("127.0.0.1", closed.port());
       ADD_FAILURE() << "connect to a closed port should have been refused";
     } catch (const weft::io_error& error) {
       const std::error_code code = error.error_code();

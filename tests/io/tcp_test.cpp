@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "refusing_port.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -198,11 +199,8 @@ TEST(Tcp, ReadAfterThePeerClosedReturnsZero) {
 
 TEST(Tcp, ConnectToARefusedPortNamesTheAddress) {
   run_clean([] {
-    std::uint16_t port;
-    {
-      auto probe = weft::tcp::listener::listen("127.0.0.1", 0);
-      port = probe.port();
-    }  // closed: nothing listens on port any more
+    weft_test::refusing_port closed;  // bound, never listening
+    const std::uint16_t port = closed.port();
     try {
       weft::tcp::connect("127.0.0.1", port);
       ADD_FAILURE() << "connect should have been refused";
