@@ -49,8 +49,10 @@ namespace weft::detail {
 // libev fails an assertion), so the uv and ev drivers check the fds of the watches changed
 // since their last poll (one fcntl each) before they poll, and report a closed one as an error
 // condition: ready both ways, armed 0. libevent applies a change at once and watch_fd returns
-// the error. The uring driver's poll holds the file: the fd stays open in the kernel until the
-// watch ends. Unwatch before closing all the same: everything in weft does.
+// the error; so does the uv driver for a watch past its first 896 (those live in an epoll set of
+// the driver's own, changed with an epoll_ctl at once: src/reactor/drivers/uv_driver.cpp). The
+// uring driver's poll holds the file: the fd stays open in the kernel until the watch ends.
+// Unwatch before closing all the same: everything in weft does.
 struct fd_watch {
   static constexpr int readable = 1;
   static constexpr int writable = 2;
