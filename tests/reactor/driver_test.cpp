@@ -572,6 +572,22 @@ TEST(DriverFdWatch, TenThousandIdleFdsAndOneActivePair) {
   EXPECT_NO_THROW(driver->close());
 }
 
+// count socket pairs, each one's first end watched for readable (and made readable first when
+// readable_now): pairs[i] and watches[i] belong together.
+void watch_pairs(weft::detail::driver& driver, int count, bool readable_now,
+                 std::vector<std::unique_ptr<socket_pair>>& pairs,
+                 std::vector<std::unique_ptr<recorder>>& watches) {
+  for (int index = 0; index < count; ++index) {
+    pairs.push_back(std::make_unique<socket_pair>());
+    ASSERT_GE(pairs.back()->ends[0], 0) << "socketpair " << index << " failed";
+    if (readable_now) {
+      ASSERT_EQ(::write(pairs.back()->ends[1], "x", 1), 1);
+    }
+    watches.push_back(std::make_unique<recorder>(pairs.back()->ends[0], fd_watch::readable));
+    ASSERT_EQ(driver.watch_fd(*watches.back()), 0) << "watch " << index;
+  }
+}
+
 // More fds ready at once than libuv's epoll array holds (1024 events). Level-triggered, a fd
 // stays ready until read, but one poll reports it once at most: libuv calls epoll_wait again
 // within one turn when a call fills its array, and before the uv driver kept its own poll
@@ -585,13 +601,7 @@ TEST(DriverFdWatch, TwoThousandReadyFdsAreEachReportedOncePerPoll) {
   auto driver = make_test_driver();
   std::vector<std::unique_ptr<socket_pair>> pairs;
   std::vector<std::unique_ptr<recorder>> watches;
-  for (int index = 0; index < count; ++index) {
-    pairs.push_back(std::make_unique<socket_pair>());
-    ASSERT_GE(pairs.back()->ends[0], 0) << "socketpair " << index << " failed";
-    ASSERT_EQ(::write(pairs.back()->ends[1], "x", 1), 1);
-    watches.push_back(std::make_unique<recorder>(pairs.back()->ends[0], fd_watch::readable));
-    ASSERT_EQ(driver->watch_fd(*watches.back()), 0) << "watch " << index;
-  }
+  ASSERT_NO_FATAL_FAILURE(watch_pairs(*driver, count, true, pairs, watches));
   auto unseen = [&] {
     return std::count_if(watches.begin(), watches.end(),
                          [](const auto& watch) { return watch->seen.empty(); });
@@ -732,12 +742,7 @@ TEST(DriverFdWatch, IdleWatchesAmongThousandsStayQuietWhenTheirPeersHangUp) {
   auto driver = make_test_driver();
   std::vector<std::unique_ptr<socket_pair>> pairs;
   std::vector<std::unique_ptr<recorder>> watches;
-  for (int index = 0; index < count; ++index) {
-    pairs.push_back(std::make_unique<socket_pair>());
-    ASSERT_GE(pairs.back()->ends[0], 0);
-    watches.push_back(std::make_unique<recorder>(pairs.back()->ends[0], fd_watch::readable));
-    ASSERT_EQ(driver->watch_fd(*watches.back()), 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(watch_pairs(*driver, count, false, pairs, watches));
   driver->poll(false);  // every watch in the kernel's set
   for (auto& watch : watches) {
     watch->events = 0;
