@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 
 #include "reactor/fd_subscription.hpp"
@@ -39,7 +40,10 @@ struct alignas(64) hibernation : weft::detail::fd_subscription {
   std::shared_ptr<connection> self;
   bool hibernating = false;
   bool waking = false;  // the coroutine that resumes the handler is spawned, not yet run
-  // (The subscription's fields, these four and padding: the first 64 bytes.)
+  // Reports of the fd while waking (a poll came before that coroutine read): see
+  // on_hibernation_ready in src/net/hibernate.cpp.
+  std::uint8_t repeats = 0;
+  // (The subscription's fields, these five and padding: the first 64 bytes.)
 
   // --- the rest: entering, the deadline ---
   weft::detail::scheduler_core* core = nullptr;  // the connection's scheduler
@@ -49,7 +53,8 @@ struct alignas(64) hibernation : weft::detail::fd_subscription {
   std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max();
 };
 static_assert(sizeof(weft::detail::fd_subscription) + sizeof(worker_state*) +
-                      sizeof(std::shared_ptr<connection>) + 2 * sizeof(bool) <=
+                      sizeof(std::shared_ptr<connection>) + 2 * sizeof(bool) +
+                      sizeof(std::uint8_t) <=
                   64,
               "what a wake reads no longer fits the hibernation's first cache line");
 
