@@ -393,4 +393,45 @@ TEST(NetHibernate, CallbackConnectionsHibernateBetweenMessagesAboveTheThreshold)
   }
 }
 
+// Connections woken by one poll whose coroutines then run one at a time with a poll before each
+// (reactor_poll_interval 0): the sockets of those not yet run are reported again and again, and
+// past a few reports a waking hibernation goes dormant and the registry drops its read interest
+// (src/net/hibernate.cpp). The input that woke them is still read by their coroutines, and the
+// next hibernation arms the interest again for the next message, round after round.
+TEST(NetHibernate, ConnectionsWokenTogetherAndPolledBetweenEachLoseNothing) {
+  constexpr int count = 64;
+  constexpr int rounds = 20;
+  auto options = text_options();
+  options.hibernate_above = 0;
+  options.reactor_poll_interval = std::chrono::microseconds(0);
+  running_server running(options, [](weft::net::tcp_server& server) {
+    server.serve(weft::net::connection_events{
+        .on_message = [](connection& c,
+                         weft::net::message& m) { EXPECT_TRUE(c.try_send("echo:" + m.data)); },
+    });
+  });
+  std::vector<int> fds;
+  for (int index = 0; index < count; ++index) {
+    int fd = connect_to(running.port());
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  for (int round = 0; round < rounds; ++round) {
+    const std::string line = std::to_string(round % 10);
+    for (int fd : fds) {
+      send_all(fd, line + "\n");
+    }
+    for (int fd : fds) {
+      ASSERT_EQ(read_bytes(fd, 7), "echo:" + line + "\n") << "round " << round << ", fd " << fd;
+    }
+  }
+  for (int fd : fds) {
+    ::close(fd);
+  }
+  EXPECT_TRUE(eventually([&] { return running.server().stats().total.connections == 0; }));
+  running.stop();
+  running.wait();
+  EXPECT_EQ(running.server().stats().total.messages_in, static_cast<std::uint64_t>(count * rounds));
+}
+
 }  // namespace
