@@ -49,18 +49,16 @@ using steady = std::chrono::steady_clock;
 // The socket stays readable until the coroutine a wake spawned has run and read, so a poll
 // before then (a due poll in a long batch; libuv's own second look, which calls epoll_wait again
 // within one turn, up to 48 times, whenever a call fills its 1024 events) reports it again for
-// nothing. The first few such reports are let through, as the fd registry lets a woken waiter's
-// through: dropping the read interest costs two epoll_ctl calls (drop, and add back at the next
-// hibernation). Past max_wake_repeats the subscription goes dormant, and the registry drops the
-// interest at the next report, so that a burst of woken connections cannot keep the poll busy.
+// nothing. The first max_woken_repeats of them are let through, as the fd registry lets a woken
+// waiter's through (fd_subscription.hpp: why that many); then the subscription goes dormant, and
+// the registry drops the interest at the next report.
 // Measured at 2000 connections on one worker (bench_net_weft echo, callback style): dormant at
 // once, 0.44 epoll_ctl per message from due polls coming in long batches; with libuv's 48 looks
 // and no cap at all (before the uv driver's spill set), about 195 reports per message.
 void on_hibernation_ready(weft::detail::fd_subscription& subscription, int /*events*/) {
   auto& h = static_cast<detail::hibernation&>(subscription);
   if (h.waking) {
-    constexpr std::uint8_t max_wake_repeats = 4;
-    if (++h.repeats >= max_wake_repeats) {
+    if (++h.repeats >= weft::detail::max_woken_repeats) {
       h.events = 0;
     }
     return;

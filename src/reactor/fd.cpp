@@ -55,7 +55,7 @@ struct alignas(64) fd_entry : fd_watch {
   std::uint32_t reading = 0;
   std::uint32_t writing = 0;
   // Reports since the last wake that found only such not-yet-run waiters (see on_ready, which
-  // stops counting at its max_repeats).
+  // stops counting at max_woken_repeats).
   std::uint16_t repeats = 0;
   // Referenced with nobody waiting, and in the registry's list of entries to settle (see
   // fd_registry::settle): here, in the first line, which settle reads anyway.
@@ -469,8 +469,7 @@ class fd_deadline final : public wait_source {
   // The lists are read through the waiter counts (has_readers, has_writers): a fd that only a
   // subscription watches (a hibernating connection's) is then served from the first cache line
   // of its entry.
-  constexpr unsigned max_repeats = 4;
-  const bool woken_pending = entry.repeats < max_repeats;
+  const bool woken_pending = entry.repeats < max_woken_repeats;
   const bool readers = (events & fd_watch::readable) != 0 && entry.has_readers();
   const bool writers = (events & fd_watch::writable) != 0 && entry.has_writers();
   int unwanted = 0;
@@ -485,7 +484,7 @@ class fd_deadline final : public wait_source {
   entry.repeats =
       readers || writers
           ? 0
-          : static_cast<std::uint16_t>(std::min<unsigned>(entry.repeats + 1u, max_repeats));
+          : static_cast<std::uint16_t>(std::min<unsigned>(entry.repeats + 1u, max_woken_repeats));
   if ((events & subscribed) != 0) {
     subscriber->ready(*subscriber, events & subscribed);
   }

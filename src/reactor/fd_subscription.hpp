@@ -47,6 +47,14 @@ struct fd_subscription {
   void* entry = nullptr;  // the fd's entry while subscribed
 };
 
+// How many reports of a fd a consumer already woken by it (a coroutine waiting on it, a
+// hibernating connection's subscription) lets through before its interest is dropped: the fd
+// stays ready until the woken one runs and reads, so each poll in between reports it again, and
+// dropping the interest costs two epoll_ctl calls (drop, and add back at its next wait), while a
+// burst of thousands of woken consumers must not keep every poll busy either (src/reactor/fd.cpp,
+// fd_registry::on_ready; src/net/hibernate.cpp, on_hibernation_ready).
+inline constexpr unsigned max_woken_repeats = 4;
+
 // Subscribes (the first call) or applies a change of events or referenced (later calls, and
 // after a `stopped` report). Returns 0, or a negative errno when the driver cannot poll the fd:
 // -EBADF (not open), -EPERM (a regular file or a directory, or a file without readiness

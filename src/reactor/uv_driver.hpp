@@ -10,6 +10,8 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "sched/driver.hpp"
 
@@ -70,6 +72,46 @@ class alive_watches {
 };
 
 [[noreturn]] void throw_driver_closed(const char* operation);
+
+// The watches a driver registered itself, each at its watch.index: O(1) add and remove (the last
+// one moves into the hole), for a driver whose native side keeps no list it can walk (the ev,
+// event and uring drivers; the uv driver's spill set).
+class watch_list {
+ public:
+  void add(fd_watch& watch) {
+    watch.index = watches_.size();
+    watches_.push_back(&watch);
+  }
+  void remove(fd_watch& watch) noexcept {
+    fd_watch* last = watches_.back();
+    watches_[watch.index] = last;
+    last->index = watch.index;
+    watches_.pop_back();
+  }
+  std::size_t size() const noexcept { return watches_.size(); }
+  // For a driver closing with watches left over: unwatches every watch but `keep` (the driver's
+  // own) through unwatch, which must remove it from this list, newest first so that each
+  // removal takes the last slot; returns their fds, oldest first ("5, 7").
+  template <class Unwatch>
+  std::string release_all(const fd_watch* keep, Unwatch&& unwatch) noexcept {
+    std::string fds;
+    for (std::size_t index = watches_.size(); index-- > 0;) {
+      fd_watch* watch = watches_[index];
+      if (watch != keep) {
+        fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
+        unwatch(*watch);
+      }
+    }
+    return fds;
+  }
+
+ private:
+  std::vector<fd_watch*> watches_;
+};
+
+// The std::logic_error of a driver whose close() found fd watches still registered (fds: what
+// watch_list::release_all returned).
+[[noreturn]] void throw_watches_left(const char* driver, const std::string& fds);
 
 // The libuv loop behind d, whichever driver it is. std::logic_error naming operation once the
 // driver has closed (the scheduler's run is over).

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -586,6 +587,36 @@ void watch_pairs(weft::detail::driver& driver, int count, bool readable_now,
     watches.push_back(std::make_unique<recorder>(pairs.back()->ends[0], fd_watch::readable));
     ASSERT_EQ(driver.watch_fd(*watches.back()), 0) << "watch " << index;
   }
+}
+
+// A driver closed with fd watches still registered says so, naming their fds, after releasing
+// them (src/reactor/uv_driver.hpp, watch_list and throw_watches_left). The uv driver's poll
+// handles are libuv's, and libuv's own check names them instead (close_libuv_loop), keeping
+// them: not run there.
+TEST(DriverFdWatch, WatchesLeftAtCloseAreALogicErrorNamingTheirFds) {
+  auto driver = make_test_driver();
+  if (std::string(driver->name()) == "uv") {
+    GTEST_SKIP() << "libuv reports its poll handles itself, and keeps them";
+  }
+  socket_pair first;
+  socket_pair second;
+  recorder left_one(first.ends[0], fd_watch::readable);
+  recorder left_two(second.ends[0], 0);
+  ASSERT_EQ(driver->watch_fd(left_one), 0);
+  ASSERT_EQ(driver->watch_fd(left_two), 0);
+  driver->poll(false);
+  try {
+    driver->close();
+    ADD_FAILURE() << "close() accepted watches left over";
+  } catch (const std::logic_error& error) {
+    const std::string expected = "fd watches still registered when the scheduler closed (driver '" +
+                                 std::string(driver->name()) + "'): fd " +
+                                 std::to_string(first.ends[0]) + ", " +
+                                 std::to_string(second.ends[0]) + ";";
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(left_one.watched);
+  EXPECT_FALSE(left_two.watched);
 }
 
 // More fds ready at once than libuv's epoll array holds (1024 events). Level-triggered, a fd

@@ -215,9 +215,7 @@ void embedding_driver::close() {
   closed_ = true;
   close_libuv_loop(uv_);
   if (!left_over.empty()) {
-    throw std::logic_error(std::string("weft: fd watches still registered when the scheduler ") +
-                           "closed (driver '" + name() + "'): fd " + left_over +
-                           "; stop every watch before run() returns");
+    throw_watches_left(name(), left_over);
   }
 }
 

@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
-#include <vector>
 
 #include "reactor/timer_queue.hpp"
 #include "reactor/uv_driver.hpp"
@@ -98,37 +97,11 @@ class embedding_driver : public reactor_driver {
   // The watch of libuv's backend fd: the driver's own, never left over.
   bool is_backend(const fd_watch& watch) const noexcept { return &watch == &backend_; }
 
-  // The watches a driver registered natively, each at its watch.index: O(1) add and remove
-  // (the last one moves into the hole), for drivers whose library keeps no list of its own.
-  class watch_list {
-   public:
-    void add(fd_watch& watch) {
-      watch.index = watches_.size();
-      watches_.push_back(&watch);
-    }
-    void remove(fd_watch& watch) noexcept {
-      fd_watch* last = watches_.back();
-      watches_[watch.index] = last;
-      last->index = watch.index;
-      watches_.pop_back();
-    }
-    // native_release_all for such a driver: unwatches every watch but the backend's (newest
-    // first, so each removal takes the last slot) and returns their fds, oldest first.
-    std::string release_all(embedding_driver& owner) noexcept {
-      std::string fds;
-      for (std::size_t index = watches_.size(); index-- > 0;) {
-        fd_watch* watch = watches_[index];
-        if (!owner.is_backend(*watch)) {
-          fds = std::to_string(watch->fd) + (fds.empty() ? "" : ", ") + fds;
-          owner.native_unwatch(*watch);
-        }
-      }
-      return fds;
-    }
-
-   private:
-    std::vector<fd_watch*> watches_;
-  };
+  // native_release_all for a driver that keeps its watches in a watch_list (uv_driver.hpp):
+  // unwatches every watch in it but the backend's and returns their fds.
+  std::string release_all(watch_list& list) noexcept {
+    return list.release_all(&backend_, [this](fd_watch& watch) { native_unwatch(watch); });
+  }
 
  private:
   struct backend_watch : fd_watch {

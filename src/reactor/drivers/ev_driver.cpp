@@ -163,7 +163,7 @@ class ev_driver final : public embedding_driver {
     ev_run(loop_, EVRUN_ONCE);
   }
 
-  std::string native_release_all() noexcept override { return registered_.release_all(*this); }
+  std::string native_release_all() noexcept override { return release_all(registered_); }
 
   void native_close() noexcept override {
     ev_timer_stop(loop_, &timer_);

@@ -160,7 +160,7 @@ class event_driver final : public embedding_driver {
     event_base_loop(base_, EVLOOP_ONCE);
   }
 
-  std::string native_release_all() noexcept override { return registered_.release_all(*this); }
+  std::string native_release_all() noexcept override { return release_all(registered_); }
 
   void native_close() noexcept override {
     event_free(timer_);

@@ -38,4 +38,10 @@ void throw_driver_closed(const char* operation) {
                          "inside weft::run");
 }
 
+void throw_watches_left(const char* driver, const std::string& fds) {
+  throw std::logic_error(std::string("weft: fd watches still registered when the scheduler ") +
+                         "closed (driver '" + driver + "'): fd " + fds +
+                         "; stop every watch before run() returns");
+}
+
 }  // namespace weft::detail

@@ -341,7 +341,7 @@ class uring_driver final : public embedding_driver {
     free_.push_back(slot.index);  // reserved by new_slot
   }
 
-  std::string native_release_all() noexcept override { return watches_.release_all(*this); }
+  std::string native_release_all() noexcept override { return release_all(watches_); }
 
   void native_close() noexcept override {
     io_uring_queue_exit(&ring_);  // cancels what is still in flight

@@ -45,7 +45,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -230,12 +229,8 @@ class uv_driver final : public reactor_driver {
     close_extensions();
     timers_.clear();
     // Spilled watches still registered are left over, as a poll handle still open would be.
-    std::string spilled_left;
-    while (!spilled_.empty()) {
-      fd_watch& watch = *spilled_.back();
-      spilled_left = std::to_string(watch.fd) + (spilled_left.empty() ? "" : ", ") + spilled_left;
-      unwatch_spilled(watch);
-    }
+    std::string spilled_left =
+        spilled_.release_all(nullptr, [this](fd_watch& watch) { unwatch_spilled(watch); });
     if (spill_fd_ >= 0) {
       // Takes the set's fd out of libuv's epoll set at once, so it may be closed right after.
       uv_close(reinterpret_cast<uv_handle_t*>(&spill_poll_), nullptr);
@@ -249,10 +244,7 @@ class uv_driver final : public reactor_driver {
     closed_ = true;
     close_libuv_loop(loop_);
     if (!spilled_left.empty()) {
-      throw std::logic_error(
-          "weft: fd watches still registered when the scheduler closed "
-          "(driver 'uv'): fd " +
-          spilled_left + "; stop every watch before run() returns");
+      throw_watches_left(name(), spilled_left);
     }
   }
 
@@ -384,8 +376,7 @@ class uv_driver final : public reactor_driver {
         return error;
       }
       watch.slot = &spilled_slot;
-      watch.index = spilled_.size();
-      spilled_.push_back(&watch);
+      spilled_.add(watch);
       watch.watched = true;
       watch.armed = 0;
     } else if (watch.events != watch.armed) {
@@ -414,10 +405,7 @@ class uv_driver final : public reactor_driver {
       }
     }
     keep_alive(alive_.forget_armed(watch));
-    fd_watch* last = spilled_.back();
-    spilled_[watch.index] = last;
-    last->index = watch.index;
-    spilled_.pop_back();
+    spilled_.remove(watch);
     watch.slot = nullptr;
     watch.watched = false;
   }
@@ -546,7 +534,7 @@ class uv_driver final : public reactor_driver {
   int spill_fd_ = -1;
   bool spill_failed_ = false;
   uv_poll_t spill_poll_{};
-  std::vector<fd_watch*> spilled_;  // every spilled watch, each at its index
+  watch_list spilled_;  // every spilled watch
   std::vector<epoll_event> spill_events_;
   int spill_next_ = 0;   // while dispatching: the next event of spill_events_ ...
   int spill_count_ = 0;  // ... of this many
