@@ -147,8 +147,12 @@ def count_syscalls(command: list[str], arguments: argparse.Namespace) -> str:
             time.sleep(1)
             counts = syscall_counts.count(session_pids(server.pid),
                                           arguments.seconds)
-        finally:
-            output = finish_wrk(load, arguments.seconds + 2)
+        except BaseException:
+            # wrk is waited for either way, but perf's error is the one reported.
+            with contextlib.suppress(Exception):
+                finish_wrk(load, arguments.seconds + 2)
+            raise
+        output = finish_wrk(load, arguments.seconds + 2)
     rate = rate_of(output)
     return f"{rate:,.0f} requests/s: " + syscall_counts.describe(counts,
                                                                  rate * arguments.seconds)

@@ -140,8 +140,12 @@ def count_syscalls(client: Path, command: list[str], mode: str, connections: int
         time.sleep(2)  # the client's warm-up, and a second of the measured window
         try:
             counts = syscall_counts.count([server.pid], window)
-        finally:
-            rate = rate_of(measure, command, window + 60)
+        except BaseException:
+            # The client is waited for either way, but perf's error is the one reported.
+            with contextlib.suppress(Exception):
+                rate_of(measure, command, window + 60)
+            raise
+        rate = rate_of(measure, command, window + 60)
     return f"{rate:,.0f} messages/s: " + syscall_counts.describe(counts, rate * window, "message")
 
 
