@@ -51,18 +51,19 @@ docs: deps
 check-layers:
 	scripts/check-layers
 
-# The whole suite once per driver this build has (uv, ev, event, poll, uring): ctest registers every
-# test as DRIVER:Suite.Test with WEFT_DRIVER=DRIVER and the label driver-DRIVER (run one driver
-# alone with `ctest --preset release -L '^driver-poll$$'`).
+# The whole suite once per driver this build has (uv, ev, event, epoll, poll, uring): ctest
+# registers every test as DRIVER:Suite.Test with WEFT_DRIVER=DRIVER and the label driver-DRIVER
+# (run one driver alone with `ctest --preset release -L '^driver-poll$$'`).
 test-release: build
 	ctest --preset release
 
-# ASan+UBSan on the libuv driver, on the poll driver (the one with no library under it) and on
-# the uring driver (slots that outlive their watches until the kernel is done with them), and the
+# ASan+UBSan on the libuv driver, on the epoll and poll drivers (no library under them: their
+# own dispatch, which must not touch a watch a callback of the same turn freed) and on the uring
+# driver (slots that outlive their watches until the kernel is done with them), and the
 # driver-independent tests (tests/CMakeLists.txt: run once, label driver-independent).
 test-asan: deps build/asan/build.ninja
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -L '^driver-(uv|poll|uring|independent)$$'
+	ctest --preset asan -L '^driver-(uv|epoll|poll|uring|independent)$$'
 
 # The whole suite again with a random choice of the next ready coroutine, several seeds, on the
 # libuv driver (the default), the poll driver (no library under it) and the uring driver (slots

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   app.add_option("--pg", config.pg,
                  "PostgreSQL conninfo: enables /pg/now and /pg/query?n= (\"host=/run/postgresql "
                  "dbname=app\")");
-  app.add_option("--driver", config.driver, "event-loop driver: uv, ev, event, poll or uring");
+  app.add_option("--driver", config.driver,
+                 "event-loop driver: uv, ev, event, epoll, poll or uring");
   app.add_flag("--log", config.log, "write a line per notable event and request to stderr");
   CLI11_PARSE(app, argc, argv);
 

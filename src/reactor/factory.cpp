@@ -1,7 +1,7 @@
 // The driver factory: which driver a new scheduler blocks on.
 //
 // run_options::driver first, then the environment's WEFT_DRIVER, then the first this build has
-// of uv, ev, event, poll, uring (libuv is the most complete and the fastest here; poll needs
+// of uv, ev, event, epoll, poll, uring (libuv is the most complete; epoll and poll need
 // nothing; uring, the newest, is chosen only by name).
 // A thread's scheduler decides for itself: weft::spawn_thread passes its spawner's choice on in
 // run_options, so a program that picked a driver keeps it on every thread it starts.
@@ -33,7 +33,7 @@ const std::vector<driver_kind>& kinds() {
 #if defined(WEFT_HAVE_LIBEVENT)
         {event_driver_name, &make_event_driver},
 #endif
-        {poll_driver_name, &make_poll_driver},
+        {epoll_driver_name, &make_epoll_driver}, {poll_driver_name, &make_poll_driver},
 #if defined(WEFT_HAVE_LIBURING)
         {uring_driver_name, &make_uring_driver},
 #endif
@@ -67,8 +67,8 @@ std::unique_ptr<driver> make_driver(std::string_view requested) {
       return kind.make();
     }
   }
-  constexpr std::string_view all[] = {uv_driver_name, ev_driver_name, event_driver_name,
-                                      poll_driver_name, uring_driver_name};
+  constexpr std::string_view all[] = {uv_driver_name,    ev_driver_name,   event_driver_name,
+                                      epoll_driver_name, poll_driver_name, uring_driver_name};
   bool known = false;
   for (std::string_view name : all) {
     known = known || name == requested;

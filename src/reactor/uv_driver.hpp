@@ -20,8 +20,9 @@ namespace weft::detail {
 // A driver of the reactor layer: every driver make_driver() returns is one.
 class reactor_driver : public driver {
  public:
-  // The libuv loop of this driver: its own (uv) or the embedded one (ev, event, poll). A plain
-  // member, not a virtual call: stream and request code reaches it on every operation.
+  // The libuv loop of this driver: its own (uv) or the embedded one (ev, event, epoll, poll,
+  // uring). A plain member, not a virtual call: stream and request code reaches it on every
+  // operation.
   uv_loop_t& libuv_loop() noexcept { return *libuv_loop_; }
   // After close(): the libuv loop is gone.
   bool closed() const noexcept { return closed_; }
@@ -127,6 +128,7 @@ inline uv_loop_t& uv_loop_of(driver& d, const char* operation) {
 inline constexpr const char uv_driver_name[] = "uv";
 inline constexpr const char ev_driver_name[] = "ev";
 inline constexpr const char event_driver_name[] = "event";
+inline constexpr const char epoll_driver_name[] = "epoll";
 inline constexpr const char poll_driver_name[] = "poll";
 inline constexpr const char uring_driver_name[] = "uring";
 

@@ -94,7 +94,8 @@ class driver {
  public:
   virtual ~driver() = default;
 
-  // The driver's name ("uv", "ev", "event", "poll", "uring"): a string with static lifetime.
+  // The driver's name ("uv", "ev", "event", "epoll", "poll", "uring"): a string with static
+  // lifetime.
   virtual const char* name() const noexcept = 0;
 
   virtual void poll(bool block) = 0;
@@ -174,8 +175,8 @@ class driver {
 
 // The driver a new scheduler runs on (defined by the reactor layer, src/reactor/factory.cpp).
 // requested: run_options::driver; empty means the environment's WEFT_DRIVER, and when that is
-// unset too the first the build has of uv, ev, event, poll, uring. std::invalid_argument, listing
-// the valid names, for a name that is unknown or not in this build.
+// unset too the first the build has of uv, ev, event, epoll, poll, uring. std::invalid_argument,
+// listing the valid names, for a name that is unknown or not in this build.
 std::unique_ptr<driver> make_driver(std::string_view requested);
 
 }  // namespace weft::detail

@@ -74,11 +74,11 @@ enum class scheduling_order {
 struct run_options {
   stack_options stacks{};  // coroutine stacks: size and guard pages
   // The event machinery the scheduler blocks on: "uv" (libuv), "ev" (libev), "event"
-  // (libevent), "poll" (poll(2), no library) or "uring" (io_uring, where liburing and the
-  // kernel allow). Empty: the environment's WEFT_DRIVER, and when that is unset too the first
-  // of uv, ev, event, poll, uring that this build has. Every weft API
-  // works on every driver (docs/architecture.md, "The seam between the scheduler and the
-  // drivers"); a name that is unknown or not in this build makes run() throw
+  // (libevent), "epoll" (epoll(7), no library), "poll" (poll(2), no library) or "uring"
+  // (io_uring, where liburing and the kernel allow). Empty: the environment's WEFT_DRIVER, and
+  // when that is unset too the first of uv, ev, event, epoll, poll, uring that this build has.
+  // Every weft API works on every driver (docs/architecture.md, "The seam between the scheduler and
+  // the drivers"); a name that is unknown or not in this build makes run() throw
   // std::invalid_argument listing the valid ones. weft::spawn_thread passes its spawner's on.
   std::string driver{};
   // Unset: taken from the environment, WEFT_SCHED=random WEFT_SEED=n (fifo otherwise).
@@ -198,7 +198,7 @@ scheduler& current_scheduler();
 scheduler* current_scheduler_or_null() noexcept;
 
 // The name of the driver the scheduler running on this thread blocks on ("uv", "ev", "event",
-// "poll"); std::logic_error outside weft::run.
+// "epoll", "poll", "uring"); std::logic_error outside weft::run.
 std::string_view current_driver();
 // The steady clock's time when this thread's scheduler last polled its reactor: a reading the
 // scheduler took anyway, so it costs no clock reading (a steady_clock::now() costs 20-30 ns),

@@ -13,6 +13,7 @@ namespace weft::detail {
 std::unique_ptr<reactor_driver> make_uv_driver();
 std::unique_ptr<reactor_driver> make_ev_driver();
 std::unique_ptr<reactor_driver> make_event_driver();
+std::unique_ptr<reactor_driver> make_epoll_driver();
 std::unique_ptr<reactor_driver> make_poll_driver();
 std::unique_ptr<reactor_driver> make_uring_driver();
 

@@ -1,5 +1,5 @@
-// The common half of the drivers that block on something other than libuv (ev, event, poll,
-// uring):
+// The common half of the drivers that block on something other than libuv (ev, event, epoll,
+// poll, uring):
 // weft's timer heap, the bookkeeping of fd watches, and a libuv loop embedded in the native one
 // so that everything only libuv provides works on them too.
 //
