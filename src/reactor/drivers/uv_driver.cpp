@@ -28,14 +28,14 @@
 // worker, bench_net_weft echo: 13.0 us of CPU per message against libev's 8.9 and the floor's
 // 6.2, with 3 epoll_ctl and an fcntl per message). Capped below 1024 (with room for libuv's own
 // handles), libuv's epoll_wait never fills its array; the spill set is read with one
-// epoll_wait per report of its fd, into an array as large as the set (up to spill_batch_max),
-// and what does not fit waits for the next turn. A watch stays where it started until
+// epoll_wait per report of its fd, into an array as large as the set (up to epoll_set's batch
+// limit), and what does not fit waits for the next turn (epoll_set.hpp, shared with the epoll
+// driver). A watch stays where it started until
 // unwatched. The spill set costs a nested epoll's wakeup per event (about 0.1 us on the
 // development VM: bench/net/README.md), paid only by the watches past the limit, and
 // its changes are epoll_ctl calls made at once, so a closed fd is refused there and then
 // (-EBADF), with no queued change left to check before the next poll.
 #include <fcntl.h>
-#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <uv.h>
@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "reactor/drivers/drivers.hpp"
+#include "reactor/drivers/epoll_set.hpp"
 #include "reactor/drivers/libuv_loop.hpp"
 #include "reactor/timer_queue.hpp"
 #include "reactor/uv_driver.hpp"
@@ -107,9 +108,8 @@ class uv_driver final : public reactor_driver {
     for (uv_poll_t* spare : spare_polls_) {
       delete &slot_of(spare);
     }
-    if (spill_fd_ >= 0) {
-      ::close(spill_fd_);  // only after a close() that threw before it got there
-    }
+    // spilled_set_ closes itself (still open only after a close() that threw before it got
+    // there).
   }
 
   [[gnu::hot]] void poll(bool block) override {
@@ -231,11 +231,11 @@ class uv_driver final : public reactor_driver {
     // Spilled watches still registered are left over, as a poll handle still open would be.
     std::string spilled_left =
         spilled_.release_all(nullptr, [this](fd_watch& watch) { unwatch_spilled(watch); });
-    if (spill_fd_ >= 0) {
+    if (spill_open_) {
       // Takes the set's fd out of libuv's epoll set at once, so it may be closed right after.
       uv_close(reinterpret_cast<uv_handle_t*>(&spill_poll_), nullptr);
-      ::close(spill_fd_);
-      spill_fd_ = -1;
+      spilled_set_.close();
+      spill_open_ = false;
     }
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&keepalive_), nullptr);
@@ -312,67 +312,45 @@ class uv_driver final : public reactor_driver {
 
   // --- the spill set (see the top) ---
 
-  // What a spilled watch polls for, in epoll's terms. An idle watch (events 0) stays in the set,
-  // one-shot: epoll reports EPOLLHUP and EPOLLERR whatever was asked, and level-triggered those
-  // would come back at every poll with nobody to take them; one-shot, such a report comes once
-  // and then the fd is disabled until the next change. Staying in the set, a watch going idle
-  // and back costs two EPOLL_CTL_MOD, where leaving it would cost an EPOLL_CTL_DEL and an
-  // EPOLL_CTL_ADD (the kernel frees and allocates the item and its wait-queue entry).
-  static unsigned to_epoll(int events) noexcept {
-    if (events == 0) {
-      return EPOLLONESHOT;
-    }
-    return ((events & fd_watch::readable) != 0 ? unsigned{EPOLLIN} : 0U) |
-           ((events & fd_watch::writable) != 0 ? unsigned{EPOLLOUT} : 0U);
-  }
-
   // Whether the spill set exists, creating it (and having libuv watch it) on first use. When it
   // cannot be created (no fd left: EMFILE; tried again at the next watch) the new watch takes a
   // poll handle past the limit, as every watch did before the limit existed.
   bool spill_set_open() {
-    if (spill_fd_ >= 0) {
+    if (spill_open_) {
       return true;
     }
-    if (spill_failed_) {
+    if (spill_failed_ || spilled_set_.open() < 0) {
       return false;
     }
-    int fd = ::epoll_create1(EPOLL_CLOEXEC);
-    if (fd < 0) {
-      return false;
-    }
-    if (uv_poll_init(&loop_, &spill_poll_, fd) < 0) {
-      ::close(fd);
+    if (uv_poll_init(&loop_, &spill_poll_, spilled_set_.fd()) < 0) {
+      spilled_set_.close();
       return false;
     }
     if (uv_poll_start(&spill_poll_, UV_READABLE, &uv_driver::on_spill) < 0) {
       uv_close(reinterpret_cast<uv_handle_t*>(&spill_poll_), nullptr);  // out of epoll at once
-      ::close(fd);
+      spilled_set_.close();
       spill_failed_ = true;  // the handle is closing: never initialised again
       return false;
     }
     // Never referenced: the spilled watches count in alive_, as poll handles' watches do.
     uv_unref(reinterpret_cast<uv_handle_t*>(&spill_poll_));
-    spill_fd_ = fd;
+    spill_open_ = true;
     return true;
   }
 
   // watch_fd for a spilled watch (a new one past the limit, or one already spilled). Every
   // change is one epoll_ctl, made now; the fd is in the set from its first watch_fd to
-  // unwatch_fd, idle or not (to_epoll).
+  // unwatch_fd, idle or not (epoll_set.hpp).
   int watch_spilled(fd_watch& watch) {
-    const bool fresh = !watch.watched;
-    epoll_event interest{};
-    interest.data.ptr = &watch;
-    if (fresh) {
+    if (!watch.watched) {
       // The same checks as a poll handle's: epoll's own (EBADF; EPERM for a regular file or a
       // directory), by adding the fd now, and the fd made non-blocking.
-      interest.events = to_epoll(watch.events);
-      if (::epoll_ctl(spill_fd_, EPOLL_CTL_ADD, watch.fd, &interest) != 0) {
-        return -errno;
+      if (int status = spilled_set_.add(watch); status < 0) {
+        return status;
       }
       if (int on = 1; ::ioctl(watch.fd, FIONBIO, &on) != 0) {
         int error = -errno;
-        ::epoll_ctl(spill_fd_, EPOLL_CTL_DEL, watch.fd, &interest);
+        spilled_set_.remove(watch);
         return error;
       }
       watch.slot = &spilled_slot;
@@ -380,13 +358,9 @@ class uv_driver final : public reactor_driver {
       watch.watched = true;
       watch.armed = 0;
     } else if (watch.events != watch.armed) {
-      interest.events = to_epoll(watch.events);
-      if (::epoll_ctl(spill_fd_, EPOLL_CTL_MOD, watch.fd, &interest) != 0) {
-        // A fd closed since (EBADF; epoll dropped it), or its number reused (ENOENT): polls for
-        // nothing now.
-        int error = -errno;
-        keep_alive(alive_.forget_armed(watch));
-        return error;
+      if (int status = spilled_set_.modify(watch); status < 0) {
+        keep_alive(alive_.forget_armed(watch));  // polls for nothing now
+        return status;
       }
     }
     const bool counted = alive_watches::counts(watch);
@@ -396,24 +370,15 @@ class uv_driver final : public reactor_driver {
   }
 
   void unwatch_spilled(fd_watch& watch) noexcept {
-    epoll_event unused{};
-    ::epoll_ctl(spill_fd_, EPOLL_CTL_DEL, watch.fd, &unused);  // EBADF after a close: gone
-    // Its events still to be dispatched in this turn must not reach it: the caller may free it.
-    for (int index = spill_next_; index < spill_count_; ++index) {
-      if (spill_events_[static_cast<std::size_t>(index)].data.ptr == &watch) {
-        spill_events_[static_cast<std::size_t>(index)].data.ptr = nullptr;
-      }
-    }
+    spilled_set_.remove(watch);  // also from the events of this turn: the caller may free it
     keep_alive(alive_.forget_armed(watch));
     spilled_.remove(watch);
     watch.slot = nullptr;
     watch.watched = false;
   }
 
-  // libuv found the spill set readable: one epoll_wait, and its events dispatched as libuv
-  // dispatches a poll handle's (POLLERR stops the watch and reports it ready both ways; a
-  // hang-up reports what the watch polls for; the rest is masked by what it polls for now,
-  // which an earlier callback of this turn may have changed).
+  // libuv found the spill set readable: one epoll_wait, with room for every spilled watch (up to
+  // the set's batch limit), dispatched as libuv dispatches a poll handle (epoll_set.hpp).
   static void on_spill(uv_poll_t* handle, int status, int) {
     auto* self = static_cast<uv_driver*>(handle->loop->data);
     if (status < 0) {
@@ -421,47 +386,13 @@ class uv_driver final : public reactor_driver {
       uv_poll_start(handle, UV_READABLE, &uv_driver::on_spill);
       return;
     }
-    self->drain_spill();
-  }
-
-  void drain_spill() {
-    const std::size_t room = std::clamp<std::size_t>(spilled_.size(), 64, spill_batch_max);
-    if (spill_events_.size() < room) {
-      spill_events_.resize(room);
-    }
-    int count =
-        ::epoll_wait(spill_fd_, spill_events_.data(), static_cast<int>(spill_events_.size()), 0);
-    if (count <= 0) {
-      return;  // EINTR, or nothing left: a callback of this turn took it
-    }
-    spill_count_ = count;
-    for (spill_next_ = 0; spill_next_ < spill_count_;) {
-      const epoll_event& event = spill_events_[static_cast<std::size_t>(spill_next_++)];
-      auto* watch = static_cast<fd_watch*>(event.data.ptr);
-      if (watch == nullptr || watch->armed == 0) {
-        continue;  // unwatched or idled by an earlier callback of this turn
-      }
-      if ((event.events & EPOLLERR) != 0) {
-        epoll_event idle{};
-        idle.events = to_epoll(0);
-        idle.data.ptr = watch;
-        ::epoll_ctl(spill_fd_, EPOLL_CTL_MOD, watch->fd, &idle);  // stopped, as libuv stops it
-        keep_alive(alive_.forget_armed(*watch));
-        watch->ready(*watch, fd_watch::readable | fd_watch::writable);
-        continue;
-      }
-      int events = ((event.events & EPOLLIN) != 0 ? fd_watch::readable : 0) |
-                   ((event.events & EPOLLOUT) != 0 ? fd_watch::writable : 0);
-      if ((event.events & EPOLLHUP) != 0) {
-        events |= watch->armed;
-      }
-      events &= watch->armed;
-      if (events != 0) {
-        watch->ready(*watch, events);
-      }
-    }
-    spill_count_ = 0;
-    spill_next_ = 0;
+    self->spilled_set_.wait(0, self->spilled_.size(),
+                            [self](fd_watch& watch, int events, bool stopped) {
+                              if (stopped) {
+                                self->keep_alive(self->alive_.forget_armed(watch));
+                              }
+                              watch.ready(watch, events);
+                            });
   }
 
   static void on_poll_closed(uv_handle_t* handle) {
@@ -529,15 +460,12 @@ class uv_driver final : public reactor_driver {
   // 7/8 of libuv's 1024-event array, the rest left to libuv's own handles (its signal pipe and
   // async eventfd, and the streams, timers' fds and the like of the io layer).
   static constexpr std::size_t libuv_poll_limit = 896;
-  static constexpr std::size_t spill_batch_max = 4096;
   std::size_t libuv_polls_ = 0;
-  int spill_fd_ = -1;
+  epoll_set spilled_set_;
+  bool spill_open_ = false;  // spilled_set_ is open and spill_poll_ watches it
   bool spill_failed_ = false;
   uv_poll_t spill_poll_{};
   watch_list spilled_;  // every spilled watch
-  std::vector<epoll_event> spill_events_;
-  int spill_next_ = 0;   // while dispatching: the next event of spill_events_ ...
-  int spill_count_ = 0;  // ... of this many
 };
 
 }  // namespace
