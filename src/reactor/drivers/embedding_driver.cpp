@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <stdexcept>
 #include <string>
 
@@ -146,6 +148,17 @@ embedding_driver::poll_outcome embedding_driver::outcome_of(unsigned revents, in
            ((revents & POLLOUT) != 0 ? fd_watch::writable : 0)) &
               armed,
           false};
+}
+
+int embedding_driver::timeout_ms(timer_clock::time_point until) noexcept {
+  if (until == timer_clock::time_point::max()) {
+    return -1;
+  }
+  if (until == timer_clock::time_point::min()) {
+    return 0;
+  }
+  return static_cast<int>(
+      wait_until(until, timer_clock::now(), std::chrono::milliseconds(INT_MAX)).count());
 }
 
 bool embedding_driver::alive() {

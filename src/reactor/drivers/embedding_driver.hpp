@@ -94,6 +94,11 @@ class embedding_driver : public reactor_driver {
   };
   static poll_outcome outcome_of(unsigned revents, int armed) noexcept;
 
+  // native_wait's `until` as the timeout of poll(2) or epoll_wait: -1 for no limit
+  // (time_point::max()), 0 for no wait (time_point::min(), read without the clock, or a time
+  // passed), else the milliseconds to it rounded up, so that the wait never ends before it.
+  static int timeout_ms(timer_clock::time_point until) noexcept;
+
   // The watch of libuv's backend fd: the driver's own, never left over.
   bool is_backend(const fd_watch& watch) const noexcept { return &watch == &backend_; }
 

@@ -18,8 +18,6 @@
 // backend fd, itself an epoll fd, is one more entry of the set: what libuv watches (the io
 // layer's streams, its signal pipe, async handles) pays a nested epoll's wakeup per event, the
 // fd watches nothing.
-#include <chrono>
-#include <climits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -78,17 +76,11 @@ class epoll_driver final : public embedding_driver {
   }
 
   void native_wait(timer_clock::time_point until) override {
-    int timeout = 0;
-    if (until == timer_clock::time_point::max()) {
-      timeout = -1;
-    } else if (until != timer_clock::time_point::min()) {  // min: no wait, no clock to read
-      timeout = static_cast<int>(
-          wait_until(until, timer_clock::now(), std::chrono::milliseconds(INT_MAX)).count());
-    }
     // Room for every watch and the backend at once (up to the set's batch limit).
-    set_.wait(timeout, registered_.size() + 1, [this](fd_watch& watch, int events, bool stopped) {
-      report_ready(watch, events, stopped);
-    });
+    set_.wait(timeout_ms(until), registered_.size() + 1,
+              [this](fd_watch& watch, int events, bool stopped) {
+                report_ready(watch, events, stopped);
+              });
   }
 
   std::string native_release_all() noexcept override { return release_all(registered_); }

@@ -29,8 +29,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,13 +95,7 @@ class poll_driver final : public embedding_driver {
   }
 
   void native_wait(timer_clock::time_point until) override {
-    int timeout = 0;
-    if (until == timer_clock::time_point::max()) {
-      timeout = -1;
-    } else if (until != timer_clock::time_point::min()) {  // min: no wait, no clock to read
-      timeout = static_cast<int>(
-          wait_until(until, timer_clock::now(), std::chrono::milliseconds(INT_MAX)).count());
-    }
+    const int timeout = timeout_ms(until);
     // A poll() that does not wait (the loop is busy) asks about the backend only every
     // backend_check_period turns: see the header.
     bool with_backend = backend_ != nullptr && backend_entry_.fd >= 0 &&
