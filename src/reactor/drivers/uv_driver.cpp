@@ -231,11 +231,10 @@ class uv_driver final : public reactor_driver {
     // Spilled watches still registered are left over, as a poll handle still open would be.
     std::string spilled_left =
         spilled_.release_all(nullptr, [this](fd_watch& watch) { unwatch_spilled(watch); });
-    if (spill_open_) {
+    if (spilled_set_.is_open()) {
       // Takes the set's fd out of libuv's epoll set at once, so it may be closed right after.
       uv_close(reinterpret_cast<uv_handle_t*>(&spill_poll_), nullptr);
       spilled_set_.close();
-      spill_open_ = false;
     }
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&keepalive_), nullptr);
@@ -316,7 +315,7 @@ class uv_driver final : public reactor_driver {
   // cannot be created (no fd left: EMFILE; tried again at the next watch) the new watch takes a
   // poll handle past the limit, as every watch did before the limit existed.
   bool spill_set_open() {
-    if (spill_open_) {
+    if (spilled_set_.is_open()) {
       return true;
     }
     if (spill_failed_ || spilled_set_.open() < 0) {
@@ -334,7 +333,6 @@ class uv_driver final : public reactor_driver {
     }
     // Never referenced: the spilled watches count in alive_, as poll handles' watches do.
     uv_unref(reinterpret_cast<uv_handle_t*>(&spill_poll_));
-    spill_open_ = true;
     return true;
   }
 
@@ -461,8 +459,7 @@ class uv_driver final : public reactor_driver {
   // async eventfd, and the streams, timers' fds and the like of the io layer).
   static constexpr std::size_t libuv_poll_limit = 896;
   std::size_t libuv_polls_ = 0;
-  epoll_set spilled_set_;
-  bool spill_open_ = false;  // spilled_set_ is open and spill_poll_ watches it
+  epoll_set spilled_set_;  // open only while spill_poll_ watches it (see spill_set_open)
   bool spill_failed_ = false;
   uv_poll_t spill_poll_{};
   watch_list spilled_;  // every spilled watch
