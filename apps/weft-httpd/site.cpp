@@ -191,7 +191,11 @@ http::router site::make_router() {
     ex.respond(std::move(json));
   });
   routes.files("/static", http::static_options{.root = config_.root});
-  auto echo = std::make_shared<weft::net::websocket>();
+  // permessage-deflate on, as browsers offer it; without context takeover (the default) a
+  // connection holds no zlib state between messages.
+  weft::net::websocket_options ws;
+  ws.deflate.enabled = true;
+  auto echo = std::make_shared<weft::net::websocket>(ws);
   routes.get("/ws/echo", [echo](http::exchange& ex) {
     weft::net::connection& socket = ex.upgrade(echo);
     weft::net::message message;

@@ -1,7 +1,8 @@
 // weft-test: driver-independent
 // weft-httpd's page in a real browser (Debian's chromium, headless): it renders, its script
 // fills the live numbers from /stats, and a screenshot is kept for people to look at
-// (build/<preset>/tests/httpd-page.png). Once, not per driver: what is tested is the page.
+// (build/<preset>/tests/httpd-page.png); and the browser's own WebSocket talks to /ws/echo with
+// the permessage-deflate it offers. Once, not per driver: what is tested is the page.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,6 +74,40 @@ TEST(HttpdBrowser, ThePageRendersAndItsScriptFillsTheLiveNumbers) {
   // A blank 1100x1400 page compresses to a few KiB; this one has text, cards and a table.
   EXPECT_GT(info.st_size, 40000) << shot;
   EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(HttpdBrowser, TheBrowsersWebSocketAgreesPermessageDeflateAndGetsItsEcho) {
+  ASSERT_EQ(::access("/usr/bin/chromium", X_OK), 0)
+      << "chromium is missing: install it (scripts/install-deps)";
+  // A page of this test's own, served from a root of its own: it sends 108,000 bytes of
+  // repeated text and writes what came back, and what the handshake agreed, into the DOM.
+  char root[] = "/tmp/weft-browser-ws-XXXXXX";
+  ASSERT_NE(::mkdtemp(root), nullptr);
+  const std::string page = std::string(root) + "/ws.html";
+  {
+    std::ofstream out(page);
+    out << "<!doctype html><html><head><meta charset=\"utf-8\"><title>ws</title></head><body>"
+           "<pre id=\"out\">waiting</pre><script>\n"
+           "const big = 'weft compresses this line. '.repeat(4000);\n"
+           "const s = new WebSocket(`ws://${location.host}/ws/echo`);\n"
+           "s.onopen = () => s.send(big);\n"
+           "s.onmessage = (m) => { document.getElementById('out').textContent = 'extensions=[' +\n"
+           "  s.extensions + '] same=' + (m.data === big) + ' length=' + m.data.length; };\n"
+           "s.onerror = () => { document.getElementById('out').textContent = 'failed'; };\n"
+           "</script></body></html>\n";
+  }
+  httpd_test::httpd server({"--root", root});
+  int status = 0;
+  const std::string dom =
+      chromium("--virtual-time-budget=3000 --dump-dom", server.url("/static/ws.html"), status);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(dom.find("extensions=[permessage-deflate; server_no_context_takeover; "
+                     "client_no_context_takeover] same=true length=108000"),
+            std::string::npos)
+      << dom.substr(0, 600);
+  EXPECT_EQ(server.stop(), 0);
+  ::unlink(page.c_str());
+  ::rmdir(root);
 }
 
 }  // namespace

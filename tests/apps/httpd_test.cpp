@@ -223,12 +223,18 @@ TEST(Httpd, H2loadPipelinedOverHttp1GetsEveryResponse) {
 TEST(Httpd, WebSocketEchoPassesNodeWsChecks) {
   httpd server;
   const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
-  auto session = run({"env", "NODE_PATH=/usr/share/nodejs", "node", script,
-                      "ws://127.0.0.1:" + std::to_string(server.port()) + "/ws/echo"});
+  const std::string url = "ws://127.0.0.1:" + std::to_string(server.port()) + "/ws/echo";
+  auto session = run({"env", "NODE_PATH=/usr/share/nodejs", "node", script, url});
   EXPECT_EQ(session.exit_status, 0) << session.standard_output << session.standard_error;
   EXPECT_EQ(session.standard_output,
             "ok handshake\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok ping\nok "
             "close\n");
+  // The echo agrees permessage-deflate, as a browser offers it.
+  auto deflated = run({"env", "NODE_PATH=/usr/share/nodejs", "node", script, "--deflate", url});
+  EXPECT_EQ(deflated.exit_status, 0) << deflated.standard_output << deflated.standard_error;
+  EXPECT_EQ(deflated.standard_output,
+            "ok handshake\nok deflate\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok "
+            "ping\nok close\n");
   EXPECT_EQ(server.stop(), 0);
 }
 

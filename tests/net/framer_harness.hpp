@@ -30,12 +30,18 @@ struct served {
   bool peer_ended = false;       // the peer ended the stream first
   std::uint16_t close_code = 0;  // the protocol_error's code, when one was raised
   std::string error;             // its message, or an io_error's
+  std::size_t bytes_in = 0;      // bytes read from the peer, all of them
+  std::size_t bytes_out = 0;     // bytes written to it: raw replies and encoded messages
 };
 
 class stream_link final : public weft::net::framer_link {
  public:
-  stream_link(weft::stream& stream, std::size_t limit) : stream_(stream), limit_(limit) {}
-  void send_raw(std::string_view bytes) override { stream_.write_all(bytes); }
+  stream_link(weft::stream& stream, std::size_t limit, std::size_t& written)
+      : stream_(stream), limit_(limit), written_(written) {}
+  void send_raw(std::string_view bytes) override {
+    stream_.write_all(bytes);
+    written_ += bytes.size();
+  }
   void finish() override { finished_ = true; }
   std::size_t max_message_size() const noexcept override { return limit_; }
   bool finished() const noexcept { return finished_; }
@@ -43,6 +49,7 @@ class stream_link final : public weft::net::framer_link {
  private:
   weft::stream& stream_;
   std::size_t limit_;
+  std::size_t& written_;
   bool finished_ = false;
 };
 
@@ -50,7 +57,7 @@ inline served serve_with_framer(weft::tcp::stream stream, const weft::net::proto
                                 std::size_t max_message_size = 4 << 20) {
   served report;
   auto framer = protocol.make_framer();
-  stream_link link(stream, max_message_size);
+  stream_link link(stream, max_message_size, report.bytes_out);
   std::string buffer;  // received, from `start` on not yet consumed
   std::size_t start = 0;
   std::vector<char> chunk(64 * 1024);
@@ -71,6 +78,7 @@ inline served serve_with_framer(weft::tcp::stream stream, const weft::net::proto
           reply.clear();
           framer->encode(message.data, message.kind, reply);
           stream.write_all(reply);
+          report.bytes_out += reply.size();
         }
       }
       if (link.finished()) {
@@ -84,6 +92,7 @@ inline served serve_with_framer(weft::tcp::stream stream, const weft::net::proto
         break;
       }
       buffer.append(chunk.data(), got);
+      report.bytes_in += got;
     }
     report.finished = link.finished();
   } catch (const weft::net::protocol_error& error) {

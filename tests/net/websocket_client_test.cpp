@@ -192,6 +192,86 @@ TEST(WebsocketClient, EchoesTextBinaryAndEmptyThroughWeftsServerWhichTakesOnlyMa
   EXPECT_EQ(total.closed_by(close_reason::protocol_error), 0u);
 }
 
+// permessage-deflate between weft's two ends through the connection engine, with each side's
+// context kept or not: every kind of message comes back intact, compressible ones compressed.
+TEST(WebsocketClient, DeflateBetweenWeftsClientAndServerKeepsEveryMessageIntact) {
+  for (const bool takeover : {false, true}) {
+    SCOPED_TRACE(takeover ? "context takeover" : "no context takeover");
+    weft::net::tcp_server_options server_options = echo_server_options();
+    weft::net::websocket_options ws;
+    ws.path = "/echo";
+    ws.deflate.enabled = true;
+    ws.deflate.server_context_takeover = takeover;
+    ws.deflate.client_context_takeover = takeover;
+    server_options.protocol = std::make_shared<websocket>(ws);
+    running_server running(server_options, serve_echo);
+    std::string noise(100000, '\0');
+    std::uint32_t state = 12345;
+    for (char& c : noise) {
+      state = state * 1103515245u + 12345u;
+      c = static_cast<char>(state >> 24);
+    }
+    std::string prose;
+    for (int i = 0; prose.size() < 300000; ++i) {
+      prose += "line " + std::to_string(i % 97) + " of a text that repeats itself\n";
+    }
+    weft_test::run_clean([&] {
+      websocket_client_options options;
+      options.path = "/echo";
+      options.deflate.enabled = true;
+      options.deflate.server_context_takeover = takeover;
+      options.deflate.client_context_takeover = takeover;
+      options.connection.max_message_size = 2u << 20;
+      auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+      EXPECT_EQ(made.extensions, takeover ? "permessage-deflate"
+                                          : "permessage-deflate; server_no_context_takeover; "
+                                            "client_no_context_takeover");
+      auto& c = *made.connection;
+      const std::vector<std::pair<std::string, message_kind>> sent = {
+          {"short", message_kind::text}, {prose, message_kind::text},
+          {noise, message_kind::binary}, {"", message_kind::binary},
+          {prose, message_kind::text},   {std::string(1u << 20, 'q'), message_kind::binary}};
+      for (const auto& [payload, kind] : sent) {
+        c.send(payload, kind);
+        auto echoed = c.receive(weft::timeout(10s));
+        ASSERT_TRUE(echoed.has_value());
+        EXPECT_EQ(echoed->kind, kind);
+        EXPECT_TRUE(echoed->data == payload)
+            << payload.size() << " bytes came back as " << echoed->data.size();
+      }
+      // Uncompressed, the messages are 2.1 MB each way; the noise (100 KB) does not compress.
+      EXPECT_LT(c.counters().bytes_out, std::size_t{250} << 10);
+      EXPECT_LT(c.counters().bytes_in, std::size_t{250} << 10);
+      c.close(websocket::normal_closure, "done");
+      c.wait_closed(weft::timeout(10s));
+    });
+    ASSERT_TRUE(net_test::eventually(
+        [&] { return running.server().stats().total.closed_by(close_reason::peer) == 1; }));
+    EXPECT_EQ(running.server().stats().total.closed_by(close_reason::protocol_error), 0u);
+  }
+}
+
+// A client that offers permessage-deflate to a server without it gets plain frames.
+TEST(WebsocketClient, ADeclinedDeflateOfferLeavesThePlainProtocol) {
+  running_server running(echo_server_options(), serve_echo);
+  weft_test::run_clean([&] {
+    websocket_client_options options;
+    options.path = "/echo";
+    options.deflate.enabled = true;
+    auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+    EXPECT_EQ(made.extensions, "");
+    auto& c = *made.connection;
+    const std::string text(5000, 'p');
+    c.send(text, message_kind::text);
+    auto echoed = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(echoed.has_value());
+    EXPECT_EQ(echoed->data, text);
+    EXPECT_GT(c.counters().bytes_out, 5000u);
+    c.close(websocket::normal_closure, "done");
+    c.wait_closed(weft::timeout(10s));
+  });
+}
+
 TEST(WebsocketClient, APathTheServerDoesNotServeIsAHandshakeErrorWithItsStatus) {
   running_server running(echo_server_options(), serve_echo);
   weft_test::run_clean([&] {
@@ -214,17 +294,20 @@ TEST(WebsocketClient, APathTheServerDoesNotServeIsAHandshakeErrorWithItsStatus) 
 class node_ws_server {
  public:
   // Starts it and reads its port (0, with a test failure, when it did not print one).
-  std::uint16_t start() {
+  std::uint16_t start(bool deflate = false) {
     if (::access("/usr/share/nodejs/ws/package.json", R_OK) != 0) {
       ADD_FAILURE() << "Node's ws package is missing: install node-ws (scripts/install-deps)";
       return 0;
     }
     weft::subprocess::options run;
     run.stderr_mode = weft::subprocess::stdio::inherit;
-    node_ =
-        weft::subprocess::spawn({"env", "NODE_PATH=/usr/share/nodejs", "node",
-                                 std::string(WEFT_TEST_SOURCE_DIR) + "/net/servers/ws_server.js"},
-                                run);
+    std::vector<std::string> argv = {
+        "env", "NODE_PATH=/usr/share/nodejs", "node",
+        std::string(WEFT_TEST_SOURCE_DIR) + "/net/servers/ws_server.js"};
+    if (deflate) {
+      argv.emplace_back("--deflate");
+    }
+    node_ = weft::subprocess::spawn(argv, run);
     std::string line;
     while (line.find('\n') == std::string::npos) {
       const std::size_t got = node_.read_stdout(chunk_, weft::timeout(15s));
@@ -296,6 +379,57 @@ TEST(WebsocketClient, NodeWsServerSessionPingsFragmentsAndClosesWithTheClientsCo
   // The client's first message reaches the server before the client reads (and answers) the ping
   // that came with the 101.
   EXPECT_EQ(output, "ok masked\nok pong\nclosed 4001 client-bye\n");
+}
+
+// permessage-deflate against ws's compressor and decompressor: a client with context takeover
+// both ways (ws's own default) and one without, each message compressed by both ends.
+TEST(WebsocketClient, NodeWsServerDeflateSessionEchoesCompressedMessages) {
+  for (const bool takeover : {true, false}) {
+    SCOPED_TRACE(takeover ? "context takeover" : "no context takeover");
+    std::string output;
+    weft_test::run_clean([&] {
+      node_ws_server node;
+      const std::uint16_t port = node.start(true);
+      ASSERT_NE(port, 0);
+      websocket_client_options options;
+      options.path = "/echo";
+      options.deflate.enabled = true;
+      options.deflate.min_size = 0;
+      options.deflate.server_context_takeover = takeover;
+      options.deflate.client_context_takeover = takeover;
+      options.connection.max_message_size = 2u << 20;
+      auto made = connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+      // ws answers with the offer's own parameters, less client_max_window_bits (no limit).
+      EXPECT_EQ(made.extensions, takeover ? "permessage-deflate"
+                                          : "permessage-deflate; server_no_context_takeover; "
+                                            "client_no_context_takeover");
+      auto& c = *made.connection;
+      std::string repeated;
+      for (int i = 0; i < 2000; ++i) {
+        repeated += "message " + std::to_string(i % 17) + "; ";
+      }
+      // Each twice: with a context kept, the second is sent as references to the first.
+      for (const std::string& payload :
+           {std::string("hello"), repeated, repeated, std::string(), std::string(1u << 20, 'z')}) {
+        c.send(payload, message_kind::text);
+        auto echoed = c.receive(weft::timeout(10s));
+        ASSERT_TRUE(echoed.has_value());
+        EXPECT_EQ(echoed->kind, message_kind::text);
+        EXPECT_TRUE(echoed->data == payload)
+            << "a message of " << payload.size() << " bytes came back as " << echoed->data.size();
+      }
+      c.send("fragments", message_kind::text);  // ws compresses the two frames as one message
+      auto joined = c.receive(weft::timeout(10s));
+      ASSERT_TRUE(joined.has_value());
+      EXPECT_EQ(joined->data, "fragments");
+      EXPECT_LT(c.counters().bytes_in, std::size_t{200} << 10) << "ws did not compress";
+      EXPECT_LT(c.counters().bytes_out, std::size_t{200} << 10) << "weft did not compress";
+      c.close(4001, "client-bye");
+      c.wait_closed(weft::timeout(10s));
+      output = node.finish();
+    });
+    EXPECT_EQ(output, "deflate permessage-deflate\nok masked\nok pong\nclosed 4001 client-bye\n");
+  }
 }
 
 TEST(WebsocketClient, NodeWsServersCloseFrameIsAnsweredAndEndsTheInput) {
@@ -407,6 +541,49 @@ TEST(WebsocketClient, AnAnswerThatIsNotAValidHandshakeIsRefusedAndNamed) {
           }
         });
     EXPECT_NE(error.find(answer.expected), std::string::npos) << error;
+  }
+}
+
+// RFC 7692 5 and 7.1: an answer to the permessage-deflate offer that the client must refuse.
+TEST(WebsocketClient, ADeflateAnswerBreakingRfc7692IsRefusedAndNamed) {
+  const std::vector<std::pair<std::string, std::string>> answers = {
+      {"permessage-deflate; server_no_context_takeover; foo", "'foo', which permessage-deflate"},
+      {"permessage-deflate; server_no_context_takeover; client_max_window_bits",
+       "client_max_window_bits without a value"},
+      {"x-webkit-deflate-frame", "'x-webkit-deflate-frame', which was not offered"},
+      {"permessage-deflate; server_no_context_takeover, permessage-deflate", "more than one"},
+      {"permessage-deflate", "no server_no_context_takeover, which the offer asked for"},
+      {"permessage-deflate; server_no_context_takeover; server_max_window_bits=16",
+       "a window is 8 to 15 bits"},
+      {"permessage-deflate; server_no_context_takeover; server_no_context_takeover", "twice"},
+  };
+  for (const auto& [answer, expected] : answers) {
+    SCOPED_TRACE(answer);
+    std::string error;
+    std::string offer;
+    with_raw_server(
+        [&](weft::tcp::stream& s, const std::string& request) {
+          offer = header_of(request, "Sec-WebSocket-Extensions");
+          s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key"),
+                                      "Sec-WebSocket-Extensions: " + answer + "\r\n"));
+          std::array<char, 64> rest{};
+          EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // closed without a frame
+        },
+        [&](std::uint16_t port) {
+          websocket_client_options options;
+          options.deflate.enabled = true;
+          try {
+            connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+            ADD_FAILURE() << "the bad answer was taken";
+          } catch (const websocket_handshake_error& failure) {
+            error = failure.what();
+            EXPECT_EQ(failure.status(), 101u);
+          }
+        });
+    EXPECT_EQ(offer,
+              "permessage-deflate; client_max_window_bits; server_no_context_takeover; "
+              "client_no_context_takeover");
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
   }
 }
 

@@ -36,11 +36,13 @@ struct client_session {
 
 // Serves one connection with a WebSocket echo on an ephemeral port and runs the client program
 // (argv, then the URL) against it.
-client_session run_client(std::vector<std::string> argv) {
+client_session run_client(std::vector<std::string> argv,
+                          const weft::net::websocket_deflate_options& deflate = {}) {
   client_session session;
   weft_test::run_clean([&] {
     weft::net::websocket_options options;
     options.path = "/echo";
+    options.deflate = deflate;
     const websocket protocol(options);
     auto listener = weft::tcp::listener::listen("127.0.0.1", 0);
     auto server =
@@ -92,6 +94,60 @@ TEST(WebsocketClients, GorillaWebsocketEchoSessionPassesEveryCheck) {
   expect_lines(session, {"handshake", "text", "binary", "empty", "fragmented", "1MiB", "after-ping",
                          "ping", "close"});
   EXPECT_EQ(session.server.messages, 6);
+}
+
+// permessage-deflate with the same clients: every check again, compressed both ways. The 1 MiB
+// message alone is 1 MiB uncompressed (its 512-byte blocks repeat their first half), so fewer
+// bytes than that on the wire each way say both ends compressed.
+weft::net::websocket_deflate_options deflate_on(bool takeover) {
+  weft::net::websocket_deflate_options deflate;
+  deflate.enabled = true;
+  deflate.server_context_takeover = takeover;
+  deflate.client_context_takeover = takeover;
+  return deflate;
+}
+
+void expect_compressed_both_ways(const client_session& session) {
+  EXPECT_LT(session.server.bytes_in, std::size_t{900} << 10) << "the client did not compress";
+  EXPECT_LT(session.server.bytes_out, std::size_t{900} << 10) << "the server did not compress";
+}
+
+TEST(WebsocketClients, NodeWsDeflateSessionPassesEveryCheck) {
+  const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
+  ASSERT_EQ(::access("/usr/share/nodejs/ws/package.json", R_OK), 0)
+      << "Node's ws package is missing: install node-ws (scripts/install-deps)";
+  for (const bool takeover : {false, true}) {
+    SCOPED_TRACE(takeover ? "context takeover" : "no context takeover");
+    const client_session session = run_client(
+        {"env", "NODE_PATH=/usr/share/nodejs", "node", script, "--deflate"}, deflate_on(takeover));
+    expect_lines(session, {"handshake", "deflate", "text", "binary", "empty", "fragmented", "1MiB",
+                           "ping", "close"});
+    EXPECT_EQ(session.server.messages, 5);
+    expect_compressed_both_ways(session);
+  }
+}
+
+TEST(WebsocketClients, GorillaWebsocketDeflateSessionPassesEveryCheck) {
+  ASSERT_EQ(::access(WEFT_TEST_WS_CLIENT_GO, X_OK), 0)
+      << "the gorilla/websocket client " << WEFT_TEST_WS_CLIENT_GO
+      << " was not built: install golang-go and golang-github-gorilla-websocket-dev "
+         "(scripts/install-deps), then re-run cmake";
+  const client_session session =
+      run_client({WEFT_TEST_WS_CLIENT_GO, "--deflate"}, deflate_on(true));
+  expect_lines(session, {"handshake", "deflate", "text", "binary", "empty", "fragmented", "1MiB",
+                         "after-ping", "ping", "close"});
+  EXPECT_EQ(session.server.messages, 6);
+  expect_compressed_both_ways(session);
+}
+
+TEST(WebsocketClients, DeflateOffersAreDeclinedWhenTheServerHasItOff) {
+  const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
+  const client_session session =
+      run_client({"env", "NODE_PATH=/usr/share/nodejs", "node", script, "--deflate"});
+  EXPECT_EQ(session.client.exit_status, 1);
+  EXPECT_NE(session.client.standard_output.find("FAIL deflate: the server's answer named ''"),
+            std::string::npos)
+      << session.client.standard_output;
 }
 
 struct raw_exchange {

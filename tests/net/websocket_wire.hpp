@@ -132,13 +132,15 @@ inline std::string close_payload(std::uint16_t code, std::string_view reason = {
 
 struct server_frame {
   bool fin = false;
+  bool compressed = false;  // RSV1 (permessage-deflate)
   std::uint8_t opcode = 0;
   std::string payload;
   std::size_t header_size = 0;
 };
 
-// Parses the unmasked frames a server sent; a frame cut short or masked fails the test.
-inline std::vector<server_frame> parse_server_frames(std::string_view bytes) {
+// Parses the unmasked frames a server sent; a frame cut short or masked fails the test, and so
+// does an RSV bit, but RSV1 where permessage-deflate was agreed (`deflate`).
+inline std::vector<server_frame> parse_server_frames(std::string_view bytes, bool deflate = false) {
   std::vector<server_frame> frames;
   while (!bytes.empty()) {
     server_frame frame;
@@ -149,7 +151,8 @@ inline std::vector<server_frame> parse_server_frames(std::string_view bytes) {
     const auto first = static_cast<unsigned char>(bytes[0]);
     const auto second = static_cast<unsigned char>(bytes[1]);
     EXPECT_EQ(second & 0x80, 0) << "the server masked a frame";
-    EXPECT_EQ(first & 0x70, 0) << "the server set an RSV bit";
+    EXPECT_EQ(first & (deflate ? 0x30 : 0x70), 0) << "the server set an RSV bit";
+    frame.compressed = (first & 0x40) != 0;
     frame.fin = (first & 0x80) != 0;
     frame.opcode = first & 0x0F;
     std::uint64_t size = second & 0x7F;

@@ -42,6 +42,10 @@ struct websocket_client_options {
   // The connection's own options (send buffer, message size, idle timeout...); its protocol is
   // not used: the connection speaks WebSocket.
   connection_options connection{};
+  // permessage-deflate (RFC 7692): offered when enabled (websocket_deflate_options says what
+  // the offer asks for). The server may decline it; websocket_client_connection::extensions
+  // says whether it did not.
+  websocket_deflate_options deflate{};
 };
 
 // The opening handshake failed: the server answered something other than a valid 101, or it
@@ -68,6 +72,9 @@ struct websocket_client_connection {
   // server is answered and ends the input.
   std::shared_ptr<net::connection> connection;
   std::string subprotocol;  // the one the server selected; empty when none
+  // The server's Sec-WebSocket-Extensions answer ("permessage-deflate; ..."): empty when no
+  // extension is in use.
+  std::string extensions;
 };
 
 // Connects to host:port (as net::connect: a numeric address or a name) from a coroutine and
@@ -78,7 +85,9 @@ struct websocket_client_connection {
 // value, a header name that is not a token or is one of the handshake's own, a subprotocol that
 // is not a token); io_error when the connection fails; timeout_error past limit;
 // websocket_handshake_error when the server's answer is not a valid handshake. In each case the
-// connection is closed. No extension is offered (so frames carry no RSV bit).
+// connection is closed. The one extension offered is permessage-deflate, when
+// options.deflate.enabled; an answer that breaks RFC 7692 (a parameter not offered or not
+// defined, a window larger than asked for) is websocket_handshake_error with status 101.
 websocket_client_connection connect_websocket(const std::string& host, std::uint16_t port,
                                               const websocket_client_options& options = {},
                                               const timeout& limit = timeout::never());

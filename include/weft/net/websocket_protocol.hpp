@@ -12,8 +12,11 @@
 //     HTTP error sent raw (400 bad request, 403 origin not allowed, 404 path not served, 426 for
 //     a version other than 13, 431 for a head over max_handshake_size) and then protocol_error
 //     (close code 0: there is no WebSocket yet, so encode_close() adds nothing).
-//   - Frames: client frames must be masked; no RSV bit (no extension is ever negotiated:
-//     permessage-deflate offers are declined by not answering them); no reserved opcode; control
+//     With options.deflate.enabled, a permessage-deflate offer (RFC 7692) in the request's
+//     Sec-WebSocket-Extensions is answered in the 101 (see websocket_deflate_options); offers
+//     are otherwise declined by not answering them.
+//   - Frames: client frames must be masked; no RSV bit but RSV1 on the first frame of a
+//     compressed message, and only when permessage-deflate was agreed; no reserved opcode; control
 //     frames of at most 125 bytes and never fragmented; continuation frames only inside a
 //     fragmented message and no new data frame inside one; a 64-bit length with its top bit
 //     clear. Each of these is protocol_error with close code 1002, raised by measure() as soon
@@ -22,6 +25,10 @@
 //     header alone, before the payload is buffered. Text is validated as UTF-8 fragment by
 //     fragment (1007 as soon as a byte can no longer be valid, or at the end for a truncated
 //     sequence).
+//   - Compressed messages (RSV1, permessage-deflate agreed) are inflated once their last frame
+//     has arrived; the inflated size counts against link.max_message_size() as it grows, so a
+//     small frame that inflates past the limit is 1009 without the whole of it ever being held,
+//     and data that does not inflate is 1007. Text is validated after inflating.
 //   - Control frames: a ping is answered with a pong carrying the same payload (send_raw; RFC
 //     6455 5.5.2 requires it, so there is no option to turn it off); a pong is ignored. A close
 //     frame's code is checked (1005, 1006, 1015, 1004, codes under 1000, unassigned 1016-2999 and
@@ -34,9 +41,10 @@
 //     so both keep their capacity from message to message.
 //
 // Outgoing: encode() writes one unmasked, unfragmented frame (text or binary by message_kind,
-// 7/16/64-bit length). encode_close(code, reason) writes a close frame (code 0: one without a
-// status) and records that this side has closed; afterwards encode() throws weft::error (RFC
-// 6455 5.5.1: no data frame may follow a close frame). A code that may not be sent (1004-1006,
+// 7/16/64-bit length), compressed (RSV1) when permessage-deflate was agreed and the payload has
+// at least deflate.min_size bytes. encode_close(code, reason) writes a close frame (code 0: one
+// without a status) and records that this side has closed; afterwards encode() throws weft::error
+// (RFC 6455 5.5.1: no data frame may follow a close frame). A code that may not be sent (1004-1006,
 // 1015, unassigned or out of range) is std::invalid_argument; a reason is cut to the 123 bytes
 // a control frame leaves, at a character boundary.
 //
@@ -64,6 +72,45 @@
 
 namespace weft::net {
 
+// permessage-deflate (RFC 7692): messages compressed with DEFLATE (zlib), negotiated in the
+// opening handshake. The same settings serve a server (websocket_options::deflate: how it
+// answers a client's offer) and a client (websocket_client_options::deflate: what it offers).
+//
+// Memory is what decides the defaults. A compressor that keeps its window from message to
+// message ("context takeover") makes repeated content compress far better, but it lives as long
+// as the connection: zlib's deflate state is 2^(window_bits + 2) + 2^(mem_level + 9) bytes (256
+// KiB with the defaults) and its inflate state about 2^window_bits + 7 KiB. So by default neither
+// side keeps a context (the server's answer carries server_no_context_takeover and
+// client_no_context_takeover), and then a connection holds no zlib state at all: each thread
+// has one compressor and one decompressor per setting, reset after each message. Turn a
+// takeover on where messages repeat each other and connections are few.
+struct websocket_deflate_options {
+  // Off: never negotiated (a server declines every offer by not answering it; a client offers
+  // nothing).
+  bool enabled = false;
+  // zlib's level for outgoing messages: 1 (fastest) to 9 (smallest). 1 compresses typical JSON
+  // and text nearly as well as 6 for a fraction of the time.
+  int level = 1;
+  // Outgoing messages shorter than this go uncompressed (each message's RSV1 says which, so the
+  // two mix freely); below a few dozen bytes DEFLATE's own overhead outweighs what it saves.
+  std::size_t min_size = 64;
+  // Whether the server's and the client's compressor keep their window between messages.
+  // A server honours a client that asks for server_no_context_takeover whatever this says, and
+  // a client's offer asks for it when server_context_takeover is false.
+  bool server_context_takeover = false;
+  bool client_context_takeover = false;
+  // log2 of the LZ77 window of the server's compressor and of the client's, 9 to 15. A server
+  // uses at most what the client's offer allows (an offer of 8, which zlib cannot produce, is
+  // accepted and then every message goes uncompressed); client_max_window_bits < 15 is asked of
+  // a client only when its offer says it takes the parameter. A client offers
+  // server_max_window_bits when it is below 15.
+  int server_max_window_bits = 15;
+  int client_max_window_bits = 15;
+  // zlib's memLevel for compressing, 1 to 9: the size of its hash table (2^(mem_level + 9)
+  // bytes with the window's).
+  int mem_level = 8;
+};
+
 // The settings of the WebSocket protocol.
 struct websocket_options {
   // The largest frame payload accepted, in bytes (1009 past it). The message limit, the sum of
@@ -81,6 +128,8 @@ struct websocket_options {
   // The subprotocols this server speaks, in order of preference: the first one the client also
   // offers is named in the 101 reply. Empty, or none in common: no subprotocol is selected.
   std::vector<std::string> subprotocols{};
+  // permessage-deflate: off unless enabled (see websocket_deflate_options).
+  websocket_deflate_options deflate{};
 };
 
 class websocket : public protocol {
@@ -98,7 +147,8 @@ class websocket : public protocol {
   static constexpr std::uint16_t internal_failure = 1011;  // the server failed
 
   // std::invalid_argument when options make no sense (a zero frame or handshake limit, a path
-  // not starting with '/', an empty or non-token subprotocol name).
+  // not starting with '/', an empty or non-token subprotocol name, a deflate level, window or
+  // memory level out of range).
   explicit websocket(websocket_options options = {});
 
   const char* name() const noexcept override { return "websocket"; }

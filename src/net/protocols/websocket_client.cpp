@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -26,15 +27,22 @@ using detail::header_text::trim;
 // client's role, which start open.
 class websocket_client_protocol final : public protocol {
  public:
-  explicit websocket_client_protocol(std::shared_ptr<const websocket_options> options)
-      : options_(std::move(options)) {}
+  websocket_client_protocol(std::shared_ptr<const websocket_options> options,
+                            std::optional<detail::deflate_agreement> deflate)
+      : options_(std::move(options)), deflate_(deflate) {}
   const char* name() const noexcept override { return "websocket"; }
   std::unique_ptr<framer> make_framer() const override {
-    return std::make_unique<detail::websocket_framer>(options_, detail::websocket_role::client);
+    auto made =
+        std::make_unique<detail::websocket_framer>(options_, detail::websocket_role::client);
+    if (deflate_) {
+      made->use_deflate(*deflate_);
+    }
+    return made;
   }
 
  private:
   std::shared_ptr<const websocket_options> options_;
+  std::optional<detail::deflate_agreement> deflate_;  // permessage-deflate, when agreed
 };
 
 [[noreturn]] void invalid(const std::string& what) {
@@ -96,6 +104,7 @@ void check_options(const websocket_client_options& options) {
   if (options.max_frame_size == 0) {
     invalid("max_frame_size must be at least 1 byte");
   }
+  detail::check_deflate_options(options.deflate, "weft::net::connect_websocket: options");
 }
 
 // 16 bytes from getrandom, in base64 (RFC 6455 4.1: a nonce randomly selected for each
@@ -137,6 +146,9 @@ std::string request_of(const std::string& host, std::uint16_t port,
     }
     request += "\r\n";
   }
+  if (options.deflate.enabled) {
+    request += "Sec-WebSocket-Extensions: " + detail::deflate_offer(options.deflate) + "\r\n";
+  }
   for (const auto& [name, value] : options.headers) {
     request += name + ": " + value + "\r\n";
   }
@@ -148,10 +160,17 @@ std::string request_of(const std::string& host, std::uint16_t port,
   throw websocket_handshake_error("weft::net::connect_websocket: " + reason, status);
 }
 
-// Checks the response head (without its empty line) against RFC 6455 4.2.2 and returns the
-// subprotocol it selected.
-std::string check_response(std::string_view head, const std::string& key,
-                           const websocket_client_options& options) {
+// What a valid 101 selected.
+struct handshake_outcome {
+  std::string subprotocol;
+  std::string extensions;  // the Sec-WebSocket-Extensions answer, lines joined by ", "
+  std::optional<detail::deflate_agreement> deflate;
+};
+
+// Checks the response head (without its empty line) against RFC 6455 4.2.2 and RFC 7692 and
+// returns what it selected.
+handshake_outcome check_response(std::string_view head, const std::string& key,
+                                 const websocket_client_options& options) {
   const std::size_t line_end = head.find("\r\n");
   const std::string_view status_line = head.substr(0, line_end);
   // HTTP/1.1 SP 3DIGIT SP reason
@@ -174,7 +193,7 @@ std::string check_response(std::string_view head, const std::string& key,
   std::string_view accept;
   int protocols = 0;
   std::string_view selected;
-  bool extensions = false;
+  std::string extensions;
   std::string_view rest =
       line_end == std::string_view::npos ? std::string_view() : head.substr(line_end + 2);
   while (!rest.empty()) {
@@ -201,7 +220,7 @@ std::string check_response(std::string_view head, const std::string& key,
       ++protocols;
       selected = value;
     } else if (iequals(name, "sec-websocket-extensions")) {
-      extensions = true;
+      extensions.append(extensions.empty() ? "" : ", ").append(value);
     }
   }
   if (!list_has(upgrade, "websocket")) {
@@ -217,9 +236,19 @@ std::string check_response(std::string_view head, const std::string& key,
                                 "' does not answer the key sent",
             status);
   }
-  if (extensions) {
-    refused("the server selected an extension (Sec-WebSocket-Extensions), but none was offered",
-            status);
+  handshake_outcome outcome;
+  if (!extensions.empty()) {
+    if (!options.deflate.enabled) {
+      refused("the server selected an extension (Sec-WebSocket-Extensions), but none was offered",
+              status);
+    }
+    std::string why;
+    outcome.deflate = detail::read_deflate_answer(extensions, options.deflate, why);
+    if (!outcome.deflate) {
+      refused("the server's Sec-WebSocket-Extensions '" + extensions + "' breaks RFC 7692: " + why,
+              status);
+    }
+    outcome.extensions = extensions;
   }
   if (protocols > 1) {
     refused("the 101 response selects more than one subprotocol", status);
@@ -235,7 +264,8 @@ std::string check_response(std::string_view head, const std::string& key,
               status);
     }
   }
-  return std::string(selected);
+  outcome.subprotocol = std::string(selected);
+  return outcome;
 }
 
 }  // namespace
@@ -246,8 +276,8 @@ websocket_client_connection connect_websocket(const std::string& host, std::uint
   check_options(options);
   websocket_options framing;
   framing.max_frame_size = options.max_frame_size;
-  auto protocol_object = std::make_shared<const websocket_client_protocol>(
-      std::make_shared<const websocket_options>(std::move(framing)));
+  framing.deflate = options.deflate;
+  auto framing_options = std::make_shared<const websocket_options>(std::move(framing));
   connection_options plain = options.connection;
   plain.protocol = nullptr;  // bytes until the handshake is done; then the client's framer
   const std::string key = random_key();
@@ -277,11 +307,14 @@ websocket_client_connection connect_websocket(const std::string& host, std::uint
       refused("the server's response head is larger than " +
               std::to_string(options.max_handshake_size) + " bytes (max_handshake_size)");
     }
+    handshake_outcome outcome = check_response(c->input().substr(0, head_end + 2), key, options);
     websocket_client_connection made;
-    made.subprotocol = check_response(c->input().substr(0, head_end + 2), key, options);
+    made.subprotocol = std::move(outcome.subprotocol);
+    made.extensions = std::move(outcome.extensions);
     c->consume_input(head_end + 4);
     // Frames the server sent right after its 101 stay in the input, for the framer to read first.
-    c->switch_protocol(std::move(protocol_object));
+    c->switch_protocol(std::make_shared<const websocket_client_protocol>(std::move(framing_options),
+                                                                         outcome.deflate));
     made.connection = std::move(c);
     return made;
   } catch (...) {

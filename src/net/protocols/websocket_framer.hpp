@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "net/protocols/utf8_validator.hpp"
+#include "net/protocols/websocket_deflate.hpp"
 #include "weft/net/websocket_protocol.hpp"
 
 namespace weft::net::detail {
@@ -28,12 +29,6 @@ bool websocket_close_code_allowed(std::uint16_t code) noexcept;
 // Fills size bytes from getrandom(2) (what: the caller, for the std::system_error it may throw).
 void websocket_random_bytes(unsigned char* bytes, std::size_t size, const char* what);
 
-// Which end of the conversation a framer speaks for. A server's framer starts with the opening
-// handshake, takes only masked frames and sends unmasked ones; a client's (connect_websocket,
-// websocket_client.cpp, which did the handshake before switching the connection to it) starts
-// open, takes only unmasked frames and masks every frame it sends with a key from getrandom.
-enum class websocket_role : std::uint8_t { server, client };
-
 class websocket_framer final : public framer {
  public:
   explicit websocket_framer(std::shared_ptr<const websocket_options> options,
@@ -48,6 +43,12 @@ class websocket_framer final : public framer {
   void encode_close(std::uint16_t code, std::string_view reason, std::string& out) override;
   bool handshaking() const noexcept override { return phase_ == phase::handshake; }
 
+  // permessage-deflate agreed (by the server's handshake, or by connect_websocket's before the
+  // client's framer is made): RSV1 frames are taken as compressed, and encode() compresses.
+  void use_deflate(const deflate_agreement& agreed) {
+    deflate_ = std::make_unique<deflate_session>(options_->deflate, agreed, role_);
+  }
+
  private:
   enum class phase : std::uint8_t {
     handshake,  // waiting for the request head; nothing sent yet
@@ -61,7 +62,8 @@ class websocket_framer final : public framer {
     std::uint8_t opcode = 0;
     std::size_t header_size = 0;  // 2 + extended length (+ 4: the mask key, when masked)
     std::uint64_t payload_size = 0;
-    bool masked = false;  // a mask key (the header's last 4 bytes) applies to the payload
+    bool masked = false;      // a mask key (the header's last 4 bytes) applies to the payload
+    bool compressed = false;  // RSV1 on a message's first frame: permessage-deflate
   };
 
   // websocket_handshake.cpp
@@ -76,8 +78,12 @@ class websocket_framer final : public framer {
   void on_ping(const char* payload, std::size_t size, const unsigned char* key, framer_link& link);
   // Appends one frame (FIN set): its header, then the payload, masked with a fresh key when this
   // framer is a client's. payload may be unmasked from `key` first (a ping's payload echoed).
+  // compressed sets RSV1.
   void append_frame(std::string& out, std::uint8_t opcode, const char* payload, std::size_t size,
-                    const unsigned char* key = nullptr);
+                    const unsigned char* key = nullptr, bool compressed = false);
+  // A complete compressed message (its payload unmasked) inflated into out, text checked.
+  void inflate_message(std::string_view payload, message_kind kind, message& out,
+                       framer_link& link);
   // Four unpredictable bytes for a client frame's masking key (RFC 6455 5.3: from a strong source
   // of entropy), taken from a block refilled with getrandom(2) every 64 keys.
   void next_mask_key(unsigned char key[4]);
@@ -94,6 +100,12 @@ class websocket_framer final : public framer {
   message_kind fragmented_kind_ = message_kind::binary;
   std::string fragments_;
   utf8_validator fragments_utf8_;
+  // permessage-deflate, once agreed: the session, whether the fragmented message in progress
+  // is compressed (its fragments_ then hold compressed bytes, checked as text once inflated),
+  // and a buffer for a compressed payload, unmasked or about to be sent.
+  std::unique_ptr<deflate_session> deflate_;
+  bool fragments_compressed_ = false;
+  std::string compressed_;
   // The frame the last measure() found (where it starts and its header, which gives its size),
   // so that decode() of that very unit, which the framer contract says comes next, need not
   // parse and check the header a second time (callgrind: 71 instructions per frame). Any other

@@ -1,5 +1,6 @@
 // WebSocket frames (RFC 6455 section 5): the header rules checked by measure(), decoding with
-// unmasking, control frames, and encoding. The contract is in include/weft/net/websocket.hpp.
+// unmasking (and inflating, with permessage-deflate), control frames, and encoding. The contract is
+// in include/weft/net/websocket.hpp.
 #include <sys/random.h>
 
 #include <algorithm>
@@ -71,10 +72,10 @@ void unmask(const char* source, char* target, std::size_t size, const unsigned c
 // Appends a frame header: FIN set, opcode, the shortest length form, and the mask key when one
 // is given (a client's frame).
 void append_header(std::string& out, std::uint8_t opcode, std::uint64_t size,
-                   const unsigned char* mask_key = nullptr) {
+                   const unsigned char* mask_key = nullptr, bool compressed = false) {
   char header[14];
   std::size_t length = 2;
-  header[0] = static_cast<char>(0x80 | opcode);
+  header[0] = static_cast<char>(0x80 | (compressed ? 0x40 : 0) | opcode);
   const char mask_bit = mask_key != nullptr ? static_cast<char>(0x80) : static_cast<char>(0);
   if (size < 126) {
     header[1] = static_cast<char>(mask_bit | static_cast<char>(size));
@@ -129,8 +130,20 @@ bool websocket_framer::parse_header(std::string_view input, frame_header& header
   const auto second = static_cast<unsigned char>(input[1]);
   header.fin = (first & 0x80) != 0;
   header.opcode = first & 0x0F;
+  header.compressed = false;
   if ((first & 0x70) != 0) {
-    fail("frame with RSV bits set, but no extension was negotiated", websocket::protocol_violation);
+    if ((first & 0x70) != 0x40 || deflate_ == nullptr) {
+      fail(deflate_ == nullptr ? "frame with RSV bits set, but no extension was negotiated"
+                               : "frame with RSV2 or RSV3 set (permessage-deflate uses RSV1 only)",
+           websocket::protocol_violation);
+    }
+    if (header.opcode != op_text && header.opcode != op_binary) {
+      // RFC 7692 6: RSV1 marks a message's first frame; control frames are never compressed.
+      fail(header.opcode == op_continuation ? "continuation frame with RSV1 set"
+                                            : "control or reserved frame with RSV1 set",
+           websocket::protocol_violation);
+    }
+    header.compressed = true;
   }
   const bool control = (header.opcode & 0x08) != 0;
   if (header.opcode > op_binary && header.opcode != op_close && header.opcode != op_ping &&
@@ -271,6 +284,16 @@ bool websocket_framer::decode(std::string_view unit, message& out, framer_link& 
       const std::size_t offset = fragments_.size();
       fragments_.resize(offset + size);
       unmask(payload, fragments_.data() + offset, size, key);
+      if (fragments_compressed_) {
+        if (!header.fin) {
+          return false;
+        }
+        fragmented_ = false;
+        fragments_compressed_ = false;
+        inflate_message(fragments_, fragmented_kind_, out, link);
+        fragments_.clear();
+        return true;
+      }
       if (fragmented_kind_ == message_kind::text &&
           !fragments_utf8_.feed(fragments_.data() + offset, size)) {
         fail("text message that is not valid UTF-8", websocket::invalid_payload);
@@ -296,13 +319,25 @@ bool websocket_framer::decode(std::string_view unit, message& out, framer_link& 
   if (!header.fin) {
     fragmented_ = true;
     fragmented_kind_ = kind;
+    fragments_compressed_ = header.compressed;
     fragments_.resize(size);
     unmask(payload, fragments_.data(), size, key);
     fragments_utf8_.reset();
-    if (kind == message_kind::text && !fragments_utf8_.feed(fragments_.data(), size)) {
+    if (!header.compressed && kind == message_kind::text &&
+        !fragments_utf8_.feed(fragments_.data(), size)) {
       fail("text message that is not valid UTF-8", websocket::invalid_payload);
     }
     return false;
+  }
+  if (header.compressed) {
+    if (key == nullptr) {
+      inflate_message(std::string_view(payload, size), kind, out, link);
+    } else {
+      compressed_.resize(size);
+      unmask(payload, compressed_.data(), size, key);
+      inflate_message(compressed_, kind, out, link);
+    }
+    return true;
   }
   out.data.resize(size);
   unmask(payload, out.data.data(), size, key);
@@ -311,6 +346,15 @@ bool websocket_framer::decode(std::string_view unit, message& out, framer_link& 
     fail("text message that is not valid UTF-8", websocket::invalid_payload);
   }
   return true;
+}
+
+void websocket_framer::inflate_message(std::string_view payload, message_kind kind, message& out,
+                                       framer_link& link) {
+  deflate_->decompress(payload, out.data, link.max_message_size());
+  out.kind = kind;
+  if (kind == message_kind::text && !valid_utf8(out.data.data(), out.data.size())) {
+    fail("text message that is not valid UTF-8", websocket::invalid_payload);
+  }
 }
 
 void websocket_framer::on_ping(const char* payload, std::size_t size, const unsigned char* key,
@@ -344,6 +388,7 @@ void websocket_framer::on_close_frame(const char* payload, std::size_t size,
   phase_ = phase::closed;
   fragments_.clear();
   fragmented_ = false;
+  fragments_compressed_ = false;
   if (!close_sent_) {
     // The echo carries the peer's own code and reason (RFC 6455 5.5.1: typically the code it
     // received), so the client sees its close acknowledged as it sent it.
@@ -361,14 +406,19 @@ void websocket_framer::encode(std::string_view payload, message_kind kind, std::
         "websocket: a message was sent after the close frame; the connection is closing and "
         "takes no more messages (RFC 6455 5.5.1)");
   }
-  append_frame(out, kind == message_kind::text ? op_text : op_binary, payload.data(),
-               payload.size());
+  const std::uint8_t opcode = kind == message_kind::text ? op_text : op_binary;
+  if (deflate_ != nullptr && deflate_->compresses(payload.size()) &&
+      deflate_->compress(payload, compressed_)) {
+    append_frame(out, opcode, compressed_.data(), compressed_.size(), nullptr, true);
+    return;
+  }
+  append_frame(out, opcode, payload.data(), payload.size());
 }
 
 void websocket_framer::append_frame(std::string& out, std::uint8_t opcode, const char* payload,
-                                    std::size_t size, const unsigned char* key) {
+                                    std::size_t size, const unsigned char* key, bool compressed) {
   if (role_ == websocket_role::server) {
-    append_header(out, opcode, size);
+    append_header(out, opcode, size, nullptr, compressed);
     if (key == nullptr) {
       out.append(payload, size);
     } else {
@@ -380,7 +430,7 @@ void websocket_framer::append_frame(std::string& out, std::uint8_t opcode, const
   }
   unsigned char mask[4];
   next_mask_key(mask);
-  append_header(out, opcode, size, mask);
+  append_header(out, opcode, size, mask, compressed);
   // One pass: a payload still masked with key (a ping's, echoed) is unmasked and masked again
   // with the key that combines both.
   for (int i = 0; key != nullptr && i < 4; ++i) {

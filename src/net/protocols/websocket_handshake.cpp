@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -122,6 +123,7 @@ void websocket_framer::decode_handshake(std::string_view head, framer_link& link
   std::string upgrade;
   std::string connection;
   std::string offered_protocols;
+  std::string offered_extensions;
   std::string_view key;
   std::string_view version_value;
   std::string_view origin;
@@ -160,6 +162,8 @@ void websocket_framer::decode_handshake(std::string_view head, framer_link& link
       version_value = value;
     } else if (iequals(name, "sec-websocket-protocol")) {
       offered_protocols.append(value).push_back(',');
+    } else if (iequals(name, "sec-websocket-extensions")) {
+      offered_extensions.append(value).push_back(',');
     } else if (iequals(name, "origin")) {
       has_origin = true;
       origin = value;
@@ -219,8 +223,18 @@ void websocket_framer::decode_handshake(std::string_view head, framer_link& link
       break;
     }
   }
+  std::optional<deflate_answer> deflate;
+  if (options_->deflate.enabled && !offered_extensions.empty()) {
+    deflate = answer_deflate_offers(offered_extensions, options_->deflate);
+    if (deflate) {
+      reply += "Sec-WebSocket-Extensions: " + deflate->header_value + "\r\n";
+    }
+  }
   reply += "\r\n";
   link.send_raw(reply);
+  if (deflate) {
+    use_deflate(deflate->agreed);
+  }
   phase_ = phase::open;
 }
 
@@ -251,6 +265,7 @@ websocket::websocket(websocket_options options) {
       throw std::invalid_argument("websocket_options::allowed_origins holds an empty origin");
     }
   }
+  detail::check_deflate_options(options.deflate, "websocket_options");
   options_ = std::make_shared<const websocket_options>(std::move(options));
 }
 

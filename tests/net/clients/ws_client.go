@@ -2,14 +2,17 @@
 // golang-github-gorilla-websocket-dev), a client no one in weft wrote, pointed at a server
 // that echoes every message back as it came (text as text, binary as binary).
 //
-// Usage: ws_client ws://host:port/path
+// Usage: ws_client [--deflate] ws://host:port/path
 //
 // Checks, in order: text, binary, an empty message, a fragmented text message (gorilla cuts a
 // message into frames of its write buffer: with the default 4096 bytes the 10,000 bytes below
 // go out as three frames, and a 3-byte character straddles each frame boundary), a 1 MiB
 // binary message (256 frames), a ping whose pong must carry the same payload, and a close with
 // code 4000 and a reason that the server must echo. Prints "ok <check>" per check and exits 0;
-// on the first failure prints "FAIL <check>: <why>" and exits 1.
+// on the first failure prints "FAIL <check>: <why>" and exits 1. With --deflate the dialer
+// offers permessage-deflate (gorilla's offer: no context takeover either way), every message is
+// written compressed, and the first check after the handshake, "deflate", is that the server's
+// answer agreed.
 //
 // Built offline by CMake: GO111MODULE=off GOPATH=/usr/share/gocode go build.
 package main
@@ -17,6 +20,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -56,17 +60,27 @@ func expectEcho(check string, kind int, payload []byte) {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Println("usage: ws_client ws://host:port/path")
+	deflate := len(os.Args) == 3 && os.Args[1] == "--deflate"
+	if len(os.Args) != 2 && !deflate {
+		fmt.Println("usage: ws_client [--deflate] ws://host:port/path")
 		os.Exit(2)
 	}
-	dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second, EnableCompression: deflate}
 	var err error
-	conn, _, err = dialer.Dial(os.Args[1], nil)
+	var response *http.Response
+	conn, response, err = dialer.Dial(os.Args[len(os.Args)-1], nil)
 	if err != nil {
 		fail("handshake", "%v", err)
 	}
 	ok("handshake")
+	if deflate {
+		agreed := response.Header.Get("Sec-WebSocket-Extensions")
+		if !strings.HasPrefix(agreed, "permessage-deflate") {
+			fail("deflate", "the server's answer named %q, not permessage-deflate", agreed)
+		}
+		conn.EnableWriteCompression(true)
+		ok("deflate")
+	}
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 
 	echo("text", websocket.TextMessage, []byte("hello from gorilla"))

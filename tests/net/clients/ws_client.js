@@ -2,22 +2,27 @@
 // found through NODE_PATH=/usr/share/nodejs), a client no one in weft wrote, pointed at a
 // server that echoes every message back as it came (text as text, binary as binary).
 //
-// Usage: NODE_PATH=/usr/share/nodejs node ws_client.js ws://host:port/path
+// Usage: NODE_PATH=/usr/share/nodejs node ws_client.js [--deflate] ws://host:port/path
 //
 // Checks, in order: text, binary, an empty message, a fragmented text message (three frames:
 // ws sends each send() with {fin: false} as one non-final frame and the next ones as
 // continuations), a 1 MiB binary message, a ping whose pong must carry the same payload, and a
 // close with code 4000 and a reason that the server must echo. Prints "ok <check>" per check
 // and exits 0; on the first failure prints "FAIL <check>: <why>" and exits 1. Compression is
-// off: ws would otherwise offer permessage-deflate, which the server may decline anyway.
+// off unless --deflate is given: then ws offers permessage-deflate as it does by default (with
+// client_max_window_bits), compresses every message whatever its size (threshold 0) and with
+// context takeover unless the server's answer forbids it, and the first check, "deflate", is
+// that the server agreed (ws's socket.extensions).
 'use strict';
 
 const WebSocket = require('ws');
 
-if (process.argv.length !== 3) {
-  console.log('usage: node ws_client.js ws://host:port/path');
+const deflate = process.argv.length === 4 && process.argv[2] === '--deflate';
+if (process.argv.length !== 3 && !deflate) {
+  console.log('usage: node ws_client.js [--deflate] ws://host:port/path');
   process.exit(2);
 }
+const url = process.argv[process.argv.length - 1];
 
 let current = 'handshake';
 function fail(why) {
@@ -29,7 +34,9 @@ function ok() {
 }
 setTimeout(() => fail('no progress within 10 s'), 10000).unref();
 
-const socket = new WebSocket(process.argv[2], { perMessageDeflate: false });
+const socket = new WebSocket(url, {
+  perMessageDeflate: deflate ? { threshold: 0, clientMaxWindowBits: true } : false,
+});
 const inbox = [];
 let waiting = null;
 socket.on('message', (data, isBinary) => {
@@ -67,6 +74,14 @@ async function expectEcho(isBinary, payload) {
 async function session() {
   await new Promise((resolve) => socket.once('open', resolve));
   ok();
+
+  if (deflate) {
+    current = 'deflate';
+    if (!socket.extensions.startsWith('permessage-deflate')) {
+      fail(`the server's answer named '${socket.extensions}', not permessage-deflate`);
+    }
+    ok();
+  }
 
   current = 'text';
   socket.send('hello from node ws');

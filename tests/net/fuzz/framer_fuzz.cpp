@@ -16,6 +16,13 @@
 //   bit 5:    decode() gets its own exact-size copy of the unit (an over-read past the unit is a
 //             heap-buffer-overflow under ASan) instead of the bytes measure() saw (the
 //             connection's path, which takes the framer's shortcut for a unit it just measured).
+//   bit 6:    WebSocket with permessage-deflate enabled (every message of the round trip below
+//             compressed): the canned handshake offers it, a client framer has it agreed, and a
+//             server framer from its handshake answers whatever offer the input makes. RSV1
+//             frames then carry DEFLATE data for the inflater (the dictionary has a few valid
+//             compressed payloads).
+//   bit 7:    with bit 6, both sides keep their compression context between messages (context
+//             takeover), so one message's window feeds the next.
 //
 // Each input runs twice: whole, and cut into pieces 1-40 bytes apart, the way a connection
 // receives them. Invariants (a violation aborts):
@@ -76,6 +83,10 @@ void check(bool ok, const char* what) {
 constexpr std::string_view canned_handshake =
     "GET / HTTP/1.1\r\nHost: fuzz.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+constexpr std::string_view canned_deflate_handshake =
+    "GET / HTTP/1.1\r\nHost: fuzz.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n";
 
 // RFC 3629 UTF-8, byte by byte from its table (independent of net's validator).
 bool valid_utf8(std::string_view text) {
@@ -130,7 +141,13 @@ struct setup {
   bool small = false;
   bool checked_options = false;
   bool exact_unit = false;
+  bool deflate = false;
+  bool takeover = false;
 };
+
+std::string_view handshake_for(const setup& s) {
+  return s.deflate ? canned_deflate_handshake : canned_handshake;
+}
 
 std::shared_ptr<const net::websocket_options> websocket_options_for(const setup& s) {
   auto options = std::make_shared<net::websocket_options>();
@@ -143,6 +160,10 @@ std::shared_ptr<const net::websocket_options> websocket_options_for(const setup&
     options->allowed_origins = {"https://a.example"};
     options->subprotocols = {"chat", "superchat"};
   }
+  options->deflate.enabled = s.deflate;
+  options->deflate.min_size = 0;
+  options->deflate.server_context_takeover = s.takeover;
+  options->deflate.client_context_takeover = s.takeover;
   return options;
 }
 
@@ -152,9 +173,18 @@ std::unique_ptr<net::framer> make_framer(const setup& s) {
     case kind::websocket_open:
       return std::make_unique<net::detail::websocket_framer>(websocket_options_for(s),
                                                              net::detail::websocket_role::server);
-    case kind::websocket_client:
-      return std::make_unique<net::detail::websocket_framer>(websocket_options_for(s),
-                                                             net::detail::websocket_role::client);
+    case kind::websocket_client: {
+      auto made = std::make_unique<net::detail::websocket_framer>(
+          websocket_options_for(s), net::detail::websocket_role::client);
+      if (s.deflate) {
+        // What a server answering the canned deflate handshake's offer agrees.
+        net::detail::deflate_agreement agreed;
+        agreed.server_no_context_takeover = !s.takeover;
+        agreed.client_no_context_takeover = !s.takeover;
+        made->use_deflate(agreed);
+      }
+      return made;
+    }
     case kind::text:
       return net::text()->make_framer();
     case kind::frame:
@@ -291,12 +321,17 @@ void round_trip(const setup& s, const delivered& m) {
   }
   encoder = make_framer(sender);
   decoder = make_framer(receiver);
-  if (receiver.which == kind::websocket_open) {
+  // A server framer on either side is opened by the canned handshake (with it, it agrees
+  // permessage-deflate when the setup has it).
+  for (auto* opened : {sender.which == kind::websocket_open ? encoder.get() : nullptr,
+                       receiver.which == kind::websocket_open ? decoder.get() : nullptr}) {
+    if (opened == nullptr) continue;
     net::message ignored;
-    auto head = copy_of(canned_handshake);
-    std::string_view bytes(head.get(), canned_handshake.size());
-    check(decoder->measure(bytes, link) == bytes.size(), "the canned handshake is not one unit");
-    check(!decoder->decode(bytes, ignored, link), "the canned handshake made a message");
+    const std::string_view handshake = handshake_for(s);
+    auto head = copy_of(handshake);
+    std::string_view bytes(head.get(), handshake.size());
+    check(opened->measure(bytes, link) == bytes.size(), "the canned handshake is not one unit");
+    check(!opened->decode(bytes, ignored, link), "the canned handshake made a message");
   }
   std::string wire;
   encoder->encode(m.data, m.kind, wire);
@@ -332,10 +367,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   s.small = (mode & 4) != 0;
   s.checked_options = (mode & 8) != 0;
   s.exact_unit = (mode & 32) != 0;
+  s.deflate = (mode & 64) != 0;
+  s.takeover = s.deflate && (mode & 128) != 0;
   std::uint32_t seed = (std::uint32_t{data[1]} << 8 | data[2]) * 2654435761u + 1;
 
   std::string wire;
-  if (s.which == kind::websocket_open) wire.append(canned_handshake);
+  if (s.which == kind::websocket_open) wire.append(handshake_for(s));
   wire.append(reinterpret_cast<const char*>(data + 3), size - 3);
 
   const outcome whole = run(s, {std::string_view(wire)});

@@ -2,7 +2,7 @@
 // NODE_PATH=/usr/share/nodejs), a server no one in weft wrote, for weft's WebSocket client
 // (tests/net/websocket_client_test.cpp).
 //
-// Usage: NODE_PATH=/usr/share/nodejs node ws_server.js
+// Usage: NODE_PATH=/usr/share/nodejs node ws_server.js [--deflate]
 //
 // Listens on 127.0.0.1 on a port the kernel picks and prints "port N". Takes one connection on
 // /echo, selecting the first subprotocol the client offers, and:
@@ -16,7 +16,10 @@
 //     (close code 1002), so a message that arrives was masked;
 //   - when the conversation ends prints "closed CODE REASON" (the code and reason of the close
 //     frame this side received, or 1006 when the connection dropped without one) and exits 0.
-// Exits 1 with "FAIL ..." when nothing happens within 10 s. Compression is off.
+// Exits 1 with "FAIL ..." when nothing happens within 10 s. Compression is off unless --deflate
+// is given: then ws accepts a permessage-deflate offer with its own defaults (context takeover
+// both ways unless the offer asks otherwise), compresses every message (threshold 0), and prints
+// "deflate EXTENSIONS" (the names of the extensions agreed) before "ok masked".
 'use strict';
 
 const { WebSocketServer } = require('ws');
@@ -26,11 +29,12 @@ setTimeout(() => {
   process.exit(1);
 }, 10000).unref();
 
+const deflate = process.argv[2] === '--deflate';
 const server = new WebSocketServer({
   host: '127.0.0.1',
   port: 0,
   path: '/echo',
-  perMessageDeflate: false,
+  perMessageDeflate: deflate ? { threshold: 0 } : false,
   handleProtocols: (protocols) => (protocols.size > 0 ? protocols.values().next().value : false),
 });
 server.on('listening', () => console.log(`port ${server.address().port}`));
@@ -42,6 +46,7 @@ server.on('connection', (socket) => {
   socket.on('message', (data, isBinary) => {
     if (!masked) {
       masked = true;
+      if (deflate) console.log(`deflate ${socket.extensions}`);
       console.log('ok masked');
     }
     if (!isBinary && data.toString() === 'fragments') {
