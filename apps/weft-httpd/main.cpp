@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
     options.workers = site.worker_count();
     options.driver = config.driver;
     options.handle_signals = true;
+    // gzip for the page, /stats and the text files of --root, as nginx's "gzip on".
+    options.compression.enabled = true;
     options.on_worker_start = [&site](unsigned worker) { site.start_worker(worker); };
     options.on_worker_stop = [&site](unsigned worker) { site.stop_worker(worker); };
     if (config.log) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "http/compression.hpp"
 #include "http/server_state.hpp"
 #include "weft/http/router.hpp"
 
@@ -57,6 +58,9 @@ server_state::server_state(server_options o, handler h)
       spaces(std::make_unique<request_spaces[]>(workers)) {
   if (!serve_request) {
     throw std::invalid_argument("weft::http::server: the handler is empty");
+  }
+  if (options.compression.enabled) {
+    check_compression_options(options.compression);
   }
   for (unsigned char c : options.server_name) {
     if (c < 0x20 || c == 0x7F) {

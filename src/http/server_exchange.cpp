@@ -9,6 +9,7 @@
 #include <string>
 
 #include "http/chars.hpp"
+#include "http/compression.hpp"
 #include "http/date.hpp"
 #include "http/fields_builder.hpp"
 #include "http/scan.hpp"
@@ -331,12 +332,20 @@ void add_server_field(const detail::connection_state& state, http::response& r) 
 
 }  // namespace
 
+const compression_options* exchange::compression() const noexcept {
+  const compression_options& options = state_.server.options.compression;
+  return options.enabled ? &options : nullptr;
+}
+
 void exchange::respond(http::response r) {
   state_.check_not_responded("respond");
   if (is_informational(r.status)) {
     throw std::invalid_argument("weft::http::exchange::respond: status " +
                                 std::to_string(code_of(r.status)) +
                                 " is informational; respond() makes the final response");
+  }
+  if (const compression_options* options = compression()) {
+    detail::compress_response(r, state_.parser.message().headers, *options);
   }
   add_server_field(state_, r);
   const std::size_t mark = state_.out.size();
@@ -391,6 +400,16 @@ void finish_simple_response(detail::connection_state& state, http::status s, std
 [[gnu::hot]] void exchange::respond(http::status s, std::string_view body,
                                     std::string_view content_type) {
   check_simple_response(state_, s, body);
+  if (const compression_options* options = compression();
+      options != nullptr && body.size() >= options->min_size &&
+      detail::compressible_type(content_type, *options)) [[unlikely]] {
+    http::response r;
+    r.status = s;
+    r.headers.add("Content-Type", content_type);
+    r.body.assign(body);
+    respond(std::move(r));
+    return;
+  }
   const bool keep = state_.keep_alive_now();
   detail::append_simple_head(state_.out, s, state_.server.options.server_name, content_type,
                              body.size(), keep, state_.parser.message().version_minor, {}, true,
@@ -424,6 +443,18 @@ void exchange::respond(http::status s, const http::headers& fields, std::string_
                                     "'; the server frames the response itself (use "
                                     "respond(response) or start_response to set it)");
       }
+    }
+  }
+  if (const compression_options* options = compression();
+      options != nullptr && body.size() >= options->min_size) [[unlikely]] {
+    const std::optional<std::string_view> type = fields.get("Content-Type");
+    if (type && detail::compressible_type(*type, *options)) {
+      http::response r;
+      r.status = s;
+      r.headers = fields;
+      r.body.assign(body);
+      respond(std::move(r));
+      return;
     }
   }
   // The lines into a buffer of the thread's, reused: no allocation once it has grown.

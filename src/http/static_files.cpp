@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "http/chars.hpp"
+#include "http/compression.hpp"
 #include "http/fields_builder.hpp"
 #include "http/static_support.hpp"
 #include "weft/error.hpp"
@@ -212,6 +213,16 @@ struct cached_file {
   std::string wire_fields;
   std::chrono::nanoseconds checked{};  // cache_now() when the file was opened and read
   std::uint64_t used = 0;  // the cache's tick at the last hit: the least recent goes first
+  // With server_options::compression on and a type it takes: the content gzipped at
+  // gzip_level (0: not made yet; made at the first hit that needs it, by this thread) and
+  // the fields of both answers, each with "Vary: Accept-Encoding", the gzipped one with
+  // Content-Encoding and its ETag made weak. Not counted in cache_bytes: at most as large as
+  // the content (a file that does not shrink is kept as it is), so a thread holds at most
+  // twice cache_bytes.
+  int gzip_level = 0;
+  std::string gzipped;
+  std::string gzip_wire_fields;
+  std::string vary_wire_fields;
 };
 
 // The clock of the cache's ages: steady_clock, precise, so that an entry is never served once
@@ -527,12 +538,48 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
   return serve_file(req, options_, cache_control_, std::move(file), st, type);
 }
 
+namespace {
+
+// A cached file's answer under server_options::compression, its fields and body: gzipped for a
+// client that takes it, as it is for one that does not, "Vary: Accept-Encoding" on both (see
+// cached_file).
+std::pair<std::string_view, std::string_view> compressible_answer(
+    cached_file& entry, const compression_options& options, const headers& request_fields) {
+  if (entry.gzip_level != options.level) {
+    detail::gzip(entry.content, options.level, entry.gzipped);
+    if (entry.gzipped.size() >= entry.content.size()) {
+      entry.gzipped.clear();  // incompressible: always sent as it is
+    }
+    entry.vary_wire_fields = entry.wire_fields + "Vary: Accept-Encoding\r\n";
+    entry.gzip_wire_fields = entry.wire_fields;
+    const std::size_t etag = entry.gzip_wire_fields.find("\r\nETag: \"");
+    if (etag != std::string::npos) {
+      entry.gzip_wire_fields.insert(etag + 8, "W/");
+    }
+    entry.gzip_wire_fields += "Vary: Accept-Encoding\r\nContent-Encoding: gzip\r\n";
+    entry.gzip_level = options.level;
+  }
+  if (!entry.gzipped.empty() && detail::request_accepts_gzip(request_fields)) {
+    return {entry.gzip_wire_fields, entry.gzipped};
+  }
+  return {entry.vary_wire_fields, entry.content};
+}
+
+}  // namespace
+
 void static_files::serve(exchange& ex, std::string_view path_in_root) const {
   const request& req = ex.request();
   if (options_.cache_valid.count() > 0 && !path_in_root.empty() &&
       (req.method == method::get || req.method == method::head) && unconditional(req.headers)) {
-    if (const cached_file* entry =
+    if (cached_file* entry =
             fresh_entry(cache_key(cache_id_, path_in_root), cache_now(), options_.cache_valid)) {
+      if (const compression_options* options = ex.compression();
+          options != nullptr && entry->content.size() >= options->min_size &&
+          detail::compressible_type(entry->type, *options)) [[unlikely]] {
+        const auto [fields, body] = compressible_answer(*entry, *options, req.headers);
+        ex.respond_prepared(status::ok, fields, body);
+        return;
+      }
       ex.respond_prepared(status::ok, entry->wire_fields, entry->content);
       return;
     }

@@ -102,6 +102,20 @@ TEST(Httpd, SigtermStopsItGracefullyToo) {
   EXPECT_EQ(server.stop(SIGTERM), 0);
 }
 
+TEST(Httpd, ThePageIsGzippedForAClientThatAsksAndPlainForOneThatDoesNot) {
+  httpd server;
+  auto gzipped = curl({"--compressed", "-D", "-", server.url("/")});
+  EXPECT_EQ(gzipped.exit_status, 0) << gzipped.standard_error;
+  EXPECT_NE(gzipped.standard_output.find("Content-Encoding: gzip\r\n"), std::string::npos)
+      << gzipped.standard_output.substr(0, 400);
+  EXPECT_NE(gzipped.standard_output.find("<title>weft-httpd</title>"), std::string::npos);
+  auto plain = curl({"-D", "-", server.url("/")});
+  EXPECT_EQ(plain.standard_output.find("Content-Encoding"), std::string::npos);
+  EXPECT_NE(plain.standard_output.find("Vary: Accept-Encoding\r\n"), std::string::npos);
+  EXPECT_NE(plain.standard_output.find("<title>weft-httpd</title>"), std::string::npos);
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Httpd, CurlReusesOneConnectionForTwoRequests) {
   httpd server;
   auto both = curl({"-v", server.url("/hello"), server.url("/hello")});

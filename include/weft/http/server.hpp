@@ -69,6 +69,29 @@ class router;
 // What serves a request: runs in the connection's coroutine, once per request, in order.
 using handler = std::function<void(exchange&)>;
 
+// Compression of response bodies with gzip (RFC 9110 8.4.1.3), as nginx's gzip module: a
+// response made by respond() whose body has at least min_size bytes and whose Content-Type is
+// one of `types` goes gzip-compressed to a client whose Accept-Encoding takes gzip (q above 0,
+// or "*" when gzip is not named), with Content-Encoding: gzip and Content-Length of the
+// compressed bytes. Every such response, compressed or not (a client that did not ask, a body
+// that would not shrink), carries "Vary: Accept-Encoding", so that caches keep the two apart;
+// a strong ETag of a compressed response is made weak (W/), since its bytes are not the
+// identity representation's, and If-None-Match still finds it (weak comparison). HEAD gets
+// the head GET would get. Left as they are: responses that already have a Content-Encoding,
+// 206 and statuses without content, streamed bodies (start_response) and files sent with
+// send_file (static_files' files above cache_file_max; its cached small files are compressed).
+// Compressing costs CPU per response (level 1: about 10 ns per byte of text); the zlib stream
+// is the worker thread's own, reset after each response.
+struct compression_options {
+  bool enabled = false;
+  int level = 1;  // zlib's, 1 (fastest) to 9 (smallest)
+  std::size_t min_size = 256;
+  // Media types matched against the Content-Type's type/subtype, ignoring case and parameters;
+  // an entry ending in '/' takes the whole type ("text/").
+  std::vector<std::string> types = {"text/", "application/json", "application/javascript",
+                                    "application/xml", "image/svg+xml"};
+};
+
 struct server_options {
   // A numeric IPv4 or IPv6 address ("0.0.0.0" all of IPv4) and the port (0: the kernel picks;
   // port() tells which).
@@ -105,6 +128,8 @@ struct server_options {
   // rethrows it.
   std::function<void(unsigned worker)> on_worker_start{};
   std::function<void(unsigned worker)> on_worker_stop{};
+  // gzip for responses that qualify (see compression_options); off by default.
+  compression_options compression{};
 };
 
 // Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too
@@ -219,6 +244,8 @@ class exchange {
   // lines ending in CRLF, none of Content-Length, Transfer-Encoding, Connection, Server or
   // Date): static_files' cached files, whose fields are the same for every hit.
   void respond_prepared(http::status s, std::string_view wire_fields, std::string_view body);
+  // The server's compression settings when they are on; null when off.
+  const compression_options* compression() const noexcept;
   detail::connection_state& state_;
 };
 

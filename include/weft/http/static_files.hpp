@@ -53,6 +53,9 @@
 //   - The file may change after resolve(): its size is fstat's at that moment, and a file
 //     that shrank before it was sent is the sender's to report (exchange::send_file fails
 //     with a short file rather than send fewer bytes than Content-Length said).
+//   - Compression: under server_options::compression a cached file of a type it takes is
+//     gzipped once per thread and kept beside its bytes (ETag made weak, Vary:
+//     Accept-Encoding on both answers); files sent from their descriptor go as they are.
 //   - Small files are cached in memory (static_options::cache_valid, on by default for one
 //     second, as h2o's file cache and nginx's open_file_cache): a file of at most
 //     cache_file_max bytes is read once and kept, with its fstat, by the thread that resolved

@@ -1,0 +1,222 @@
+// gzip for response bodies. The contract is server_options::compression's comment
+// (include/weft/http/server.hpp); the helpers are described in compression.hpp.
+#include "http/compression.hpp"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+namespace weft::http::detail {
+
+namespace {
+
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+bool iequal(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// A qvalue (RFC 9110 12.4.2): "0", "0.", "0.0" to "0.000" are zero; anything else that parses
+// is above it. A malformed one counts as 1 (what the client meant was most likely "take it").
+bool q_above_zero(std::string_view q) noexcept {
+  if (q.empty() || q[0] != '0') {
+    return true;
+  }
+  for (std::size_t i = 1; i < q.size(); ++i) {
+    if (q[i] != '.' && q[i] != '0') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The thread's gzip streams, one per level, reset after each use.
+struct gzip_stream {
+  explicit gzip_stream(int level) : level(level) {
+    std::memset(&z, 0, sizeof z);
+    // 15 + 16: a 32 KiB window with the gzip wrapper (RFC 1952) instead of zlib's.
+    const int status = deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    if (status == Z_MEM_ERROR) {
+      throw std::bad_alloc();
+    }
+    if (status != Z_OK) {
+      throw std::logic_error("weft::http: deflateInit2 refused gzip level " +
+                             std::to_string(level));
+    }
+  }
+  ~gzip_stream() { deflateEnd(&z); }
+  gzip_stream(const gzip_stream&) = delete;
+  gzip_stream& operator=(const gzip_stream&) = delete;
+
+  z_stream z;
+  int level;
+};
+
+gzip_stream& stream_for(int level) {
+  thread_local std::vector<std::unique_ptr<gzip_stream>> streams;
+  for (const auto& stream : streams) {
+    if (stream->level == level) {
+      return *stream;
+    }
+  }
+  streams.push_back(std::make_unique<gzip_stream>(level));
+  return *streams.back();
+}
+
+}  // namespace
+
+void check_compression_options(const compression_options& options) {
+  if (options.level < 1 || options.level > 9) {
+    throw std::invalid_argument("weft::http::server: compression.level must be 1 to 9, not " +
+                                std::to_string(options.level));
+  }
+  for (const std::string& type : options.types) {
+    if (type.empty() || type.find('/') == std::string::npos) {
+      throw std::invalid_argument("weft::http::server: compression.types holds '" + type +
+                                  "', which is not a media type (\"text/html\") or a whole type "
+                                  "(\"text/\")");
+    }
+  }
+}
+
+bool accepts_gzip(std::string_view accept_encoding) noexcept {
+  bool gzip_named = false;
+  bool gzip_taken = false;
+  bool any_taken = false;
+  while (!accept_encoding.empty()) {
+    const std::size_t comma = accept_encoding.find(',');
+    std::string_view element = accept_encoding.substr(0, comma);
+    accept_encoding.remove_prefix(comma == std::string_view::npos ? accept_encoding.size()
+                                                                  : comma + 1);
+    const std::size_t semicolon = element.find(';');
+    const std::string_view coding = trim(element.substr(0, semicolon));
+    bool taken = true;
+    if (semicolon != std::string_view::npos) {
+      // Parameters: only q is defined; "q=0.5".
+      std::string_view params = element.substr(semicolon + 1);
+      while (!params.empty()) {
+        const std::size_t next = params.find(';');
+        const std::string_view param = trim(params.substr(0, next));
+        params.remove_prefix(next == std::string_view::npos ? params.size() : next + 1);
+        if (param.size() >= 2 && lower(param[0]) == 'q' && param[1] == '=') {
+          taken = q_above_zero(trim(param.substr(2)));
+        }
+      }
+    }
+    if (iequal(coding, "gzip") || iequal(coding, "x-gzip")) {
+      gzip_named = true;
+      gzip_taken = gzip_taken || taken;
+    } else if (coding == "*") {
+      any_taken = taken;
+    }
+  }
+  return gzip_named ? gzip_taken : any_taken;
+}
+
+bool compressible_type(std::string_view content_type, const compression_options& options) noexcept {
+  const std::string_view media = trim(content_type.substr(0, content_type.find(';')));
+  for (const std::string& type : options.types) {
+    if (type.back() == '/') {
+      if (media.size() > type.size() && iequal(media.substr(0, type.size()), type)) {
+        return true;
+      }
+    } else if (iequal(media, type)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void gzip(std::string_view data, int level, std::string& out) {
+  gzip_stream& stream = stream_for(level);
+  z_stream& z = stream.z;
+  struct reset_after {
+    z_stream* z;
+    ~reset_after() { deflateReset(z); }
+  } reset{&z};
+  out.resize(deflateBound(&z, static_cast<uLong>(data.size())));
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));  // only read
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  // deflateBound is enough for one Z_FINISH call on a fresh stream.
+  const int status = deflate(&z, Z_FINISH);
+  if (status != Z_STREAM_END) {
+    throw std::logic_error("weft::http: gzip ended with zlib status " + std::to_string(status));
+  }
+  out.resize(out.size() - z.avail_out);
+}
+
+bool request_accepts_gzip(const headers& request_fields) {
+  if (request_fields.count("Accept-Encoding") <= 1) {
+    const std::optional<std::string_view> value = request_fields.get("Accept-Encoding");
+    return value && accepts_gzip(*value);
+  }
+  std::string joined;
+  for (std::string_view value : request_fields.get_all("Accept-Encoding")) {
+    joined.append(value).push_back(',');
+  }
+  return accepts_gzip(joined);
+}
+
+bool compress_response(http::response& r, const headers& request_fields,
+                       const compression_options& options) {
+  const std::uint16_t code = code_of(r.status);
+  if (r.body.size() < options.min_size || code == 206 || forbids_content(r.status) ||
+      r.body.size() > UINT32_MAX || r.headers.contains("Content-Encoding")) {
+    return false;
+  }
+  const std::optional<std::string_view> type = r.headers.get("Content-Type");
+  if (!type || !compressible_type(*type, options)) {
+    return false;
+  }
+  // The answer depends on Accept-Encoding whichever way it goes.
+  const std::optional<std::string_view> vary = r.headers.get("Vary");
+  if (!vary) {
+    r.headers.add("Vary", "Accept-Encoding");
+  } else if (*vary != "*" && !r.headers.has_token("Vary", "accept-encoding")) {
+    r.headers.set("Vary", std::string(*vary) + ", Accept-Encoding");
+  }
+  if (!request_accepts_gzip(request_fields)) {
+    return false;
+  }
+  thread_local std::string compressed;
+  gzip(r.body, options.level, compressed);
+  if (compressed.size() >= r.body.size()) {
+    return false;
+  }
+  r.body.swap(compressed);
+  r.headers.add("Content-Encoding", "gzip");
+  if (r.headers.contains("Content-Length")) {  // a head made for the whole body (static_files')
+    r.headers.set("Content-Length", std::to_string(r.body.size()));
+  }
+  if (const std::optional<std::string_view> tag = r.headers.get("ETag");
+      tag && tag->size() >= 2 && (*tag)[0] == '"') {
+    r.headers.set("ETag", "W/" + std::string(*tag));
+  }
+  return true;
+}
+
+}  // namespace weft::http::detail
