@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "http/client_connection.hpp"
 #include "http/client_url.hpp"
+#include "http/compression.hpp"
 #include "weft/http/client.hpp"
 #include "weft/pool/pool.hpp"
 #include "weft/sched/timeout.hpp"
@@ -49,6 +51,11 @@ struct client_call {
   [[noreturn]] void timed_out(const std::string& phase) const;
   std::string describe() const;  // "GET http://host/path"
 
+  // The call asked for gzip itself (client_options::decompress), and the decoder of the
+  // current response's body when it came gzipped.
+  bool ask_gzip_ = false;
+  std::unique_ptr<gunzip_stream> gunzip_;
+  std::string pending_;   // a piece of the body, decoded
   std::string location_;  // the Location of the redirect being followed
   bool follow_ = false;   // the current response is a redirect to follow (its body is drained)
   status result_status_ = status::ok;  // the status of the last final response

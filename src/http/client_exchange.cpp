@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "http/chars.hpp"
 #include "http/client_call.hpp"
 #include "weft/error.hpp"
 
@@ -75,6 +76,10 @@ void client_call::run() {
   const bool caller_host = request.headers.contains("Host");
   if (!options.user_agent.empty() && !request.headers.contains("User-Agent")) {
     request.headers.add("User-Agent", options.user_agent);
+  }
+  ask_gzip_ = options.decompress && !request.headers.contains("Accept-Encoding");
+  if (ask_gzip_) {
+    request.headers.add("Accept-Encoding", "gzip");
   }
   std::set<std::pair<method, std::string>> visited;
   int hops = 0;
@@ -285,7 +290,20 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
           }
           location_ = std::string(*location);
           follow_ = true;
-        } else if (on_head != nullptr) {
+          continue;
+        }
+        gunzip_.reset();
+        if (ask_gzip_ && request.method != method::head && !forbids_content(head.status) &&
+            head.headers.count("Content-Encoding") == 1) {
+          const std::string_view coding = *head.headers.get("Content-Encoding");
+          if (detail::iequals(coding, "gzip") || detail::iequals(coding, "x-gzip")) {
+            gunzip_ = std::make_unique<gunzip_stream>(options.limits.max_body_size);
+            response& decoded = parser.message();
+            decoded.headers.remove("Content-Encoding");
+            decoded.headers.remove("Content-Length");
+          }
+        }
+        if (on_head != nullptr) {
           (*on_head)(head);
         }
         continue;
@@ -293,6 +311,25 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       case parse_event::body:
         if (follow_) {
           continue;  // a redirect's body: read to keep the connection, not kept
+        }
+        if (gunzip_ != nullptr) {
+          // Decoded into pending_ first, so that what on_body throws stays the caller's.
+          pending_.clear();
+          try {
+            gunzip_->feed(step.body, [&](std::string_view decoded) { pending_.append(decoded); });
+          } catch (const gunzip_error& failure) {
+            throw error(failure.too_large() ? error_kind::response_too_large
+                                            : error_kind::malformed_response,
+                        url.text, failure.what());
+          }
+          if (!pending_.empty()) {
+            if (on_body != nullptr) {
+              (*on_body)(pending_);
+            } else {
+              parser.message().body.append(pending_);
+            }
+          }
+          continue;
         }
         if (on_body != nullptr) {
           (*on_body)(step.body);
@@ -314,6 +351,13 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     }
   }
 complete:
+  if (gunzip_ != nullptr && !follow_) {
+    try {
+      gunzip_->finish();
+    } catch (const gunzip_error& failure) {
+      throw error(error_kind::malformed_response, url.text, failure.what());
+    }
+  }
   connection.count_exchange();
   guard.keep = !ended && parser.keep_alive() && request.keep_alive() && connection.input().empty();
   if (follow_) {

@@ -4,6 +4,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -217,6 +220,80 @@ bool compress_response(http::response& r, const headers& request_fields,
     r.headers.set("ETag", "W/" + std::string(*tag));
   }
   return true;
+}
+
+struct gunzip_stream::state {
+  state() {
+    std::memset(&z, 0, sizeof z);
+    // 15 + 16: gzip's wrapper only (zlib's or a raw stream is not a gzip body).
+    const int status = inflateInit2(&z, 15 + 16);
+    if (status == Z_MEM_ERROR) {
+      throw std::bad_alloc();
+    }
+    if (status != Z_OK) {
+      throw std::logic_error("weft::http: inflateInit2 refused a gzip stream");
+    }
+  }
+  ~state() { inflateEnd(&z); }
+  state(const state&) = delete;
+  state& operator=(const state&) = delete;
+
+  z_stream z;
+  char window[16384];
+};
+
+gunzip_stream::gunzip_stream(std::uint64_t limit)
+    : state_(std::make_unique<state>()), limit_(limit) {}
+
+gunzip_stream::~gunzip_stream() = default;
+
+std::string_view gunzip_stream::step(std::string_view& data, bool& full) {
+  full = false;
+  if (ended_) {
+    if (!data.empty()) {
+      throw gunzip_error("the body goes on after the end of its gzip data", false);
+    }
+    return {};
+  }
+  z_stream& z = state_->z;
+  const std::size_t step = std::min<std::size_t>(data.size(), UINT32_MAX);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));  // only read
+  z.avail_in = static_cast<uInt>(step);
+  z.next_out = reinterpret_cast<Bytef*>(state_->window);
+  z.avail_out = sizeof state_->window;
+  const int status = inflate(&z, Z_NO_FLUSH);
+  if (status == Z_MEM_ERROR) {
+    throw std::bad_alloc();
+  }
+  if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
+    throw gunzip_error(std::string("the gzip body does not decode (") +
+                           (z.msg != nullptr ? z.msg : "zlib error") + ")",
+                       false);
+  }
+  data.remove_prefix(step - z.avail_in);
+  const std::size_t made = sizeof state_->window - z.avail_out;
+  full = z.avail_out == 0;
+  produced_ += made;
+  if (produced_ > limit_) {
+    throw gunzip_error("the gzip body decodes to more than " + std::to_string(limit_) +
+                           " bytes (limits.max_body_size)",
+                       true);
+  }
+  if (status == Z_STREAM_END) {
+    ended_ = true;
+    if (!data.empty()) {
+      throw gunzip_error("the body goes on after the end of its gzip data", false);
+    }
+  } else if (made == 0 && step != 0 && z.avail_in == step) {
+    throw gunzip_error("the gzip body does not decode (no progress)", false);
+  }
+  return {state_->window, made};
+}
+
+void gunzip_stream::finish() const {
+  if (!ended_) {
+    throw gunzip_error("the body ended inside its gzip data", false);
+  }
 }
 
 }  // namespace weft::http::detail

@@ -2,6 +2,9 @@
 // requests take gzip, which responses qualify, and the compression itself. Internal to http.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -33,5 +36,53 @@ bool compress_response(http::response& r, const headers& request_fields,
 
 // The gzip member (RFC 1952) of data, with the thread's zlib stream at that level.
 void gzip(std::string_view data, int level, std::string& out);
+
+// What gunzip_stream throws: data that is not one gzip member, or (too_large) more decoded
+// bytes than its limit.
+class gunzip_error : public std::runtime_error {
+ public:
+  gunzip_error(const std::string& what, bool too_large)
+      : std::runtime_error(what), too_large_(too_large) {}
+  bool too_large() const noexcept { return too_large_; }
+
+ private:
+  bool too_large_;
+};
+
+// Decodes a gzip body as its pieces arrive (the client's side of Content-Encoding: gzip):
+// feed() hands each decoded piece to a sink (views valid during the call) and throws
+// gunzip_error naming what is wrong with data that is not gzip or that goes on after the
+// member ends, or once more than `limit` bytes were decoded; finish() throws gunzip_error when
+// the member has not ended.
+class gunzip_stream {
+ public:
+  explicit gunzip_stream(std::uint64_t limit);
+  ~gunzip_stream();
+  gunzip_stream(const gunzip_stream&) = delete;
+  gunzip_stream& operator=(const gunzip_stream&) = delete;
+
+  template <class Sink>
+  void feed(std::string_view data, Sink&& sink) {
+    bool full = true;  // while the window fills, zlib may hold more output
+    while (!data.empty() || full) {
+      const std::string_view piece = step(data, full);
+      if (!piece.empty()) {
+        sink(piece);
+      }
+    }
+  }
+  void finish() const;
+
+ private:
+  // Decodes from the front of data (consuming what it took) into the window; returns what it
+  // produced, and in full whether it filled the window.
+  std::string_view step(std::string_view& data, bool& full);
+
+  struct state;
+  std::unique_ptr<state> state_;
+  std::uint64_t limit_;
+  std::uint64_t produced_ = 0;
+  bool ended_ = false;
+};
 
 }  // namespace weft::http::detail

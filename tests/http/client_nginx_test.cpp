@@ -1,7 +1,8 @@
 // weft::http::client against a server no one here wrote: nginx (Debian's nginx-light), started
 // by the test as the current user with a config in a temporary directory. Keep-alive reuse is
 // proven with nginx's own $connection and $connection_requests; also a static file larger than
-// one read, HEAD, 404, a real redirect and concurrent requests.
+// one read, HEAD, 404, a real redirect, concurrent requests, and gzip from nginx's gzip module
+// decoded as it arrives.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -97,6 +98,10 @@ class nginx_server {
         << "      return 200 \"$connection $connection_requests\\n\";\n"
         << "    }\n"
         << "    location = /moved { return 302 /conn; }\n"
+        << "    location /gz/ {\n"
+        << "      alias " << (dir_ / "root" / "static").string() << "/;\n"
+        << "      gzip on; gzip_min_length 1; gzip_types text/plain;\n"
+        << "    }\n"
         << "  }\n"
         << "}\n";
     const std::string prefix = dir_.string() + "/";
@@ -237,6 +242,41 @@ TEST_F(HttpClientNginx, StreamingAStaticFile) {
     EXPECT_EQ(received, nginx_server::file_body());
     EXPECT_GE(pieces, 1u);
     web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, GzipFromNginxIsDecodedUnlessTheRequestAskedForItItself) {
+  run_clean([&] {
+    weft::http::client web;
+    // Asked for by the client: decoded, and the wire's Content-Encoding and Content-Length
+    // taken out of the fields.
+    weft::http::response file = web.get(nginx_->url("/gz/file.txt"));
+    EXPECT_EQ(file.status, weft::http::status::ok);
+    EXPECT_EQ(file.body, nginx_server::file_body());
+    EXPECT_FALSE(file.headers.contains("Content-Encoding"));
+    EXPECT_FALSE(file.headers.contains("Content-Length"));
+    std::string streamed;
+    web.request_streaming(
+        weft::http::request{}, nginx_->url("/gz/file.txt"),
+        [&](const weft::http::response& head) {
+          EXPECT_FALSE(head.headers.contains("Content-Encoding"));
+        },
+        [&](std::string_view piece) { streamed += piece; });
+    EXPECT_EQ(streamed, nginx_server::file_body());
+    // Asked for by the caller: the bytes as nginx sent them, gzip (which proves nginx did).
+    weft::http::request own;
+    own.headers.add("Accept-Encoding", "gzip");
+    weft::http::response raw = web.request(own, nginx_->url("/gz/file.txt"));
+    EXPECT_EQ(raw.headers.get("Content-Encoding"), "gzip");
+    EXPECT_LT(raw.body.size(), nginx_server::file_body().size());
+    EXPECT_EQ(raw.body.substr(0, 2), "\x1f\x8b");
+    web.close();
+    // decompress off: nothing asked for, identity sent.
+    weft::http::client plain({.decompress = false});
+    weft::http::response identity = plain.get(nginx_->url("/gz/file.txt"));
+    EXPECT_FALSE(identity.headers.contains("Content-Encoding"));
+    EXPECT_EQ(identity.body, nginx_server::file_body());
+    plain.close();
   });
 }
 

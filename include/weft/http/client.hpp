@@ -38,7 +38,9 @@
 //     the body; going past one is an http::error of kind response_too_large.
 //   - Request bodies: framed by Content-Length (added by serialisation when absent), or chunked
 //     when the request's fields say "Transfer-Encoding: chunked". Host (from the URL) and
-//     User-Agent (client_options::user_agent, unless empty) are added when absent.
+//     User-Agent (client_options::user_agent, unless empty) are added when absent, and
+//     "Accept-Encoding: gzip" unless client_options::decompress is off (a gzip answer to it is
+//     then decoded as it arrives).
 //   - Redirects: off by default (the 3xx response is returned as is). With max_redirects > 0,
 //     301, 302, 303, 307 and 308 with a Location are followed: 303 turns any method but HEAD
 //     into GET without a body, 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4 allow
@@ -92,6 +94,13 @@ struct client_options {
   parser_limits limits{};
   // Sent as User-Agent when the request has none; empty sends none.
   std::string user_agent = "weft";
+  // As Go's Transport: a request without an Accept-Encoding of its own asks for gzip, and a
+  // gzip response to it is decoded as it arrives: the body (or on_body's pieces) is the
+  // decoded bytes, and Content-Encoding and Content-Length are taken out of the response's
+  // fields (they describe the bytes on the wire). limits.max_body_size bounds the decoded
+  // body too (past it: response_too_large), and data that does not decode is
+  // malformed_response. A request that sets Accept-Encoding itself gets the body as sent.
+  bool decompress = true;
 };
 
 // What kind of failure an http::error reports.
