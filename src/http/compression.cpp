@@ -13,33 +13,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include "http/chars.hpp"
+
 namespace weft::http::detail {
 
 namespace {
-
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view text) noexcept {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // A qvalue (RFC 9110 12.4.2): "0", "0.", "0.0" to "0.000" are zero; anything else that parses
 // is above it. A malformed one counts as 1 (what the client meant was most likely "take it").
@@ -114,21 +92,22 @@ bool accepts_gzip(std::string_view accept_encoding) noexcept {
     accept_encoding.remove_prefix(comma == std::string_view::npos ? accept_encoding.size()
                                                                   : comma + 1);
     const std::size_t semicolon = element.find(';');
-    const std::string_view coding = trim(element.substr(0, semicolon));
+    const std::string_view coding = trim_ows(element.substr(0, semicolon));
     bool taken = true;
     if (semicolon != std::string_view::npos) {
       // Parameters: only q is defined; "q=0.5".
       std::string_view params = element.substr(semicolon + 1);
       while (!params.empty()) {
         const std::size_t next = params.find(';');
-        const std::string_view param = trim(params.substr(0, next));
+        const std::string_view param = trim_ows(params.substr(0, next));
         params.remove_prefix(next == std::string_view::npos ? params.size() : next + 1);
-        if (param.size() >= 2 && lower(param[0]) == 'q' && param[1] == '=') {
-          taken = q_above_zero(trim(param.substr(2)));
+        if (param.size() >= 2 && ascii_lower(static_cast<unsigned char>(param[0])) == 'q' &&
+            param[1] == '=') {
+          taken = q_above_zero(trim_ows(param.substr(2)));
         }
       }
     }
-    if (iequal(coding, "gzip") || iequal(coding, "x-gzip")) {
+    if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
       gzip_named = true;
       gzip_taken = gzip_taken || taken;
     } else if (coding == "*") {
@@ -139,13 +118,13 @@ bool accepts_gzip(std::string_view accept_encoding) noexcept {
 }
 
 bool compressible_type(std::string_view content_type, const compression_options& options) noexcept {
-  const std::string_view media = trim(content_type.substr(0, content_type.find(';')));
+  const std::string_view media = trim_ows(content_type.substr(0, content_type.find(';')));
   for (const std::string& type : options.types) {
     if (type.back() == '/') {
-      if (media.size() > type.size() && iequal(media.substr(0, type.size()), type)) {
+      if (media.size() > type.size() && iequals(media.substr(0, type.size()), type)) {
         return true;
       }
-    } else if (iequal(media, type)) {
+    } else if (iequals(media, type)) {
       return true;
     }
   }
