@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "http/chars.hpp"
+#include "net/zlib_stream.hpp"
 
 namespace weft::http::detail {
 
@@ -33,38 +34,8 @@ bool q_above_zero(std::string_view q) noexcept {
   return false;
 }
 
-// The thread's gzip streams, one per level, reset after each use.
-struct gzip_stream {
-  explicit gzip_stream(int level) : level(level) {
-    std::memset(&z, 0, sizeof z);
-    // 15 + 16: a 32 KiB window with the gzip wrapper (RFC 1952) instead of zlib's.
-    const int status = deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    if (status == Z_MEM_ERROR) {
-      throw std::bad_alloc();
-    }
-    if (status != Z_OK) {
-      throw std::logic_error("weft::http: deflateInit2 refused gzip level " +
-                             std::to_string(level));
-    }
-  }
-  ~gzip_stream() { deflateEnd(&z); }
-  gzip_stream(const gzip_stream&) = delete;
-  gzip_stream& operator=(const gzip_stream&) = delete;
-
-  z_stream z;
-  int level;
-};
-
-gzip_stream& stream_for(int level) {
-  thread_local std::vector<std::unique_ptr<gzip_stream>> streams;
-  for (const auto& stream : streams) {
-    if (stream->level == level) {
-      return *stream;
-    }
-  }
-  streams.push_back(std::make_unique<gzip_stream>(level));
-  return *streams.back();
-}
+// gzip's wrapper (RFC 1952) around a 32 KiB window: zlib's window_bits 15 + 16.
+constexpr int gzip_window_bits = 15 + 16;
 
 }  // namespace
 
@@ -132,12 +103,8 @@ bool compressible_type(std::string_view content_type, const compression_options&
 }
 
 void gzip(std::string_view data, int level, std::string& out) {
-  gzip_stream& stream = stream_for(level);
-  z_stream& z = stream.z;
-  struct reset_after {
-    z_stream* z;
-    ~reset_after() { deflateReset(z); }
-  } reset{&z};
+  z_stream& z = net::detail::thread_deflater(level, gzip_window_bits, 8).z;
+  const net::detail::deflate_reset_on_exit reset(&z);
   out.resize(deflateBound(&z, static_cast<uLong>(data.size())));
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));  // only read
   z.avail_in = static_cast<uInt>(data.size());
@@ -202,22 +169,8 @@ bool compress_response(http::response& r, const headers& request_fields,
 }
 
 struct gunzip_stream::state {
-  state() {
-    std::memset(&z, 0, sizeof z);
-    // 15 + 16: gzip's wrapper only (zlib's or a raw stream is not a gzip body).
-    const int status = inflateInit2(&z, 15 + 16);
-    if (status == Z_MEM_ERROR) {
-      throw std::bad_alloc();
-    }
-    if (status != Z_OK) {
-      throw std::logic_error("weft::http: inflateInit2 refused a gzip stream");
-    }
-  }
-  ~state() { inflateEnd(&z); }
-  state(const state&) = delete;
-  state& operator=(const state&) = delete;
-
-  z_stream z;
+  // gzip's wrapper only: a zlib stream or raw DEFLATE is not a gzip body.
+  net::detail::zlib_inflater inflater{gzip_window_bits};
   char window[16384];
 };
 
@@ -234,10 +187,10 @@ std::string_view gunzip_stream::step(std::string_view& data, bool& full) {
     }
     return {};
   }
-  z_stream& z = state_->z;
-  const std::size_t step = std::min<std::size_t>(data.size(), UINT32_MAX);
+  z_stream& z = state_->inflater.z;
+  const std::size_t offered = std::min<std::size_t>(data.size(), UINT32_MAX);
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));  // only read
-  z.avail_in = static_cast<uInt>(step);
+  z.avail_in = static_cast<uInt>(offered);
   z.next_out = reinterpret_cast<Bytef*>(state_->window);
   z.avail_out = sizeof state_->window;
   const int status = inflate(&z, Z_NO_FLUSH);
@@ -249,7 +202,7 @@ std::string_view gunzip_stream::step(std::string_view& data, bool& full) {
                            (z.msg != nullptr ? z.msg : "zlib error") + ")",
                        false);
   }
-  data.remove_prefix(step - z.avail_in);
+  data.remove_prefix(offered - z.avail_in);
   const std::size_t made = sizeof state_->window - z.avail_out;
   full = z.avail_out == 0;
   produced_ += made;
@@ -263,7 +216,7 @@ std::string_view gunzip_stream::step(std::string_view& data, bool& full) {
     if (!data.empty()) {
       throw gunzip_error("the body goes on after the end of its gzip data", false);
     }
-  } else if (made == 0 && step != 0 && z.avail_in == step) {
+  } else if (made == 0 && offered != 0 && z.avail_in == offered) {
     throw gunzip_error("the gzip body does not decode (no progress)", false);
   }
   return {state_->window, made};

@@ -381,6 +381,17 @@ namespace {
   }
 }
 
+// A fast path's response that qualifies for compression, made a response object and given to
+// respond(response), where compression applies (compression.hpp's compress_response).
+void respond_through_compression(exchange& ex, http::status s, http::headers fields,
+                                 std::string_view body) {
+  http::response r;
+  r.status = s;
+  r.headers = std::move(fields);
+  r.body.assign(body);
+  ex.respond(std::move(r));
+}
+
 // The end of both fast paths, once the head is appended: the body (not for HEAD), the
 // connection's fate, the counters.
 void finish_simple_response(detail::connection_state& state, http::status s, std::string_view body,
@@ -403,11 +414,9 @@ void finish_simple_response(detail::connection_state& state, http::status s, std
   if (const compression_options* options = compression();
       options != nullptr && body.size() >= options->min_size &&
       detail::compressible_type(content_type, *options)) [[unlikely]] {
-    http::response r;
-    r.status = s;
-    r.headers.add("Content-Type", content_type);
-    r.body.assign(body);
-    respond(std::move(r));
+    http::headers fields;
+    fields.add("Content-Type", content_type);
+    respond_through_compression(*this, s, std::move(fields), body);
     return;
   }
   const bool keep = state_.keep_alive_now();
@@ -449,11 +458,7 @@ void exchange::respond(http::status s, const http::headers& fields, std::string_
       options != nullptr && body.size() >= options->min_size) [[unlikely]] {
     const std::optional<std::string_view> type = fields.get("Content-Type");
     if (type && detail::compressible_type(*type, *options)) {
-      http::response r;
-      r.status = s;
-      r.headers = fields;
-      r.body.assign(body);
-      respond(std::move(r));
+      respond_through_compression(*this, s, fields, body);
       return;
     }
   }

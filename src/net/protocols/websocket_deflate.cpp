@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "net/protocols/header_text.hpp"
+#include "net/zlib_stream.hpp"
 
 namespace weft::net::detail {
 
@@ -355,48 +356,6 @@ std::optional<deflate_agreement> read_deflate_answer(std::string_view answer,
 
 // --- zlib streams ----------------------------------------------------------------------------
 
-struct deflate_session::deflate_stream {
-  deflate_stream(int level, int bits, int mem) : level(level), bits(bits), mem(mem) {
-    std::memset(&z, 0, sizeof z);
-    const int status = deflateInit2(&z, level, Z_DEFLATED, -bits, mem, Z_DEFAULT_STRATEGY);
-    if (status == Z_MEM_ERROR) {
-      throw std::bad_alloc();
-    }
-    if (status != Z_OK) {
-      throw std::logic_error("websocket: deflateInit2 refused level " + std::to_string(level) +
-                             ", window " + std::to_string(bits) + ", memLevel " +
-                             std::to_string(mem));
-    }
-  }
-  ~deflate_stream() { deflateEnd(&z); }
-  deflate_stream(const deflate_stream&) = delete;
-  deflate_stream& operator=(const deflate_stream&) = delete;
-
-  z_stream z;
-  int level;
-  int bits;
-  int mem;
-};
-
-struct deflate_session::inflate_stream {
-  explicit inflate_stream(int bits) : bits(bits) {
-    std::memset(&z, 0, sizeof z);
-    const int status = inflateInit2(&z, -bits);
-    if (status == Z_MEM_ERROR) {
-      throw std::bad_alloc();
-    }
-    if (status != Z_OK) {
-      throw std::logic_error("websocket: inflateInit2 refused window " + std::to_string(bits));
-    }
-  }
-  ~inflate_stream() { inflateEnd(&z); }
-  inflate_stream(const inflate_stream&) = delete;
-  inflate_stream& operator=(const inflate_stream&) = delete;
-
-  z_stream z;
-  int bits;
-};
-
 deflate_session::deflate_session(const websocket_deflate_options& options,
                                  const deflate_agreement& agreed, websocket_role role)
     : level_(options.level), mem_level_(options.mem_level), min_size_(options.min_size) {
@@ -418,39 +377,24 @@ deflate_session::deflate_session(const websocket_deflate_options& options,
 
 deflate_session::~deflate_session() = default;
 
-deflate_session::deflate_stream& deflate_session::deflater() {
-  if (compress_takeover_) {
-    if (own_deflater_ == nullptr) {
-      own_deflater_ = std::make_unique<deflate_stream>(level_, compress_bits_, mem_level_);
-    }
-    return *own_deflater_;
+zlib_deflater& deflate_session::deflater() {
+  if (!compress_takeover_) {
+    return thread_deflater(level_, -compress_bits_, mem_level_);  // reset after every message
   }
-  // The thread's, one per setting: reset after every message, so any connection may use it.
-  thread_local std::vector<std::unique_ptr<deflate_stream>> shared;
-  for (const auto& stream : shared) {
-    if (stream->level == level_ && stream->bits == compress_bits_ && stream->mem == mem_level_) {
-      return *stream;
-    }
+  if (own_deflater_ == nullptr) {
+    own_deflater_ = std::make_unique<zlib_deflater>(level_, -compress_bits_, mem_level_);
   }
-  shared.push_back(std::make_unique<deflate_stream>(level_, compress_bits_, mem_level_));
-  return *shared.back();
+  return *own_deflater_;
 }
 
-deflate_session::inflate_stream& deflate_session::inflater() {
-  if (inflate_takeover_) {
-    if (own_inflater_ == nullptr) {
-      own_inflater_ = std::make_unique<inflate_stream>(inflate_bits_);
-    }
-    return *own_inflater_;
+zlib_inflater& deflate_session::inflater() {
+  if (!inflate_takeover_) {
+    return thread_inflater(-inflate_bits_);
   }
-  thread_local std::vector<std::unique_ptr<inflate_stream>> shared;
-  for (const auto& stream : shared) {
-    if (stream->bits == inflate_bits_) {
-      return *stream;
-    }
+  if (own_inflater_ == nullptr) {
+    own_inflater_ = std::make_unique<zlib_inflater>(-inflate_bits_);
   }
-  shared.push_back(std::make_unique<inflate_stream>(inflate_bits_));
-  return *shared.back();
+  return *own_inflater_;
 }
 
 bool deflate_session::compress(std::string_view payload, std::string& out) {
@@ -460,17 +404,8 @@ bool deflate_session::compress(std::string_view payload, std::string& out) {
     out.assign(1, '\0');
     return compress_takeover_;
   }
-  deflate_stream& stream = deflater();
-  z_stream& z = stream.z;
-  // A shared stream is reset whatever happens here, so the next message finds it clean.
-  struct reset_after {
-    z_stream* z;
-    ~reset_after() {
-      if (z != nullptr) {
-        deflateReset(z);
-      }
-    }
-  } reset{compress_takeover_ ? nullptr : &z};
+  z_stream& z = deflater().z;
+  const deflate_reset_on_exit reset(compress_takeover_ ? nullptr : &z);
 
   out.clear();
   std::size_t written = 0;
@@ -518,16 +453,8 @@ bool deflate_session::compress(std::string_view payload, std::string& out) {
 }
 
 void deflate_session::decompress(std::string_view payload, std::string& out, std::size_t limit) {
-  inflate_stream& stream = inflater();
-  z_stream& z = stream.z;
-  struct reset_after {
-    z_stream* z;
-    ~reset_after() {
-      if (z != nullptr) {
-        inflateReset(z);
-      }
-    }
-  } reset{inflate_takeover_ ? nullptr : &z};
+  z_stream& z = inflater().z;
+  const inflate_reset_on_exit reset(inflate_takeover_ ? nullptr : &z);
   // On an error the stream's state is lost either way: a kept context is useless after it, and
   // the connection closes.
   static constexpr unsigned char tail[4] = {0, 0, 0xFF, 0xFF};
@@ -598,7 +525,7 @@ void deflate_session::decompress(std::string_view payload, std::string& out, std
         inflate_failed("data after its final block");
       }
       if (inflate_takeover_) {
-        std::vector<Bytef> window(std::size_t{1} << stream.bits);
+        std::vector<Bytef> window(std::size_t{1} << inflate_bits_);
         uInt size = 0;
         inflateGetDictionary(&z, window.data(), &size);
         inflateReset(&z);

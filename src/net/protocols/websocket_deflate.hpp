@@ -26,6 +26,9 @@ namespace weft::net::detail {
 // open, takes only unmasked frames and masks every frame it sends with a key from getrandom.
 enum class websocket_role : std::uint8_t { server, client };
 
+class zlib_deflater;
+class zlib_inflater;
+
 // What the two ends agreed on (RFC 7692 7.1), each direction named by the side that compresses.
 struct deflate_agreement {
   bool server_no_context_takeover = false;
@@ -87,10 +90,10 @@ class deflate_session {
   void decompress(std::string_view payload, std::string& out, std::size_t limit);
 
  private:
-  struct deflate_stream;
-  struct inflate_stream;
-  deflate_stream& deflater();
-  inflate_stream& inflater();
+  // The stream of each direction: the connection's own with takeover (made at first use), the
+  // thread's shared one without (net/zlib_stream.hpp).
+  zlib_deflater& deflater();
+  zlib_inflater& inflater();
 
   int level_;
   int mem_level_;
@@ -99,10 +102,8 @@ class deflate_session {
   bool compress_takeover_;
   int inflate_bits_;
   bool inflate_takeover_;
-  // The connection's own streams, made at first use, with takeover; null otherwise (the
-  // thread's are used).
-  std::unique_ptr<deflate_stream> own_deflater_;
-  std::unique_ptr<inflate_stream> own_inflater_;
+  std::unique_ptr<zlib_deflater> own_deflater_;  // with takeover only
+  std::unique_ptr<zlib_inflater> own_inflater_;
 };
 
 }  // namespace weft::net::detail
