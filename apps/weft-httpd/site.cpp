@@ -190,7 +190,9 @@ http::router site::make_router() {
     json.body = render_stats_json(take_snapshot(ex.worker()));
     ex.respond(std::move(json));
   });
-  routes.files("/static", http::static_options{.root = config_.root});
+  // NAME.gz beside a file goes to a client that takes gzip, as nginx's "gzip_static on" (files
+  // too big for the cache are never gzipped on the fly).
+  routes.files("/static", http::static_options{.root = config_.root, .precompressed = true});
   // permessage-deflate on, as browsers offer it; without context takeover (the default) a
   // connection holds no zlib state between messages.
   weft::net::websocket_options ws;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -187,14 +188,30 @@ validators validators_of(const static_options& options, const struct stat& st) {
   return made;
 }
 
+// How an answer's bytes relate to Accept-Encoding.
+struct representation {
+  // The bytes are a precompressed sibling's (static_options::precompressed): Content-Encoding.
+  bool gzip_file = false;
+  // The answer depends on Accept-Encoding (a sibling exists, or gzip on the fly applies): Vary
+  // on the 200, 206 and 304.
+  bool vary = false;
+  // This client's 200 would be gzipped on the fly (compression.hpp's compress_response), so its
+  // ETag would be weak: the 304 carries it so.
+  bool weak_tag = false;
+};
+
+constexpr std::string_view vary_line = "Vary: Accept-Encoding\r\n";
+
 // The fields every answer with a file's bytes ends with, after its type and length: one list
 // for serve_file's 200 and 206 and for a cache entry's prepared lines.
 void add_file_fields(headers& out, const static_options& options, std::string_view cache_control,
-                     const validators& made) {
+                     const validators& made, representation rep = {}) {
   out.add("Accept-Ranges", "bytes");
   if (options.etag) out.add("ETag", made.tag);
   if (options.last_modified) out.add("Last-Modified", made.last_modified);
   out.add("Cache-Control", cache_control);
+  if (rep.gzip_file) out.add("Content-Encoding", "gzip");
+  if (rep.vary) out.add("Vary", "Accept-Encoding");
 }
 
 // An entry of the small-file cache of one thread (see the header's contract): the fstat it was
@@ -222,7 +239,20 @@ struct cached_file {
   int gzip_level = 0;
   std::string gzipped;
   std::string gzip_wire_fields;
-  std::string vary_wire_fields;
+  std::string vary_wire_fields;  // also made with the entry when it has a precompressed sibling
+  // static_options::precompressed: NAME.gz as it was when this entry was made. none: no usable
+  // sibling; cached: its bytes in `sibling` (an entry of its own: its stat, validators, and the
+  // fields of its 200 with Content-Encoding and Vary); on_disk: too big for the cache, opened
+  // from sibling_path for each request that takes gzip.
+  enum class sibling_kind : std::uint8_t { none, cached, on_disk };
+  sibling_kind gz = sibling_kind::none;
+  std::unique_ptr<cached_file> sibling;
+  std::string sibling_path;
+
+  // The bytes the entry holds, as the cache counts them.
+  std::size_t bytes() const noexcept {
+    return content.size() + (sibling != nullptr ? sibling->content.size() : 0);
+  }
 };
 
 // The clock of the cache's ages: steady_clock, precise, so that an entry is never served once
@@ -252,9 +282,11 @@ bool unconditional(const headers& fields) noexcept {
 
 // The answer for a regular file that exists: preconditions, then the range.
 // cached: the file's cache entry (its bytes and validators), or null to send `file`.
+// rep: what the bytes are (a precompressed sibling's) and what the answer depends on.
 static_reply serve_file(const request& req, const static_options& options,
                         std::string_view cache_control, file_handle file, const struct stat& st,
-                        std::string_view type, const cached_file* cached = nullptr) {
+                        std::string_view type, const cached_file* cached = nullptr,
+                        representation rep = {}) {
   const headers& fields = req.headers;
   validators own;
   if (cached == nullptr) own = validators_of(options, st);
@@ -284,14 +316,17 @@ static_reply serve_file(const request& req, const static_options& options,
   if (not_modified) {
     // RFC 9110 15.4.5: the fields a 200 would carry that guide the cache update; Last-Modified
     // only where there is no ETag.
+    // The ETag is the one this client's 200 would carry (weak when gzipped on the fly), and the
+    // Vary too (RFC 9110 15.4.5 names both).
     static_reply reply;
     reply.head.status = status::not_modified;
     if (options.etag) {
-      reply.head.headers.add("ETag", tag);
+      reply.head.headers.add("ETag", rep.weak_tag ? "W/" + tag : tag);
     } else if (options.last_modified) {
       reply.head.headers.add("Last-Modified", made.last_modified);
     }
     reply.head.headers.add("Cache-Control", cache_control);
+    if (rep.vary) reply.head.headers.add("Vary", "Accept-Encoding");
     return reply;
   }
 
@@ -306,6 +341,7 @@ static_reply serve_file(const request& req, const static_options& options,
     static_reply reply = generated(status::range_not_satisfiable, "Range Not Satisfiable\n");
     reply.head.headers.add("Content-Range", "bytes */" + std::to_string(size));
     reply.head.headers.add("Accept-Ranges", "bytes");
+    if (rep.vary) reply.head.headers.add("Vary", "Accept-Encoding");
     return reply;
   }
   bool partial = range.result == detail::byte_range::kind::satisfiable;
@@ -321,7 +357,7 @@ static_reply serve_file(const request& req, const static_options& options,
     out.add("Content-Range", "bytes " + std::to_string(first) + "-" +
                                  std::to_string(first + length - 1) + "/" + std::to_string(size));
   }
-  add_file_fields(out, options, cache_control, made);
+  add_file_fields(out, options, cache_control, made, rep);
   if (req.method == method::get && length > 0) {
     if (cached != nullptr) {
       reply.head.body.assign(cached->content, static_cast<std::size_t>(first),
@@ -348,7 +384,7 @@ struct file_cache {
       for (auto it = entries.begin(); it != entries.end(); ++it) {
         if (it->second.used < oldest->second.used) oldest = it;
       }
-      bytes -= oldest->second.content.size();
+      bytes -= oldest->second.bytes();
       entries.erase(oldest);
     }
   }
@@ -376,7 +412,7 @@ cached_file* fresh_entry(const std::string& key, std::chrono::nanoseconds now,
     hit->second.used = ++cache.tick;
     return &hit->second;
   }
-  cache.bytes -= hit->second.content.size();
+  cache.bytes -= hit->second.bytes();
   cache.entries.erase(hit);  // stale: looked up afresh by the caller
   return nullptr;
 }
@@ -393,6 +429,108 @@ bool read_whole(int fd, const struct stat& st, std::string& out) {
     done += static_cast<std::size_t>(got);
   }
   return true;
+}
+
+// Whether file `a` was modified before file `b`.
+bool modified_before(const struct stat& a, const struct stat& b) noexcept {
+  if (a.st_mtim.tv_sec != b.st_mtim.tv_sec) return a.st_mtim.tv_sec < b.st_mtim.tv_sec;
+  return a.st_mtim.tv_nsec < b.st_mtim.tv_nsec;
+}
+
+// A file's precompressed sibling (static_options::precompressed), open; an empty file when there
+// is none to use: missing or refused as a miss would be, not a regular file, or older than the
+// file itself.
+struct sibling_file {
+  file_handle file;
+  struct stat st {};
+};
+
+sibling_file open_sibling(int root_fd, bool use_openat2, const static_options& options,
+                          const std::string& sibling_path, const struct stat& original) {
+  sibling_file found;
+  const int fd = detail::open_beneath(root_fd, sibling_path, use_openat2);
+  if (fd < 0) {
+    if (is_miss(-fd)) return found;
+    throw_io_error(-fd, "open", options, sibling_path);
+  }
+  file_handle file(fd);
+  if (::fstat(fd, &found.st) < 0) throw_io_error(errno, "fstat", options, sibling_path);
+  if (S_ISREG(found.st.st_mode) && !modified_before(found.st, original)) {
+    found.file = std::move(file);
+  }
+  return found;
+}
+
+// A cache entry's stat, age, validators, type and prepared fields (its bytes are read apart).
+void describe_entry(cached_file& entry, const struct stat& st, std::chrono::nanoseconds now,
+                    std::string_view type, const static_options& options,
+                    std::string_view cache_control, representation rep) {
+  entry.st = st;
+  entry.checked = now;
+  entry.made = validators_of(options, st);
+  entry.type = type;
+  headers fields;
+  fields.add("Content-Type", type);
+  add_file_fields(fields, options, cache_control, entry.made, rep);
+  detail::append_fields(entry.wire_fields, fields);
+}
+
+// Whether server_options::compression gzips a cached file's 200 for a client that takes gzip.
+bool gzips_on_the_fly(const cached_file& entry, const compression_options& options) noexcept {
+  return entry.content.size() >= options.min_size && detail::compressible_type(entry.type, options);
+}
+
+// Makes a cached file's gzipped bytes and the fields of both of its answers at this level, once
+// (see cached_file); leaves `gzipped` empty when gzip does not shrink the file.
+void prepare_gzip(cached_file& entry, const compression_options& options) {
+  if (entry.gzip_level == options.level) return;
+  detail::gzip(entry.content, options.level, entry.gzipped);
+  if (entry.gzipped.size() >= entry.content.size()) {
+    entry.gzipped.clear();  // incompressible: always sent as it is
+  }
+  entry.vary_wire_fields = entry.wire_fields;
+  entry.vary_wire_fields += vary_line;
+  entry.gzip_wire_fields = entry.wire_fields;
+  const std::size_t etag = entry.gzip_wire_fields.find("\r\nETag: \"");
+  if (etag != std::string::npos) {
+    entry.gzip_wire_fields.insert(etag + 8, "W/");
+  }
+  entry.gzip_wire_fields += vary_line;
+  entry.gzip_wire_fields += "Content-Encoding: gzip\r\n";
+  entry.gzip_level = options.level;
+}
+
+// The answer to `req` from a fresh cache entry: its precompressed sibling for a client that
+// takes gzip, else the file's own bytes, with the Vary and the 304's ETag that the answer's
+// dependence on Accept-Encoding calls for.
+static_reply answer_from_entry(const request& req, const static_options& options,
+                               std::string_view cache_control, cached_file& entry,
+                               const compression_options* compression, int root_fd,
+                               bool use_openat2) {
+  using sibling_kind = cached_file::sibling_kind;
+  if (entry.gz != sibling_kind::none && detail::request_accepts_gzip(req.headers)) {
+    const representation gzipped{.gzip_file = true, .vary = true};
+    if (entry.gz == sibling_kind::cached) {
+      return serve_file(req, options, cache_control, file_handle(), entry.sibling->st, entry.type,
+                        entry.sibling.get(), gzipped);
+    }
+    sibling_file sibling =
+        open_sibling(root_fd, use_openat2, options, entry.sibling_path, entry.st);
+    if (sibling.file) {
+      return serve_file(req, options, cache_control, std::move(sibling.file), sibling.st,
+                        entry.type, nullptr, gzipped);
+    }
+    // Gone or replaced since the entry was made: the file's own bytes, still varying.
+  }
+  representation rep{.vary = entry.gz != sibling_kind::none};
+  if (!rep.vary && compression != nullptr && gzips_on_the_fly(entry, *compression)) {
+    rep.vary = true;
+    if (detail::request_accepts_gzip(req.headers)) {
+      prepare_gzip(entry, *compression);
+      rep.weak_tag = !entry.gzipped.empty();
+    }
+  }
+  return serve_file(req, options, cache_control, file_handle(), entry.st, entry.type, &entry, rep);
 }
 
 }  // namespace
@@ -441,21 +579,28 @@ static_files::static_files(static_options options) : options_(std::move(options)
 }
 
 static_reply static_files::resolve(const request& req, std::string_view path_in_root) const {
+  return resolve_for(req, path_in_root, nullptr);
+}
+
+static_reply static_files::resolve_for(const request& req, std::string_view path_in_root,
+                                       const compression_options* compression) const {
   if (req.method != method::get && req.method != method::head) {
     static_reply reply = generated(status::method_not_allowed,
                                    "Method Not Allowed: static files answer GET and HEAD\n");
     reply.head.headers.add("Allow", "GET, HEAD");
     return reply;
   }
+  const bool use_openat2 =
+      openat2_ && detail::get_confine_mode() == detail::confine_mode::automatic;
   // An empty path_in_root is never cached: what it names depends on the request's own path
   // (the root's index, or a redirect to it), not on the key alone.
   const bool caching = options_.cache_valid.count() > 0 && !path_in_root.empty();
   const std::chrono::nanoseconds now = caching ? cache_now() : std::chrono::nanoseconds{};
   if (caching) {
-    if (const cached_file* entry =
+    if (cached_file* entry =
             fresh_entry(cache_key(cache_id_, path_in_root), now, options_.cache_valid)) {
-      return serve_file(req, options_, cache_control_, file_handle(), entry->st, entry->type,
-                        entry);
+      return answer_from_entry(req, options_, cache_control_, *entry, compression, root_.get(),
+                               use_openat2);
     }
   }
   // A trailing '/' asks for the directory's index. An empty path_in_root (the route's prefix
@@ -498,7 +643,6 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
 
   const std::string_view type = content_type_for(std::string_view(relative).substr(name_start));
 
-  bool use_openat2 = openat2_ && detail::get_confine_mode() == detail::confine_mode::automatic;
   int fd = detail::open_beneath(root_.get(), relative, use_openat2);
   if (fd < 0) {
     if (is_miss(-fd)) return not_found();
@@ -509,20 +653,38 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
   if (::fstat(fd, &st) < 0) throw_io_error(errno, "fstat", options_, relative);
   if (S_ISDIR(st.st_mode)) return slash ? not_found() : redirect_to_directory(req);
   if (!S_ISREG(st.st_mode)) return not_found();  // FIFO, socket, device
-  if (caching && static_cast<std::uint64_t>(st.st_size) <= options_.cache_file_max &&
-      static_cast<std::size_t>(st.st_size) <= options_.cache_bytes) {
+
+  std::string sibling_path;
+  sibling_file sibling;
+  if (options_.precompressed) {
+    sibling_path = relative + ".gz";
+    sibling = open_sibling(root_.get(), use_openat2, options_, sibling_path, st);
+  }
+  const auto fits = [this](const struct stat& s, std::size_t beside) {
+    const auto size = static_cast<std::uint64_t>(s.st_size);
+    return size <= options_.cache_file_max && size + beside <= options_.cache_bytes;
+  };
+  if (caching && fits(st, 0)) {
     cached_file entry;
-    entry.st = st;
-    entry.checked = now;
-    entry.made = validators_of(options_, st);
-    entry.type = type;
-    headers fields;
-    fields.add("Content-Type", type);
-    add_file_fields(fields, options_, cache_control_, entry.made);
-    detail::append_fields(entry.wire_fields, fields);
+    describe_entry(entry, st, now, type, options_, cache_control_, {});
     if (read_whole(file.get(), st, entry.content)) {
+      if (sibling.file) {
+        entry.vary_wire_fields = entry.wire_fields;
+        entry.vary_wire_fields += vary_line;
+        entry.gz = cached_file::sibling_kind::on_disk;
+        auto gz = std::make_unique<cached_file>();
+        if (fits(sibling.st, entry.content.size())) {
+          describe_entry(*gz, sibling.st, now, type, options_, cache_control_,
+                         {.gzip_file = true, .vary = true});
+          if (read_whole(sibling.file.get(), sibling.st, gz->content)) {
+            entry.sibling = std::move(gz);
+            entry.gz = cached_file::sibling_kind::cached;
+          }
+        }
+        if (entry.gz == cached_file::sibling_kind::on_disk) entry.sibling_path = sibling_path;
+      }
       file_cache& cache = this_thread_cache;
-      const std::size_t size = entry.content.size();
+      const std::size_t size = entry.bytes();
       if (cache.bytes + size > options_.cache_bytes) {
         cache.shrink_to((options_.cache_bytes - size) / 4 * 3);
       }
@@ -531,41 +693,20 @@ static_reply static_files::resolve(const request& req, std::string_view path_in_
           cache.entries.insert_or_assign(cache_key(cache_id_, path_in_root), std::move(entry));
       static_cast<void>(inserted);
       cache.bytes += size;
-      return serve_file(req, options_, cache_control_, file_handle(), slot->second.st, type,
-                        &slot->second);
+      return answer_from_entry(req, options_, cache_control_, slot->second, compression,
+                               root_.get(), use_openat2);
     }
+  }
+  if (sibling.file) {
+    if (detail::request_accepts_gzip(req.headers)) {
+      return serve_file(req, options_, cache_control_, std::move(sibling.file), sibling.st, type,
+                        nullptr, {.gzip_file = true, .vary = true});
+    }
+    return serve_file(req, options_, cache_control_, std::move(file), st, type, nullptr,
+                      {.vary = true});
   }
   return serve_file(req, options_, cache_control_, std::move(file), st, type);
 }
-
-namespace {
-
-// A cached file's answer under server_options::compression, its fields and body: gzipped for a
-// client that takes it, as it is for one that does not, "Vary: Accept-Encoding" on both (see
-// cached_file).
-std::pair<std::string_view, std::string_view> compressible_answer(
-    cached_file& entry, const compression_options& options, const headers& request_fields) {
-  if (entry.gzip_level != options.level) {
-    detail::gzip(entry.content, options.level, entry.gzipped);
-    if (entry.gzipped.size() >= entry.content.size()) {
-      entry.gzipped.clear();  // incompressible: always sent as it is
-    }
-    entry.vary_wire_fields = entry.wire_fields + "Vary: Accept-Encoding\r\n";
-    entry.gzip_wire_fields = entry.wire_fields;
-    const std::size_t etag = entry.gzip_wire_fields.find("\r\nETag: \"");
-    if (etag != std::string::npos) {
-      entry.gzip_wire_fields.insert(etag + 8, "W/");
-    }
-    entry.gzip_wire_fields += "Vary: Accept-Encoding\r\nContent-Encoding: gzip\r\n";
-    entry.gzip_level = options.level;
-  }
-  if (!entry.gzipped.empty() && detail::request_accepts_gzip(request_fields)) {
-    return {entry.gzip_wire_fields, entry.gzipped};
-  }
-  return {entry.vary_wire_fields, entry.content};
-}
-
-}  // namespace
 
 void static_files::serve(exchange& ex, std::string_view path_in_root) const {
   const request& req = ex.request();
@@ -573,18 +714,33 @@ void static_files::serve(exchange& ex, std::string_view path_in_root) const {
       (req.method == method::get || req.method == method::head) && unconditional(req.headers)) {
     if (cached_file* entry =
             fresh_entry(cache_key(cache_id_, path_in_root), cache_now(), options_.cache_valid)) {
-      if (const compression_options* options = ex.compression();
-          options != nullptr && entry->content.size() >= options->min_size &&
-          detail::compressible_type(entry->type, *options)) [[unlikely]] {
-        const auto [fields, body] = compressible_answer(*entry, *options, req.headers);
-        ex.respond_prepared(status::ok, fields, body);
+      if (entry->gz != cached_file::sibling_kind::none) [[unlikely]] {
+        // A precompressed sibling: sent from the cache when it is there; one too big for it is
+        // opened by resolve_for below.
+        if (!detail::request_accepts_gzip(req.headers)) {
+          ex.respond_prepared(status::ok, entry->vary_wire_fields, entry->content);
+          return;
+        }
+        if (entry->gz == cached_file::sibling_kind::cached) {
+          ex.respond_prepared(status::ok, entry->sibling->wire_fields, entry->sibling->content);
+          return;
+        }
+      } else if (const compression_options* options = ex.compression();
+                 options != nullptr && gzips_on_the_fly(*entry, *options)) [[unlikely]] {
+        prepare_gzip(*entry, *options);
+        if (!entry->gzipped.empty() && detail::request_accepts_gzip(req.headers)) {
+          ex.respond_prepared(status::ok, entry->gzip_wire_fields, entry->gzipped);
+        } else {
+          ex.respond_prepared(status::ok, entry->vary_wire_fields, entry->content);
+        }
+        return;
+      } else {
+        ex.respond_prepared(status::ok, entry->wire_fields, entry->content);
         return;
       }
-      ex.respond_prepared(status::ok, entry->wire_fields, entry->content);
-      return;
     }
   }
-  static_reply reply = resolve(req, path_in_root);
+  static_reply reply = resolve_for(req, path_in_root, ex.compression());
   if (reply.has_file()) {
     ex.send_file(std::move(reply.head), std::move(reply.file), reply.offset, reply.length);
   } else {

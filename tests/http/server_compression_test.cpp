@@ -204,6 +204,107 @@ TEST(HttpServerCompression, ACachedFileIsGzippedOnceAndHeadGetsTheHeadOfGet) {
   EXPECT_EQ(not_modified->status, status::not_modified);
 }
 
+TEST(HttpServerCompression, ARevalidationOrRangeOfAGzippedFileVariesAsIts200Does) {
+  site s;
+  running_http server(compressing(), s.routes());
+  client c(server.port());
+  auto gzipped = get(c, "/static/page.html", "gzip");
+  auto plain = get(c, "/static/page.html", "");
+  ASSERT_TRUE(gzipped && plain);
+  const std::string weak(*gzipped->headers.get("ETag"));
+  const std::string strong(*plain->headers.get("ETag"));
+  ASSERT_EQ(weak, "W/" + strong);
+  // RFC 9110 15.4.5: the 304 carries the ETag and the Vary its 200 would, for this client.
+  const std::pair<std::string, std::string> revalidations[] = {
+      {"gzip", weak}, {"", strong}, {"gzip;q=0", strong}};
+  for (const auto& [accept, tag] : revalidations) {
+    SCOPED_TRACE("Accept-Encoding: " + accept);
+    std::string request =
+        "GET /static/page.html HTTP/1.1\r\nHost: x\r\nIf-None-Match: " + tag + "\r\n";
+    if (!accept.empty()) request += "Accept-Encoding: " + accept + "\r\n";
+    c.send(request + "\r\n");
+    auto not_modified = c.response();
+    ASSERT_TRUE(not_modified);
+    EXPECT_EQ(not_modified->status, status::not_modified);
+    EXPECT_EQ(not_modified->headers.get("ETag"), tag);
+    EXPECT_EQ(not_modified->headers.get("Vary"), "Accept-Encoding");
+  }
+  // A 200 after a failed precondition goes gzipped like any other.
+  c.send(
+      "GET /static/page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n"
+      "If-None-Match: \"other\"\r\n\r\n");
+  auto changed = c.response();
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(changed->headers.get("ETag"), weak);
+  EXPECT_EQ(gunzip(changed->body), s.text);
+  // A range is of the identity, but which bytes a range names still depends on the coding.
+  c.send("GET /static/page.html HTTP/1.1\r\nHost: x\r\nRange: bytes=5-9\r\n\r\n");
+  auto range = c.response();
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->status, status::partial_content);
+  EXPECT_EQ(range->headers.get("Vary"), "Accept-Encoding");
+  EXPECT_EQ(range->body, s.text.substr(5, 5));
+  // A file too short to compress varies on nothing.
+  c.send("GET /static/tiny.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+  auto tiny = c.response();
+  ASSERT_TRUE(tiny);
+  c.send("GET /static/tiny.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nIf-None-Match: " +
+         std::string(*tiny->headers.get("ETag")) + "\r\n\r\n");
+  auto tiny_304 = c.response();
+  ASSERT_TRUE(tiny_304);
+  EXPECT_EQ(tiny_304->status, status::not_modified);
+  EXPECT_FALSE(tiny_304->headers.contains("Vary"));
+}
+
+// static_options::precompressed end to end: siblings made by gzip(1), a small one sent from the
+// cache and a big one with sendfile, decoded by curl --compressed.
+TEST(HttpServerCompression, PrecompressedSiblingsMadeByGzipAreDecodedByCurl) {
+  tree files;
+  std::string big;
+  for (int i = 0; big.size() < 300000; ++i) {
+    big += "var line" + std::to_string(i) + " = 'a bundle repeats itself';\n";
+  }
+  const std::string small = prose();
+  files.file("app.js", big);
+  files.file("page.html", small);
+  // -k keeps the originals, -n leaves the name out; gzip gives the .gz the original's mtime.
+  run_command("gzip -k -n -9 " + (files.root() / "app.js").string() + " " +
+              (files.root() / "page.html").string());
+  const std::string app_gz = run_command("cat " + (files.root() / "app.js.gz").string());
+  ASSERT_GT(app_gz.size(), 100u) << "gzip(1) made no sibling";
+  ASSERT_LT(app_gz.size() * 10, big.size());
+  weft::http::router routes;
+  routes.files("/static",
+               weft::http::static_options{.root = files.root().string(), .precompressed = true});
+  // Compression on as well: the sibling takes precedence over gzip on the fly.
+  running_http server(compressing(), std::move(routes));
+  client c(server.port());
+  for (int round = 0; round < 2; ++round) {
+    auto app = get(c, "/static/app.js", "gzip");
+    ASSERT_TRUE(app);
+    EXPECT_EQ(app->headers.get("Content-Encoding"), "gzip");
+    EXPECT_EQ(app->headers.get("Content-Type"), "text/javascript; charset=utf-8");
+    EXPECT_EQ(app->headers.get("Vary"), "Accept-Encoding");
+    EXPECT_TRUE(app->body == app_gz) << "the sibling's bytes as they are: " << app->body.size();
+    auto head = get(c, "/static/page.html", "gzip", "HEAD");
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->headers.get("Content-Encoding"), "gzip");
+    auto plain = get(c, "/static/app.js", "");
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->headers.contains("Content-Encoding"));
+    EXPECT_EQ(plain->headers.get("Vary"), "Accept-Encoding");
+    EXPECT_TRUE(plain->body == big);
+  }
+  for (const std::string name : {"app.js", "page.html"}) {
+    SCOPED_TRACE(name);
+    const std::string target = url(server.port(), "/static/" + name);
+    const std::string head = run_command("curl -s --compressed -D - -o /dev/null " + target);
+    EXPECT_NE(head.find("Content-Encoding: gzip\r\n"), std::string::npos) << head;
+    const std::string body = run_command("curl -s --compressed " + target);
+    EXPECT_TRUE(body == (name == "app.js" ? big : small)) << body.size();
+  }
+}
+
 TEST(HttpServerCompression, CurlCompressedDecodesWhatTheServerSent) {
   site s;
   running_http server(compressing(), s.routes());

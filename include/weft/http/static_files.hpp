@@ -55,7 +55,11 @@
 //     with a short file rather than send fewer bytes than Content-Length said).
 //   - Compression: under server_options::compression a cached file of a type it takes is
 //     gzipped once per thread and kept beside its bytes (ETag made weak, Vary:
-//     Accept-Encoding on both answers); files sent from their descriptor go as they are.
+//     Accept-Encoding on both answers); files sent from their descriptor go as they are. A 304
+//     or 206 for such a file carries the Vary its 200 would, and a 304 to a client its 200
+//     would gzip carries that 200's weak ETag. With static_options::precompressed, a file's
+//     gzipped sibling NAME.gz is sent in its place to a client that takes gzip (see the
+//     option), whatever the file's size; that takes precedence over gzip on the fly.
 //   - Small files are cached in memory (static_options::cache_valid, on by default for one
 //     second, as h2o's file cache and nginx's open_file_cache): a file of at most
 //     cache_file_max bytes is read once and kept, with its fstat, by the thread that resolved
@@ -82,6 +86,7 @@
 namespace weft::http {
 
 class exchange;
+struct compression_options;
 
 // What static_files serves and how.
 struct static_options {
@@ -109,6 +114,16 @@ struct static_options {
   std::size_t cache_file_max = std::size_t{64} << 10;
   // The most bytes of files the cache holds per thread.
   std::size_t cache_bytes = std::size_t{8} << 20;
+  // Precompressed siblings, as nginx's gzip_static and h2o's file.send-compressed: a client
+  // whose Accept-Encoding takes gzip is sent NAME.gz in place of NAME when that file exists
+  // beside it, is a regular file under the root, and is not older than NAME (a stale sibling
+  // left behind by a deploy is not served). The answer has Content-Encoding: gzip, NAME's
+  // Content-Type, the .gz file's own ETag and Last-Modified (conditionals and ranges apply to
+  // its bytes), and goes from the cache or with sendfile like any file. Every answer for a file
+  // that has such a sibling, 200, 206 or 304, gzipped or not, carries Vary: Accept-Encoding.
+  // weft does not check that NAME.gz holds NAME's content. The cost for a file without a
+  // sibling is one failed open per lookup (once per cache_valid for a cached file).
+  bool precompressed = false;
 };
 
 // A response head plus, when bytes of a file follow it, that file open and the range to send.
@@ -158,6 +173,11 @@ class static_files {
   const static_options& options() const noexcept { return options_; }
 
  private:
+  // resolve() with the server's compression settings (null: off), for serve(): the Vary and
+  // the weak ETag that gzip on the fly gives a cached file's 200 are then on its 304 and 206.
+  static_reply resolve_for(const request& req, std::string_view path_in_root,
+                           const compression_options* compression) const;
+
   static_options options_;
   // The Cache-Control value every file response carries, formatted once.
   std::string cache_control_;
