@@ -16,12 +16,14 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "http/chars.hpp"
 #include "http/compression.hpp"
@@ -280,6 +282,91 @@ bool unconditional(const headers& fields) noexcept {
   return true;
 }
 
+// A multipart boundary (RFC 2046 5.1.1): "weft" and 24 random hex digits, from a generator of
+// the thread's seeded once from the system's entropy, so that no file's bytes can be made to
+// hold the boundary of the answer they go out in (a guessable counter would let them).
+std::string new_boundary() {
+  thread_local std::mt19937_64 bits{[] {
+    std::random_device entropy;
+    return (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
+  }()};
+  constexpr char hex[] = "0123456789abcdef";
+  std::string boundary = "weft";
+  for (int word = 0; word < 2; ++word) {
+    std::uint64_t n = bits();
+    for (int digit = 0; digit < 12; ++digit, n >>= 4) boundary.push_back(hex[n & 15]);
+  }
+  return boundary;
+}
+
+// Reads [first, first + length) of fd onto the end of out; false when the file ended sooner
+// (it shrank since its fstat). A read error throws, as for the file's open.
+bool append_range(int fd, std::uint64_t first, std::uint64_t length, std::string& out,
+                  const static_options& options) {
+  const std::size_t start = out.size();
+  out.resize(start + static_cast<std::size_t>(length));
+  std::size_t done = 0;
+  while (done < length) {
+    const ssize_t got =
+        ::pread(fd, out.data() + start + done, static_cast<std::size_t>(length) - done,
+                static_cast<off_t>(first + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw_io_error(errno, "pread", options, "(a file of a multipart answer)");
+    if (got == 0) return false;
+    done += static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+// The 206 multipart/byteranges answer (RFC 9110 14.6) for several ranges of a file: a part per
+// span in the order asked, each with the file's type and its Content-Range, the whole body in
+// memory (from the cache entry, or read from `file`). Nothing when the body would pass
+// options.multipart_max, or the file shrank under the reads: the caller sends the whole file.
+std::optional<static_reply> multipart_reply(const static_options& options,
+                                            std::string_view cache_control, const file_handle& file,
+                                            std::uint64_t size, std::string_view type,
+                                            const std::vector<detail::byte_span>& spans,
+                                            const validators& made, representation rep,
+                                            const cached_file* cached) {
+  const std::string boundary = new_boundary();
+  const std::string size_text = std::to_string(size);
+  std::vector<std::string> heads;
+  heads.reserve(spans.size());
+  std::uint64_t body_size = 0;
+  for (const detail::byte_span& span : spans) {
+    std::string head = "--" + boundary + "\r\nContent-Type: ";
+    head.append(type);
+    head += "\r\nContent-Range: bytes " + std::to_string(span.first) + "-" +
+            std::to_string(span.first + span.length - 1) + "/" + size_text + "\r\n\r\n";
+    body_size += head.size() + span.length + 2;  // the part's CRLF before the next delimiter
+    heads.push_back(std::move(head));
+  }
+  const std::string closing = "--" + boundary + "--\r\n";
+  body_size += closing.size();
+  if (body_size > options.multipart_max) return std::nullopt;
+
+  static_reply reply;
+  std::string& body = reply.head.body;
+  body.reserve(static_cast<std::size_t>(body_size));
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    body += heads[i];
+    if (cached != nullptr) {
+      body.append(cached->content, static_cast<std::size_t>(spans[i].first),
+                  static_cast<std::size_t>(spans[i].length));
+    } else if (!append_range(file.get(), spans[i].first, spans[i].length, body, options)) {
+      return std::nullopt;
+    }
+    body += "\r\n";
+  }
+  body += closing;
+  headers& out = reply.head.headers;
+  reply.head.status = status::partial_content;
+  out.add("Content-Type", "multipart/byteranges; boundary=" + boundary);
+  add_number(out, "Content-Length", body.size());
+  add_file_fields(out, options, cache_control, made, rep);
+  return reply;
+}
+
 // The answer for a regular file that exists: preconditions, then the range.
 // cached: the file's cache entry (its bytes and validators), or null to send `file`.
 // rep: what the bytes are (a precompressed sibling's) and what the answer depends on.
@@ -331,20 +418,28 @@ static_reply serve_file(const request& req, const static_options& options,
   }
 
   std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  detail::byte_range range;
+  detail::byte_ranges ranges;
   // RFC 9110 14.2: Range is for GET only; a HEAD gets the head of the whole file.
   if (req.method == method::get && fields.count("Range") == 1 &&
       if_range_holds(fields, options, tag, modified)) {
-    range = detail::parse_byte_range(*fields.get("Range"), size);
+    ranges = detail::parse_byte_ranges(*fields.get("Range"), size, options.max_ranges);
   }
-  if (range.result == detail::byte_range::kind::unsatisfiable) {
+  if (ranges.result == detail::byte_ranges::kind::unsatisfiable) {
     static_reply reply = generated(status::range_not_satisfiable, "Range Not Satisfiable\n");
     reply.head.headers.add("Content-Range", "bytes */" + std::to_string(size));
     reply.head.headers.add("Accept-Ranges", "bytes");
     if (rep.vary) reply.head.headers.add("Vary", "Accept-Encoding");
     return reply;
   }
-  bool partial = range.result == detail::byte_range::kind::satisfiable;
+  if (ranges.spans.size() > 1) {
+    if (std::optional<static_reply> parts = multipart_reply(
+            options, cache_control, file, size, type, ranges.spans, made, rep, cached)) {
+      return std::move(*parts);
+    }
+    ranges = {};  // more than multipart_max: the whole file
+  }
+  const bool partial = ranges.result == detail::byte_ranges::kind::satisfiable;
+  const detail::byte_span range = partial ? ranges.spans.front() : detail::byte_span{};
   std::uint64_t first = partial ? range.first : 0;
   std::uint64_t length = partial ? range.length : size;
 
@@ -551,6 +646,11 @@ static_files::static_files(static_options options) : options_(std::move(options)
     throw std::invalid_argument("http::static_files: static_options::index '" + index +
                                 "' must be a plain file name (no '/', NUL, '.' or '..'), or "
                                 "empty for none");
+  }
+  if (options_.max_ranges == 0) {
+    throw std::invalid_argument(
+        "http::static_files: static_options::max_ranges is 0; use 1 to answer a single range "
+        "only");
   }
   if (options_.max_age.count() < 0) {
     throw std::invalid_argument("http::static_files: static_options::max_age is negative (" +

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weft::http::detail {
 
@@ -30,20 +31,26 @@ std::string entity_tag_of(const struct stat& st);
 // the malformed element on.
 bool entity_tag_list_matches(std::string_view field_value, std::string_view tag, bool weak);
 
-// One byte range of a file of `size` bytes, as a Range field asks for it (RFC 9110 14.2).
-struct byte_range {
-  enum class kind : std::uint8_t {
-    // No usable Range: not "bytes", several ranges, or malformed. Send the whole file.
-    ignore,
-    // A range to send: [first, first + length).
-    satisfiable,
-    // The range starts at or past the end (416).
-    unsatisfiable,
-  };
-  kind result = kind::ignore;
+// The byte ranges of a file of `size` bytes that a Range field asks for (RFC 9110 14.2).
+struct byte_span {
   std::uint64_t first = 0;
   std::uint64_t length = 0;
 };
-byte_range parse_byte_range(std::string_view field_value, std::uint64_t size) noexcept;
+struct byte_ranges {
+  enum class kind : std::uint8_t {
+    // No usable Range: not "bytes", an element malformed, more than max_ranges elements, or
+    // ranges that add up to more than the file (overlapping: an attack or a confused client,
+    // as Go's net/http reads it). Send the whole file.
+    ignore,
+    // Ranges to send, in `spans` in the order asked: [first, first + length) each.
+    satisfiable,
+    // Every range starts at or past the end (416).
+    unsatisfiable,
+  };
+  kind result = kind::ignore;
+  std::vector<byte_span> spans;  // satisfiable: at least one; those past the end are left out
+};
+byte_ranges parse_byte_ranges(std::string_view field_value, std::uint64_t size,
+                              std::size_t max_ranges);
 
 }  // namespace weft::http::detail

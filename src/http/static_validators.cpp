@@ -101,60 +101,82 @@ bool entity_tag_list_matches(std::string_view field_value, std::string_view tag,
   }
 }
 
-byte_range parse_byte_range(std::string_view field_value, std::uint64_t size) noexcept {
-  byte_range range;
+namespace {
+
+enum class span_verdict : std::uint8_t { malformed, satisfiable, unsatisfiable };
+
+// One range-spec ("a-b", "a-" or "-n", no spaces) of a file of `size` bytes.
+span_verdict parse_span(std::string_view spec, std::uint64_t size, byte_span& out) noexcept {
+  const std::size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return span_verdict::malformed;
+  const std::string_view first_text = spec.substr(0, dash);
+  const std::string_view last_text = spec.substr(dash + 1);
+  if (first_text.empty()) {
+    // "-n": the last n bytes; n == 0 asks for nothing, which no file can satisfy.
+    const std::optional<std::uint64_t> suffix = parse_decimal(last_text);
+    if (!suffix) return span_verdict::malformed;
+    if (*suffix == 0 || size == 0) return span_verdict::unsatisfiable;
+    out.length = *suffix < size ? *suffix : size;
+    out.first = size - out.length;
+    return span_verdict::satisfiable;
+  }
+  const std::optional<std::uint64_t> first = parse_decimal(first_text);
+  if (!first) return span_verdict::malformed;
+  std::uint64_t last = std::numeric_limits<std::uint64_t>::max();
+  if (!last_text.empty()) {
+    const std::optional<std::uint64_t> parsed = parse_decimal(last_text);
+    if (!parsed || *parsed < *first) return span_verdict::malformed;  // "5-3": invalid
+    last = *parsed;
+  }
+  if (*first >= size) return span_verdict::unsatisfiable;
+  if (last >= size) last = size - 1;
+  out.first = *first;
+  out.length = last - *first + 1;
+  return span_verdict::satisfiable;
+}
+
+}  // namespace
+
+byte_ranges parse_byte_ranges(std::string_view field_value, std::uint64_t size,
+                              std::size_t max_ranges) {
+  byte_ranges ranges;
   std::string_view value = trim_ows(field_value);
-  std::size_t equals = value.find('=');
+  const std::size_t equals = value.find('=');
   if (equals == std::string_view::npos || !iequals(trim_ows(value.substr(0, equals)), "bytes")) {
-    return range;  // another unit, or not a range at all
+    return ranges;  // another unit, or not a range at all
   }
   value.remove_prefix(equals + 1);
-  // Exactly one non-empty element: several ranges would need multipart/byteranges.
-  std::string_view spec;
+  std::size_t elements = 0;
+  std::uint64_t total = 0;
+  bool any_unsatisfiable = false;
   while (!value.empty()) {
-    std::size_t comma = value.find(',');
-    std::string_view element = trim_ows(value.substr(0, comma));
-    if (!element.empty()) {
-      if (!spec.empty()) return range;
-      spec = element;
+    const std::size_t comma = value.find(',');
+    const std::string_view element = trim_ows(value.substr(0, comma));
+    if (!element.empty()) {  // empty list elements (", ,") are allowed and skipped
+      if (++elements > max_ranges) return byte_ranges{};
+      byte_span span;
+      switch (parse_span(element, size, span)) {
+        case span_verdict::malformed:
+          return byte_ranges{};
+        case span_verdict::unsatisfiable:
+          any_unsatisfiable = true;
+          break;
+        case span_verdict::satisfiable:
+          total += span.length;  // both at most size here: no overflow
+          if (total > size) return byte_ranges{};
+          ranges.spans.push_back(span);
+          break;
+      }
     }
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
-  std::size_t dash = spec.find('-');
-  if (spec.empty() || dash == std::string_view::npos) return range;
-  std::string_view first_text = spec.substr(0, dash);
-  std::string_view last_text = spec.substr(dash + 1);
-  if (first_text.empty()) {
-    // "-n": the last n bytes; n == 0 asks for nothing, which no file can satisfy.
-    std::optional<std::uint64_t> suffix = parse_decimal(last_text);
-    if (!suffix) return range;
-    if (*suffix == 0 || size == 0) {
-      range.result = byte_range::kind::unsatisfiable;
-      return range;
-    }
-    range.result = byte_range::kind::satisfiable;
-    range.length = *suffix < size ? *suffix : size;
-    range.first = size - range.length;
-    return range;
+  if (!ranges.spans.empty()) {
+    ranges.result = byte_ranges::kind::satisfiable;
+  } else if (any_unsatisfiable) {
+    ranges.result = byte_ranges::kind::unsatisfiable;
   }
-  std::optional<std::uint64_t> first = parse_decimal(first_text);
-  if (!first) return range;
-  std::uint64_t last = std::numeric_limits<std::uint64_t>::max();
-  if (!last_text.empty()) {
-    std::optional<std::uint64_t> parsed = parse_decimal(last_text);
-    if (!parsed || *parsed < *first) return range;  // "5-3" is invalid, not unsatisfiable
-    last = *parsed;
-  }
-  if (*first >= size) {
-    range.result = byte_range::kind::unsatisfiable;
-    return range;
-  }
-  if (last >= size) last = size - 1;
-  range.result = byte_range::kind::satisfiable;
-  range.first = *first;
-  range.length = last - *first + 1;
-  return range;
+  return ranges;
 }
 
 }  // namespace detail

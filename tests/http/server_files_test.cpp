@@ -5,6 +5,7 @@
 #include <cctype>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "http/server_support.hpp"
 #include "http/static_tree.hpp"
@@ -78,6 +79,54 @@ TEST(HttpServerFiles, HeadAndRangesFollowTheFile) {
   auto past = c.response();
   ASSERT_TRUE(past);
   EXPECT_EQ(past->status, status::range_not_satisfiable);
+}
+
+std::string hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+// Several ranges through the server, fetched by curl and read by Python's MIME parser
+// (tests/http/clients/byteranges.py): from the cache (page.html) and from the descriptor.
+TEST(HttpServerFiles, SeveralRangesAreMultipartThatCurlAndAMimeParserRead) {
+  served_files f;
+  running_http server(local_http(), f.routes());
+  const std::string parser =
+      std::string("python3 ") + WEFT_TEST_SOURCE_DIR + "/http/clients/byteranges.py";
+  const std::string big = run_command("curl -s -i -r 0-9,99990-,50-51 " +
+                                      url(server.port(), "/static/big.txt") + " | " + parser);
+  EXPECT_EQ(big,
+            "206\n"
+            "text/plain bytes 0-9/100000 " +
+                hex(f.content.substr(0, 10)) +
+                "\n"
+                "text/plain bytes 99990-99999/100000 " +
+                hex(f.content.substr(99990)) +
+                "\n"
+                "text/plain bytes 50-51/100000 " +
+                hex(f.content.substr(50, 2)) + "\n");
+  for (int round = 0; round < 2; ++round) {
+    const std::string page = run_command(
+        "curl -s -i -r 0-2,-5 " + url(server.port(), "/static/sub/page.html") + " | " + parser);
+    EXPECT_EQ(page, "206\ntext/html bytes 0-2/12 " + hex("<p>") + "\ntext/html bytes 7-11/12 " +
+                        hex("</p>\n") + "\n")
+        << "round " << round;
+  }
+  // The connection goes on after a multipart answer.
+  client c(server.port());
+  c.send("GET /static/big.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=1-1,3-3\r\n\r\n");
+  auto parts = c.response();
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->status, status::partial_content);
+  c.send("GET /other HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto other = c.response();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->body, "other");
 }
 
 TEST(HttpServerFiles, TheBarePrefixRedirectsAndOtherMethodsAre405) {

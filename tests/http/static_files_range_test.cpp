@@ -1,12 +1,16 @@
 // weft-test: driver-independent
 // Byte ranges from static_files: one range of each form is 206 with Content-Range and the
-// matching offset and length; a range past the end is 416 "bytes */SIZE"; several ranges or a
-// malformed Range send the whole file (no multipart/byteranges); If-Range decides whether a
-// range applies; HEAD ignores Range.
+// matching offset and length; a range past the end is 416 "bytes */SIZE"; several ranges are a
+// multipart/byteranges 206 within max_ranges and multipart_max, and the whole file past them;
+// a malformed Range sends the whole file; If-Range decides whether a range applies; HEAD
+// ignores Range.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <ctime>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "http/static_tree.hpp"
 #include "weft/http/static_files.hpp"
@@ -106,12 +110,141 @@ TEST_F(StaticRange, RangeStartingAtOrPastTheEndIs416WithTheSize) {
   expect_unsatisfiable("bytes=-5", "empty.bin", "0");
 }
 
-TEST_F(StaticRange, SeveralRangesOrMalformedSendTheWholeFile) {
-  for (std::string range : {"bytes=0-1,3-4", "bytes=0-1, -2", "bytes=abc", "bytes=5-3", "items=0-1",
-                            "bytes=", "bytes 0-1", "bytes=1", "bytes=--1", "bytes=1-2-3",
-                            "bytes=+1-2", "bytes=0x1-2"}) {
+TEST_F(StaticRange, MalformedSendsTheWholeFile) {
+  for (std::string range :
+       {"bytes=abc", "bytes=5-3", "items=0-1", "bytes=", "bytes 0-1", "bytes=1", "bytes=--1",
+        "bytes=1-2-3", "bytes=+1-2", "bytes=0x1-2", "bytes=0-1,abc", "bytes=0-1,5-3"}) {
     expect_whole(range);
   }
+}
+
+// One part of a multipart/byteranges body: its fields and its bytes.
+struct part {
+  std::string type;
+  std::string range;
+  std::string data;
+};
+
+// Splits a multipart/byteranges answer by the boundary its Content-Type names, checking the
+// framing RFC 2046 asks for on the way (a test failure where it is broken).
+std::vector<part> parts_of(const http::static_reply& reply) {
+  std::vector<part> parts;
+  const std::string type = field(reply, "Content-Type");
+  const std::string prefix = "multipart/byteranges; boundary=";
+  EXPECT_EQ(type.substr(0, prefix.size()), prefix);
+  const std::string delimiter = "--" + type.substr(prefix.size());
+  const std::string& body = reply.head.body;
+  EXPECT_EQ(field(reply, "Content-Length"), std::to_string(body.size()));
+  std::size_t at = 0;
+  while (true) {
+    EXPECT_EQ(body.compare(at, delimiter.size(), delimiter), 0) << "no delimiter at " << at;
+    at += delimiter.size();
+    if (body.compare(at, 4, "--\r\n") == 0) {
+      EXPECT_EQ(at + 4, body.size()) << "bytes after the closing delimiter";
+      return parts;
+    }
+    EXPECT_EQ(body.compare(at, 2, "\r\n"), 0);
+    const std::size_t end_of_head = body.find("\r\n\r\n", at);
+    if (end_of_head == std::string::npos) {
+      ADD_FAILURE() << "a part without the end of its head";
+      return parts;
+    }
+    part p;
+    std::string head = body.substr(at + 2, end_of_head - at - 2);
+    for (std::size_t line = 0; line < head.size();) {
+      std::size_t end = head.find("\r\n", line);
+      if (end == std::string::npos) end = head.size();
+      const std::string text = head.substr(line, end - line);
+      if (text.starts_with("Content-Type: ")) p.type = text.substr(14);
+      if (text.starts_with("Content-Range: ")) p.range = text.substr(15);
+      line = end + 2;
+    }
+    // The data runs to the CRLF before the next delimiter: its length is Content-Range's.
+    const std::size_t data_start = end_of_head + 4;
+    const std::size_t next = body.find("\r\n" + delimiter, data_start);
+    if (next == std::string::npos) {
+      ADD_FAILURE() << "a part without a delimiter after it";
+      return parts;
+    }
+    p.data = body.substr(data_start, next - data_start);
+    parts.push_back(std::move(p));
+    at = next + 2;
+  }
+}
+
+TEST_F(StaticRange, SeveralRangesAreOneMultipartAnswerInTheOrderAsked) {
+  for (auto valid : {std::chrono::milliseconds(0), std::chrono::milliseconds(60000)}) {
+    http::static_options options;
+    options.root = tree_.root().string();
+    options.cache_valid = valid;  // from the descriptor, then from the cache
+    http::static_files files(options);
+    for (int round = 0; round < 2; ++round) {
+      http::request req = request_for("/data.bin");
+      req.headers.add("Range", "bytes=10-11, 0-1,-2");
+      http::static_reply reply = files.resolve(req, "data.bin");
+      ASSERT_EQ(reply.head.status, http::status::partial_content);
+      EXPECT_FALSE(reply.has_file());
+      EXPECT_EQ(field(reply, "Content-Range"), "<absent>") << "each part has its own";
+      EXPECT_EQ(field(reply, "Accept-Ranges"), "bytes");
+      EXPECT_NE(field(reply, "ETag"), "<absent>");
+      const std::vector<part> parts = parts_of(reply);
+      ASSERT_EQ(parts.size(), 3u);
+      const std::pair<const char*, const char*> expected[] = {
+          {"bytes 10-11/20", "ab"}, {"bytes 0-1/20", "01"}, {"bytes 18-19/20", "ij"}};
+      for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(parts[i].type, "application/octet-stream");
+        EXPECT_EQ(parts[i].range, expected[i].first);
+        EXPECT_EQ(parts[i].data, expected[i].second);
+      }
+    }
+  }
+  // Each answer has a boundary of its own.
+  http::request req = request_for("/data.bin");
+  req.headers.add("Range", "bytes=0-0,2-2");
+  EXPECT_NE(field(server_.resolve(req, "data.bin"), "Content-Type"),
+            field(server_.resolve(req, "data.bin"), "Content-Type"));
+}
+
+TEST_F(StaticRange, RangesPastTheEndAreLeftOutOfAList) {
+  // One satisfiable range left: a plain 206 of it.
+  expect_partial("bytes=50-60,2-3", 2, 3);
+  expect_partial("bytes=2-3, 20-", 2, 3);
+  // None left: 416.
+  expect_unsatisfiable("bytes=20-,50-60");
+}
+
+TEST_F(StaticRange, TooManyOverlappingOrTooLargeRangesSendTheWholeFile) {
+  // 17 ranges (max_ranges is 16), overlapping ranges adding up past the file's size.
+  std::string many = "bytes=0-0";
+  for (int i = 1; i < 17; ++i) many += "," + std::to_string(i) + "-" + std::to_string(i);
+  expect_whole(many);
+  expect_whole("bytes=0-19,5-9");
+  expect_whole("bytes=0-,0-");
+  // 16 are fine, and overlapping ones are too while they add up to the size at most.
+  http::request sixteen = request_for("/data.bin");
+  sixteen.headers.add("Range", many.substr(0, many.rfind(',')));
+  EXPECT_EQ(parts_of(server_.resolve(sixteen, "data.bin")).size(), 16u);
+  http::request overlapping = request_for("/data.bin");
+  overlapping.headers.add("Range", "bytes=0-9,5-14");
+  EXPECT_EQ(parts_of(server_.resolve(overlapping, "data.bin")).size(), 2u);
+  // max_ranges 1 turns multipart off; a body past multipart_max is not made.
+  for (auto [max_ranges, multipart_max] :
+       {std::pair<std::size_t, std::size_t>{1, 1 << 20}, {16, 100}}) {
+    http::static_options options;
+    options.root = tree_.root().string();
+    options.max_ranges = max_ranges;
+    options.multipart_max = multipart_max;
+    http::static_files files(options);
+    http::request req = request_for("/data.bin");
+    req.headers.add("Range", "bytes=0-1,3-4");
+    http::static_reply reply = files.resolve(req, "data.bin");
+    EXPECT_EQ(reply.head.status, http::status::ok);
+    EXPECT_EQ(sent_bytes(reply) + reply.head.body, content);
+  }
+  http::static_options none;
+  none.root = tree_.root().string();
+  none.max_ranges = 0;
+  EXPECT_THROW(http::static_files{none}, std::invalid_argument);
 }
 
 TEST_F(StaticRange, IfRangeAppliesTheRangeOnlyForTheCurrentFile) {

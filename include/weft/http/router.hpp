@@ -59,7 +59,8 @@ class router {
   router& any(std::string_view pattern, handler h);
   // Serves the files under options.root at prefix ("/static"): GET (and so HEAD) of
   // prefix + "/<path>" through http::static_files (ETag, Last-Modified, conditional requests,
-  // single byte ranges, sendfile; never outside the root: see static_files.hpp), and prefix
+  // byte ranges and multipart/byteranges, sendfile, precompressed .gz siblings; never outside
+  // the root: see static_files.hpp), and prefix
   // itself redirected to prefix + "/". An empty prefix serves the root at "/". The root is
   // opened now: std::invalid_argument or io_error naming it when it cannot be.
   router& files(std::string_view prefix, static_options options);

@@ -41,10 +41,14 @@
 //     not parse is ignored.
 //   - Ranges (GET only; RFC 9110 14): one range "bytes=a-b", "bytes=a-" or "bytes=-n" is 206
 //     with Content-Range; a range that starts past the end (or a suffix of 0 bytes, or any
-//     range of an empty file) is 416 with "Content-Range: bytes */SIZE". Several ranges, or a
-//     Range that does not parse, are ignored and the whole file is sent with 200: weft does not
-//     produce multipart/byteranges. If-Range that does not match the current ETag (strongly)
-//     or Last-Modified also sends the whole file. Every file response says
+//     range of an empty file) is 416 with "Content-Range: bytes */SIZE", and so is a list whose
+//     every range does. Several ranges are one 206 of Content-Type multipart/byteranges, a part
+//     per satisfiable range in the order asked (each with the file's Content-Type and its
+//     Content-Range), its body in the reply's head and no file descriptor; when only one of
+//     them can be satisfied it is answered as a single range. A Range that does not parse, or
+//     that asks for more than static_options' max_ranges and multipart_max allow, is ignored
+//     and the whole file sent with 200. If-Range that does not match the current ETag
+//     (strongly) or Last-Modified also sends the whole file. Every file response says
 //     "Accept-Ranges: bytes".
 //   - The head: status, reason and fields; Content-Length is the number of file bytes that
 //     follow, and the body is empty for a file (write the head with serialize_head()). Small
@@ -124,6 +128,14 @@ struct static_options {
   // weft does not check that NAME.gz holds NAME's content. The cost for a file without a
   // sibling is one failed open per lookup (once per cache_valid for a cached file).
   bool precompressed = false;
+  // Several ranges in one request (RFC 9110 14.6, multipart/byteranges): at most max_ranges
+  // of them, adding up to at most the file's size (ranges that overlap past that are an attack
+  // or a confused client), and with their part heads at most multipart_max bytes, which the
+  // answer holds in memory (read with pread when the file is not cached). A request past any of
+  // these gets the whole file with 200, as RFC 9110 allows. max_ranges 1 turns multipart off;
+  // 0 is std::invalid_argument.
+  std::size_t max_ranges = 16;
+  std::size_t multipart_max = std::size_t{1} << 20;
 };
 
 // A response head plus, when bytes of a file follow it, that file open and the range to send.
