@@ -80,11 +80,14 @@ test-chaos: build
 
 # libFuzzer over the HTTP parsers (tests/http/fuzz/parser_fuzz.cpp, which says how to run it for
 # an hour) for FUZZ_SECONDS, over the HTTP client's URLs and redirects (tests/http/fuzz/url_fuzz.cpp)
-# for FUZZ_URL_SECONDS, then over net's framers (WebSocket in both roles, text, frame:
+# for FUZZ_URL_SECONDS, over the multipart/form-data reader (tests/http/fuzz/multipart_fuzz.cpp)
+# for FUZZ_FORM_SECONDS, then over net's framers (WebSocket in both roles, text, frame:
 # tests/net/fuzz/framer_fuzz.cpp) for FUZZ_NET_SECONDS, each from its committed seeds; new inputs
-# go to build/fuzz/corpus, build/fuzz/url-corpus and build/fuzz-net/corpus.
+# go to build/fuzz/corpus, build/fuzz/url-corpus, build/fuzz/multipart-corpus and
+# build/fuzz-net/corpus.
 FUZZ_SECONDS ?= 45
 FUZZ_URL_SECONDS ?= 15
+FUZZ_FORM_SECONDS ?= 15
 FUZZ_NET_SECONDS ?= 30
 # $(call fuzz,BINARY,DICT,SECONDS,CORPUS,SEEDS,WHAT): one bounded run; its log is CORPUS.log,
 # printed whole when the fuzzer fails (a crash or a broken invariant), its totals otherwise.
@@ -101,6 +104,7 @@ test-fuzz: deps
 	cmake --build build/fuzz -j $(JOBS)
 	$(call fuzz,build/fuzz/http_parser_fuzz,tests/http/fuzz/http.dict,$(FUZZ_SECONDS),build/fuzz/corpus,tests/http/fuzz/corpus,the HTTP parsers)
 	$(call fuzz,build/fuzz/http_url_fuzz,tests/http/fuzz/url.dict,$(FUZZ_URL_SECONDS),build/fuzz/url-corpus,tests/http/fuzz/url-corpus,the HTTP client's URLs)
+	$(call fuzz,build/fuzz/http_multipart_fuzz,tests/http/fuzz/multipart.dict,$(FUZZ_FORM_SECONDS),build/fuzz/multipart-corpus,tests/http/fuzz/multipart-corpus,the multipart/form-data reader)
 	cmake -S tests/net/fuzz -B build/fuzz-net -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	cmake --build build/fuzz-net -j $(JOBS)
 	$(call fuzz,build/fuzz-net/net_framer_fuzz,tests/net/fuzz/framer.dict,$(FUZZ_NET_SECONDS),build/fuzz-net/corpus,tests/net/fuzz/corpus,net's framers)

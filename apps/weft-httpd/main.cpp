@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
     options.handle_signals = true;
     // gzip for the page, /stats and the text files of --root, as nginx's "gzip on".
     options.compression.enabled = true;
+    // /upload streams what it reads; no other route reads a body.
+    options.limits.max_body_size = std::uint64_t{1} << 30;
     options.on_worker_start = [&site](unsigned worker) { site.start_worker(worker); };
     options.on_worker_stop = [&site](unsigned worker) { site.stop_worker(worker); };
     if (config.log) {

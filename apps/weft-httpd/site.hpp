@@ -85,6 +85,7 @@ class site {
  private:
   void publish(unsigned worker);
   void sleep_route(weft::http::exchange& ex);
+  static void upload_route(weft::http::exchange& ex);
   void pg_now(weft::http::exchange& ex);
   void pg_query(weft::http::exchange& ex);
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "http/server_state.hpp"
+#include "weft/http/forms.hpp"
 #include "weft/sched/scheduler.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -368,6 +369,14 @@ bool connection_state::discard_body() {
     failed = true;
   } catch (const net::connection_closed_error&) {
     failed = true;
+  } catch (const form_error& failure) {
+    // A form body the handler could not read: the client's mistake, answered with its status.
+    if (!conn.is_open()) {
+      failed = true;
+    } else {
+      handler_failed(std::string("the form body was refused: ") + failure.what(), failure.status(),
+                     std::string(failure.what()) + "\n");
+    }
   } catch (const std::exception& failure) {
     if (!conn.is_open()) {
       failed = true;  // a send found the connection closed (send limit, peer reset)
@@ -382,7 +391,8 @@ bool connection_state::discard_body() {
   }
 }
 
-void connection_state::handler_failed(std::string_view what) {
+void connection_state::handler_failed(std::string_view what, http::status answer,
+                                      std::string_view body) {
   const request& r = parser.message();
   log(std::string(what) + " (" + std::string(method_name(r.method)) + " " + r.target + ")");
   if (responded) {
@@ -392,18 +402,17 @@ void connection_state::handler_failed(std::string_view what) {
     }
     return;
   }
-  // Answer 500 and go on: the request stream is intact (after_handler drains the body).
+  // Answer and go on: the request stream is intact (after_handler drains the body).
   responded = true;
-  static constexpr std::string_view body = "Internal Server Error\n";
-  append_simple_head(out, status::internal_server_error, server.options.server_name,
-                     "text/plain; charset=utf-8", body.size(), keep_alive_now(), r.version_minor);
+  append_simple_head(out, answer, server.options.server_name, "text/plain; charset=utf-8",
+                     body.size(), keep_alive_now(), r.version_minor);
   if (!head_request) {
     out += body;
   }
   if (!keep_alive_now()) {
     keep_alive = false;
   }
-  note_response(status::internal_server_error, body.size());
+  note_response(answer, body.size());
 }
 
 bool connection_state::finish_stream() {

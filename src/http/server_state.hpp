@@ -156,7 +156,10 @@ struct connection_state {
   // after_handler's end of a streamed response the handler left open (out of line: the usual
   // whole response does not pay for its frame). False: the connection ends.
   [[gnu::noinline]] bool finish_stream();
-  void handler_failed(std::string_view what);
+  // Logs `what`; answers `answer` with `body` unless a response was made (then aborts a streamed
+  // body left unfinished).
+  void handler_failed(std::string_view what, http::status answer = status::internal_server_error,
+                      std::string_view body = "Internal Server Error\n");
   bool discard_body();
   bool wait_bytes(const timeout& limit, bool mid_message);
 };
