@@ -41,17 +41,17 @@ enum class same_site : std::uint8_t { unset, lax, strict, none };
 
 // A cookie to set, and its attributes (each left out when empty, unset or false).
 struct set_cookie {
-  std::string name{};
-  std::string value{};
+  std::string name{};    // a token
+  std::string value{};   // cookie-octets, or cookie-octets in double quotes
   std::string path{};    // Path=; "" leaves it to the browser (the request's directory)
   std::string domain{};  // Domain=; "" keeps the cookie to the host that set it
   // Max-Age=; zero deletes the cookie now (with its name, path and domain as set).
   std::optional<std::chrono::seconds> max_age{};
-  std::optional<std::time_t> expires{};  // Expires=, as an IMF-fixdate
-  bool secure = false;
-  bool http_only = false;
-  http::same_site same_site = same_site::unset;
-  bool partitioned = false;  // CHIPS: kept per top-level site; needs secure
+  std::optional<std::time_t> expires{};          // Expires=, as an IMF-fixdate
+  bool secure = false;                           // Secure: sent over HTTPS only
+  bool http_only = false;                        // HttpOnly: hidden from scripts
+  http::same_site same_site = same_site::unset;  // SameSite=Lax, Strict or None
+  bool partitioned = false;                      // CHIPS: kept per top-level site; needs secure
 };
 
 // The Set-Cookie field value for `c` ("id=42; Path=/; Max-Age=3600; Secure; HttpOnly;

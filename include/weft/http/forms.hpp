@@ -64,13 +64,16 @@ std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_vi
 // What is wrong with a form body, and the status to answer it with (400, 413 or 415).
 class form_error : public weft::error {
  public:
+  // reason: what is wrong, naming the part; s: the status to answer.
   form_error(const std::string& reason, http::status s) : weft::error(reason), status_(s) {}
+  // The status to answer the request with: 400, 413 or 415.
   http::status status() const noexcept { return status_; }
 
  private:
   http::status status_;
 };
 
+// What multipart_reader takes from one body before it answers 413.
 struct multipart_limits {
   std::size_t max_parts = 1000;          // parts in one body
   std::size_t max_head_size = 16 << 10;  // bytes of one part's head (its field lines)
@@ -84,6 +87,7 @@ struct form_part {
   headers fields{};                       // every field of the part's head, as sent
 };
 
+// Reads a multipart/form-data body part by part as it arrives (see the contract above).
 class multipart_reader {
  public:
   // The body's next piece (a view valid until the next call), or nothing at its end.
