@@ -25,6 +25,10 @@
 #include <thread>
 #include <vector>
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+
 #include "reactor/fd_subscription.hpp"
 #include "sched/driver.hpp"
 #include "test_support.hpp"
@@ -235,8 +239,21 @@ TEST(DriverFactory, CurrentDriverOutsideARunIsALogicError) {
   EXPECT_THROW(weft::current_driver(), std::logic_error);
 }
 
+// Under valgrind 3.19 (Debian 12's) io_uring_enter runs holding valgrind's one lock, so while
+// the spawner waits in the uring driver the spawned thread can never start: the await times out
+// and ~thread_task's join waits forever (a 25-line liburing program waits out its whole timeout
+// the same way). The uring pass is left out there; the other drivers' waits release the lock.
+bool under_valgrind() {
+#ifdef RUNNING_ON_VALGRIND
+  return RUNNING_ON_VALGRIND != 0;
+#else
+  return false;
+#endif
+}
+
 TEST(DriverFactory, ASpawnedThreadRunsOnItsSpawnersDriver) {
   for (std::string_view name : weft::available_drivers()) {
+    if (name == "uring" && under_valgrind()) continue;
     scoped_environment other("WEFT_DRIVER", name == "poll" ? "uv" : "poll");
     weft::run_options options;
     options.driver = std::string(name);
