@@ -28,10 +28,21 @@ not_allowed = check("DELETE", "/hello", 405, None)
 if "GET" not in (not_allowed.getheader("Allow") or ""):
     failures.append("405 without GET in Allow")
 check("HEAD", "/hello", 200, "")
+# A form as a browser sends it: a field and a file, each a part behind the boundary.
+form = (b"--guide\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n"
+        b"--guide\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n"
+        b"Content-Type: text/plain\r\n\r\n" + b"x" * 1000 + b"\r\n--guide--\r\n")
+check("POST", "/upload", 200, "note: 2 bytes\nfile: 1000 bytes from a.txt\n", send=form,
+      headers={"Content-Type": "multipart/form-data; boundary=guide"})
+first = check("GET", "/visit", 200, "visit 1\n")
+cookie = first.getheader("Set-Cookie") or ""
+if cookie != "visits=1; Path=/; HttpOnly; SameSite=Lax":
+    failures.append(f"/visit set {cookie!r}")
+check("GET", "/visit", 200, "visit 2\n", headers={"Cookie": cookie.split(";")[0]})
 if conn.sock is None:
     failures.append("the connection was not kept alive")
 conn.close()
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print("client: 7 requests on one kept-alive connection, every answer as expected")
+print("client: 10 requests on one kept-alive connection, every answer as expected")

@@ -1,6 +1,6 @@
 // Guide, page 9: an HTTP service on weft::http: a router with path parameters, a request body
-// read whole, a response streamed in chunks, shared state across workers, graceful stop on
-// Ctrl-C.
+// read whole, a response streamed in chunks, a form upload read as it arrives, a cookie, shared
+// state across workers, graceful stop on Ctrl-C.
 //
 //   ./http-service [port]    (default 8080; 0 picks a free port)
 #include <weft/weft.hpp>
@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 using namespace std::chrono_literals;
 namespace http = weft::http;
@@ -52,6 +54,37 @@ int main(int argc, char** argv) {
       weft::sleep_for(10ms);
     }
     body.finish();
+  });
+
+  // A form upload (multipart/form-data, as a browser's form or curl -F sends it), read part by
+  // part as it arrives: a file of any size passes through a small buffer, never whole in memory.
+  routes.post("/upload", [](http::exchange& ex) {
+    http::multipart_reader form(ex);  // 415 or 400 from the server if the body is not a form
+    std::string report;
+    while (std::optional<http::form_part> part = form.next_part()) {
+      std::size_t bytes = 0;
+      while (std::optional<std::string_view> piece = form.read()) {
+        bytes += piece->size();
+      }
+      report += part->name + ": " + std::to_string(bytes) + " bytes";
+      report += part->filename ? " from " + *part->filename + "\n" : "\n";
+    }
+    ex.respond(http::status::ok, report);
+  });
+
+  // A cookie: set on the first visit, read and counted up on the next ones.
+  routes.get("/visit", [](http::exchange& ex) {
+    std::optional<std::string_view> seen = http::cookie(ex.request().headers, "visits");
+    const int visits = seen ? std::atoi(std::string(*seen).c_str()) + 1 : 1;
+    http::response answer;
+    answer.headers.set("Content-Type", "text/plain");
+    http::add_cookie(answer, {.name = "visits",
+                              .value = std::to_string(visits),
+                              .path = "/",
+                              .http_only = true,
+                              .same_site = http::same_site::lax});
+    answer.body = "visit " + std::to_string(visits) + "\n";
+    ex.respond(std::move(answer));
   });
 
   http::server server({.host = "127.0.0.1",
