@@ -17,12 +17,6 @@ bool is_cookie_octet(unsigned char c) noexcept {
   return c >= 0x21 && c <= 0x7E && c != '"' && c != ',' && c != ';' && c != '\\';
 }
 
-std::string_view trim_spaces(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 [[noreturn]] void refuse(const set_cookie& c, const std::string& what) {
   throw std::invalid_argument("weft::http::format_set_cookie: cookie '" + c.name + "': " + what);
 }
@@ -62,13 +56,13 @@ std::vector<std::pair<std::string_view, std::string_view>> cookies(const headers
   for (std::string_view field : request_fields.get_all("Cookie")) {
     while (!field.empty()) {
       const std::size_t semicolon = field.find(';');
-      const std::string_view pair = trim_spaces(field.substr(0, semicolon));
+      const std::string_view pair = detail::trim_ows(field.substr(0, semicolon));
       field =
           semicolon == std::string_view::npos ? std::string_view() : field.substr(semicolon + 1);
       const std::size_t equals = pair.find('=');
       if (equals == std::string_view::npos) continue;
-      const std::string_view name = trim_spaces(pair.substr(0, equals));
-      std::string_view value = trim_spaces(pair.substr(equals + 1));
+      const std::string_view name = detail::trim_ows(pair.substr(0, equals));
+      std::string_view value = detail::trim_ows(pair.substr(equals + 1));
       if (name.empty()) continue;
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
         value = value.substr(1, value.size() - 2);

@@ -17,29 +17,7 @@
 
 namespace weft::http {
 
-std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_view body) {
-  std::vector<std::pair<std::string, std::string>> pairs;
-  while (!body.empty()) {
-    const std::size_t amp = body.find('&');
-    const std::string_view element = body.substr(0, amp);
-    body = amp == std::string_view::npos ? std::string_view() : body.substr(amp + 1);
-    if (element.empty()) continue;
-    const std::size_t eq = element.find('=');
-    const std::string_view name = element.substr(0, eq);
-    const std::string_view value =
-        eq == std::string_view::npos ? std::string_view() : element.substr(eq + 1);
-    pairs.emplace_back(percent_decode(name, true), percent_decode(value, true));
-  }
-  return pairs;
-}
-
 namespace {
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // A field value of the form `value *( OWS ";" OWS name "=" ( token / quoted-string ) )`
 // (Content-Type, Content-Disposition; RFC 9110 5.6.6): the value, and the parameters with
@@ -59,11 +37,11 @@ struct parameterised {
 std::optional<parameterised> parse_parameterised(std::string_view text) {
   parameterised out;
   const std::size_t semicolon = text.find(';');
-  out.value = trim(text.substr(0, semicolon));
+  out.value = detail::trim_ows(text.substr(0, semicolon));
   if (semicolon == std::string_view::npos) return out;
   std::string_view rest = text.substr(semicolon + 1);
   while (true) {
-    rest = trim(rest);
+    rest = detail::trim_ows(rest);
     if (rest.empty()) return out;
     if (rest.front() == ';') {  // an empty parameter ("a;;b"): skipped
       rest.remove_prefix(1);
@@ -71,9 +49,9 @@ std::optional<parameterised> parse_parameterised(std::string_view text) {
     }
     const std::size_t equals = rest.find('=');
     if (equals == std::string_view::npos) return std::nullopt;
-    const std::string_view name = trim(rest.substr(0, equals));
+    const std::string_view name = detail::trim_ows(rest.substr(0, equals));
     if (!detail::is_token(name)) return std::nullopt;
-    rest = trim(rest.substr(equals + 1));
+    rest = detail::trim_ows(rest.substr(equals + 1));
     std::string value;
     if (!rest.empty() && rest.front() == '"') {
       std::size_t i = 1;
@@ -94,7 +72,7 @@ std::optional<parameterised> parse_parameterised(std::string_view text) {
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     out.parameters.emplace_back(std::move(lower), std::move(value));
-    rest = trim(rest);
+    rest = detail::trim_ows(rest);
     if (rest.empty()) return out;
     if (rest.front() != ';') return std::nullopt;
     rest.remove_prefix(1);
@@ -114,7 +92,7 @@ bool is_boundary(std::string_view b) noexcept {
 }
 
 std::string boundary_of(std::string_view content_type) {
-  if (!detail::iequals(trim(content_type.substr(0, content_type.find(';'))),
+  if (!detail::iequals(detail::trim_ows(content_type.substr(0, content_type.find(';'))),
                        "multipart/form-data")) {
     throw form_error("weft::http::multipart_reader: the request's Content-Type is '" +
                          std::string(content_type) + "', not multipart/form-data",
@@ -245,7 +223,7 @@ form_part multipart_reader::read_head() {
            status::bad_request);
     }
     try {
-      part.fields.add(line.substr(0, colon), trim(line.substr(colon + 1)));
+      part.fields.add(line.substr(0, colon), detail::trim_ows(line.substr(colon + 1)));
     } catch (const std::invalid_argument&) {
       fail("a field of the head of " + part_label + " holds a control byte", status::bad_request);
     }

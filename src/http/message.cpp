@@ -177,13 +177,12 @@ std::string_view request::raw_query() const noexcept {
   return mark == std::string_view::npos ? std::string_view() : pq.substr(mark + 1);
 }
 
-std::vector<std::pair<std::string, std::string>> request::query() const {
+std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> pairs;
-  std::string_view q = raw_query();
-  while (!q.empty()) {
-    std::size_t amp = q.find('&');
-    std::string_view element = q.substr(0, amp);
-    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+  while (!text.empty()) {
+    std::size_t amp = text.find('&');
+    std::string_view element = text.substr(0, amp);
+    text = amp == std::string_view::npos ? std::string_view() : text.substr(amp + 1);
     if (element.empty()) continue;
     std::size_t eq = element.find('=');
     std::string_view name = element.substr(0, eq);
@@ -192,6 +191,10 @@ std::vector<std::pair<std::string, std::string>> request::query() const {
     pairs.emplace_back(percent_decode(name, true), percent_decode(value, true));
   }
   return pairs;
+}
+
+std::vector<std::pair<std::string, std::string>> request::query() const {
+  return parse_urlencoded(raw_query());
 }
 
 std::optional<std::string> request::query(std::string_view name) const {

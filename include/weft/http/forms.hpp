@@ -1,5 +1,6 @@
-// weft::http forms: the bodies HTML forms send, application/x-www-form-urlencoded and
-// multipart/form-data (RFC 7578, framed as RFC 2046 5.1 says).
+// weft::http forms: multipart/form-data (RFC 7578, framed as RFC 2046 5.1 says), the body of a
+// form with a file input. The other body forms send, application/x-www-form-urlencoded, is
+// message.hpp's parse_urlencoded (the query string's encoding).
 //
 //   routes.post("/upload", [](http::exchange& ex) {
 //     http::multipart_reader form(ex);
@@ -50,16 +51,12 @@
 
 #include "weft/error.hpp"
 #include "weft/http/headers.hpp"
+#include "weft/http/message.hpp"
 #include "weft/http/status.hpp"
 
 namespace weft::http {
 
 class exchange;
-
-// The pairs of an application/x-www-form-urlencoded body ("a=1&b=x+y&c" -> {"a", "1"},
-// {"b", "x y"}, {"c", ""}), in order, '+' a space and %XX decoded (request::query()'s rules);
-// std::invalid_argument naming the input for a malformed escape.
-std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_view body);
 
 // What is wrong with a form body, and the status to answer it with (400, 413 or 415).
 class form_error : public weft::error {

@@ -48,6 +48,11 @@ std::optional<method> parse_method(std::string_view name) noexcept;
 // Decodes %XX escapes (and, when plus_is_space, '+' as a space: the form encoding of query
 // strings). A '%' not followed by two hex digits throws std::invalid_argument naming the input.
 std::string percent_decode(std::string_view text, bool plus_is_space = false);
+// The pairs of an application/x-www-form-urlencoded text: a query string, or the body of a
+// form posted without files ("a=1&b=x+y&c" -> {"a", "1"}, {"b", "x y"}, {"c", ""}), in order,
+// empty elements skipped, '+' a space and %XX decoded; std::invalid_argument naming the input
+// for a malformed escape.
+std::vector<std::pair<std::string, std::string>> parse_urlencoded(std::string_view text);
 // Escapes every byte but the unreserved ones of RFC 3986 (ALPHA DIGIT - . _ ~), and keeps '/'
 // when keep_slash (for a path).
 std::string percent_encode(std::string_view text, bool keep_slash = false);
