@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/boundary.hpp"
 #include "http/chars.hpp"
 #include "weft/http/message.hpp"
 
@@ -315,5 +316,106 @@ std::string multipart_reader::read_all(std::size_t max_size) {
   }
   return all;
 }
+
+namespace {
+
+// A name or file name as browsers write it in a part's Content-Disposition (WHATWG HTML's
+// multipart/form-data encoding): '"', CR and LF percent-encoded, the rest as it is.
+std::string quoted_form_value(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') {
+      out += "%22";
+    } else if (c == '\r') {
+      out += "%0D";
+    } else if (c == '\n') {
+      out += "%0A";
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
+multipart_form::multipart_form(std::string boundary)
+    : boundary_(std::move(boundary)), given_(true) {
+  if (!is_boundary(boundary_)) {
+    throw std::invalid_argument("weft::http::multipart_form: the boundary '" + boundary_ +
+                                "' is not 1 to 70 of RFC 2046's bchars");
+  }
+}
+
+multipart_form& multipart_form::field(std::string_view name, std::string_view value) {
+  parts_.push_back({"Content-Disposition: form-data; name=" + quoted_form_value(name) + "\r\n",
+                    std::string(value)});
+  return *this;
+}
+
+multipart_form& multipart_form::file(std::string_view name, std::string_view filename,
+                                     std::string_view data, std::string_view content_type) {
+  for (unsigned char c : content_type) {
+    if (c < 0x20 || c == 0x7F) {
+      throw std::invalid_argument("weft::http::multipart_form: the content type of file '" +
+                                  std::string(filename) + "' holds a control byte");
+    }
+  }
+  parts_.push_back({"Content-Disposition: form-data; name=" + quoted_form_value(name) +
+                        "; filename=" + quoted_form_value(filename) +
+                        "\r\nContent-Type: " + std::string(content_type) + "\r\n",
+                    std::string(data)});
+  return *this;
+}
+
+const std::string& multipart_form::boundary() {
+  // A part may hold "--" + boundary only where it cannot be read as a delimiter; checking for
+  // the bare "--" + boundary anywhere is simpler and stricter.
+  const auto clashes = [this](const std::string& candidate) -> const part* {
+    const std::string dashed = "--" + candidate;
+    for (const part& p : parts_) {
+      if (p.data.find(dashed) != std::string::npos || p.head.find(dashed) != std::string::npos) {
+        return &p;
+      }
+    }
+    return nullptr;
+  };
+  if (given_) {
+    if (const part* p = clashes(boundary_)) {
+      throw std::invalid_argument("weft::http::multipart_form: the part '" +
+                                  p->head.substr(0, p->head.find("\r\n")) +
+                                  "' holds the boundary '" + boundary_ + "'");
+    }
+    return boundary_;
+  }
+  while (boundary_.empty() || clashes(boundary_) != nullptr) {
+    boundary_ = detail::random_boundary();
+  }
+  return boundary_;
+}
+
+std::string multipart_form::body() {
+  const std::string& b = boundary();
+  std::size_t size = b.size() + 6;
+  for (const part& p : parts_) size += b.size() + p.head.size() + p.data.size() + 8;
+  std::string out;
+  out.reserve(size);
+  for (const part& p : parts_) {
+    out += "--";
+    out += b;
+    out += "\r\n";
+    out += p.head;
+    out += "\r\n";
+    out += p.data;
+    out += "\r\n";
+  }
+  out += "--";
+  out += b;
+  out += "--\r\n";
+  return out;
+}
+
+std::string multipart_form::content_type() { return "multipart/form-data; boundary=" + boundary(); }
 
 }  // namespace weft::http

@@ -16,7 +16,6 @@
 #include <ctime>
 #include <memory>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -25,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/boundary.hpp"
 #include "http/chars.hpp"
 #include "http/compression.hpp"
 #include "http/fields_builder.hpp"
@@ -282,23 +282,6 @@ bool unconditional(const headers& fields) noexcept {
   return true;
 }
 
-// A multipart boundary (RFC 2046 5.1.1): "weft" and 24 random hex digits, from a generator of
-// the thread's seeded once from the system's entropy, so that no file's bytes can be made to
-// hold the boundary of the answer they go out in (a guessable counter would let them).
-std::string new_boundary() {
-  thread_local std::mt19937_64 bits{[] {
-    std::random_device entropy;
-    return (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-  }()};
-  constexpr char hex[] = "0123456789abcdef";
-  std::string boundary = "weft";
-  for (int word = 0; word < 2; ++word) {
-    std::uint64_t n = bits();
-    for (int digit = 0; digit < 12; ++digit, n >>= 4) boundary.push_back(hex[n & 15]);
-  }
-  return boundary;
-}
-
 // Reads [first, first + length) of fd onto the end of out; false when the file ended sooner
 // (it shrank since its fstat). A read error throws, as for the file's open.
 bool append_range(int fd, std::uint64_t first, std::uint64_t length, std::string& out,
@@ -328,7 +311,7 @@ std::optional<static_reply> multipart_reply(const static_options& options,
                                             const std::vector<detail::byte_span>& spans,
                                             const validators& made, representation rep,
                                             const cached_file* cached) {
-  const std::string boundary = new_boundary();
+  const std::string boundary = detail::random_boundary();
   const std::string size_text = std::to_string(size);
   std::vector<std::string> heads;
   heads.reserve(spans.size());

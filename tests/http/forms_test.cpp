@@ -221,4 +221,49 @@ TEST(HttpForms, EveryFramingErrorAndLimitIsAFormErrorNamingIt) {
                {.max_parts = 3});
 }
 
+TEST(HttpForms, AMultipartFormReadsBackPartByPart) {
+  const std::string binary("\x00\xff\r\n--not a delimiter\r\n\r\n", 25);
+  http::multipart_form form;
+  form.field("title", "A title").field("quote\"d", "q").file("upload", "a.bin", binary);
+  form.file("doc", "notes.txt", "some notes\n", "text/plain");
+  EXPECT_EQ(form.parts(), 4u);
+  const std::string type = form.content_type();
+  ASSERT_EQ(type.substr(0, 30), "multipart/form-data; boundary=");
+  const std::string body = form.body();
+  EXPECT_EQ(form.content_type(), type) << "the boundary stays once chosen";
+  for (std::size_t step : {std::size_t{1}, std::size_t{13}, body.size()}) {
+    http::multipart_reader reader(type, pieces{body, step});
+    auto parts = read_everything(reader);
+    ASSERT_EQ(parts.size(), 4u);
+    EXPECT_EQ(parts[0].head.name, "title");
+    EXPECT_EQ(parts[0].data, "A title");
+    EXPECT_EQ(parts[1].head.name, "quote%22d") << "as browsers write a quote in a name";
+    EXPECT_EQ(parts[2].head.filename, "a.bin");
+    EXPECT_EQ(parts[2].head.content_type, "application/octet-stream");
+    EXPECT_EQ(parts[2].data, binary);
+    EXPECT_EQ(parts[3].head.content_type, "text/plain");
+    EXPECT_EQ(parts[3].data, "some notes\n");
+  }
+  // A random boundary each time; an empty form is its closing delimiter alone.
+  EXPECT_NE(http::multipart_form().content_type(), http::multipart_form().content_type());
+  http::multipart_form empty("xyz");
+  EXPECT_EQ(empty.body(), "--xyz--\r\n");
+}
+
+TEST(HttpForms, AGivenBoundaryThatAPartHoldsIsRefused) {
+  http::multipart_form form("frontier");
+  form.field("a", "1").file("f", "x.txt", "text with --frontier in it", "text/plain");
+  try {
+    form.body();
+    ADD_FAILURE() << "a part holding the boundary was framed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("name=\"f\"; filename=\"x.txt\""), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(http::multipart_form("bad\"boundary"), std::invalid_argument);
+  EXPECT_THROW(http::multipart_form(std::string(71, 'b')), std::invalid_argument);
+  EXPECT_THROW(http::multipart_form().file("f", "x", "", "text/plain\r\nX: 1"),
+               std::invalid_argument);
+}
+
 }  // namespace

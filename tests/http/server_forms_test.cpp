@@ -10,6 +10,7 @@
 
 #include "http/server_support.hpp"
 #include "http/static_tree.hpp"
+#include "test_support.hpp"
 #include "weft/http/cookies.hpp"
 #include "weft/http/forms.hpp"
 
@@ -151,6 +152,45 @@ TEST(HttpServerForms, CurlsCookieEngineKeepsWhatAddCookieSetAndSendsItBack) {
             "s3cr3t dark\n");
   const std::string stored = run_command("cat " + jar);
   EXPECT_NE(stored.find("#HttpOnly_127.0.0.1"), std::string::npos) << stored;
+}
+
+// multipart_form as a client sends it: parsed by Python's email package (tests/http/clients/
+// form_parts.py), then posted by weft's client to the server's multipart_reader.
+TEST(HttpServerForms, AMultipartFormFromWeftsClientIsReadByTheServerAndByPython) {
+  std::string photo(200000, '\0');
+  std::mt19937_64 bits(11);
+  for (char& c : photo) c = static_cast<char>(bits());
+  weft::http::multipart_form form;
+  form.field("title", "holiday").file("photo", "beach.jpg", photo, "image/jpeg");
+  const std::string body = form.body();
+  const std::string type = form.content_type();
+
+  tree scratch;
+  scratch.file("body", body);
+  static constexpr char hex_digits[] = "0123456789abcdef";
+  std::string photo_hex;
+  for (unsigned char c : photo) {
+    photo_hex.push_back(hex_digits[c >> 4]);
+    photo_hex.push_back(hex_digits[c & 15]);
+  }
+  const std::string parsed =
+      run_command(std::string("python3 ") + WEFT_TEST_SOURCE_DIR + "/http/clients/form_parts.py '" +
+                  type + "' < " + (scratch.root() / "body").string());
+  EXPECT_TRUE(parsed ==
+              "title - text/plain 686f6c69646179\nphoto beach.jpg image/jpeg " + photo_hex + "\n")
+      << parsed.substr(0, 300);
+
+  form_site site;
+  running_http server(roomy(), site.routes());
+  weft_test::run_clean([&] {
+    weft::http::client web;
+    weft::http::response answer = web.post(url(server.port(), "/upload"), body, type);
+    EXPECT_EQ(answer.status, status::ok);
+    EXPECT_EQ(answer.body, "title - text/plain 7 " + std::to_string(fnv1a(fnv_basis, "holiday")) +
+                               "\nphoto beach.jpg image/jpeg 200000 " +
+                               std::to_string(fnv1a(fnv_basis, photo)) + "\n");
+    web.close();
+  });
 }
 
 }  // namespace

@@ -133,4 +133,49 @@ class multipart_reader {
   std::string part_name_;  // the current part's name, for messages
 };
 
+// A multipart/form-data body to send (http::client::post(url, form.body(),
+// form.content_type())), as a browser encodes a form with a file input: a part per field or
+// file, in the order added, held in memory.
+//
+//   http::multipart_form form;
+//   form.field("title", "holiday").file("photo", "beach.jpg", jpeg_bytes, "image/jpeg");
+//   web.post(url, form.body(), form.content_type());
+//
+// Names and file names are written as browsers write them (the WHATWG encoding of
+// multipart/form-data): '"' as %22, CR as %0D, LF as %0A. The boundary is random (24 hex
+// digits from arc4random) unless given, and never appears in a part: body() chooses another when
+// a random one does, and a given one that does is std::invalid_argument naming the part.
+class multipart_form {
+ public:
+  // A random boundary, chosen when body() is made.
+  multipart_form() = default;
+  // This boundary: std::invalid_argument if it is not 1 to 70 of RFC 2046's bchars.
+  explicit multipart_form(std::string boundary);
+
+  // Adds a plain field.
+  multipart_form& field(std::string_view name, std::string_view value);
+  // Adds a file: its name in the form, its file name, its bytes and their type.
+  multipart_form& file(std::string_view name, std::string_view filename, std::string_view data,
+                       std::string_view content_type = "application/octet-stream");
+
+  // The body: every part, then the closing delimiter. Its boundary is content_type()'s from the
+  // first call on.
+  std::string body();
+  // "multipart/form-data; boundary=..." (chooses the boundary as body() does).
+  std::string content_type();
+  // How many parts were added.
+  std::size_t parts() const noexcept { return parts_.size(); }
+
+ private:
+  struct part {
+    std::string head;  // the part's field lines, each ending in CRLF, without the empty line
+    std::string data;
+  };
+  const std::string& boundary();
+
+  std::vector<part> parts_;
+  std::string boundary_;
+  bool given_ = false;
+};
+
 }  // namespace weft::http
