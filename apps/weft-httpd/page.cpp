@@ -169,11 +169,13 @@ std::string render_page(const site::snapshot& n, std::string_view authority) {
 
   page += "<h2>Try it</h2>\n<pre>curl " + base + "/hello\ncurl -v " + base + "/hello " + base +
           "/hello      # one connection, kept alive\ncurl " + base + "/stats\ncurl -r 0-99 " +
-          base + "/static/4k.txt   # a range\nwrk -t1 -c64 -d5s " + base + "/hello</pre>\n";
+          base + "/static/4k.txt   # a range\ncurl -F file=@/etc/os-release " + base +
+          "/upload   # a form upload\nwrk -t1 -c64 -d5s " + base + "/hello</pre>\n";
   page +=
       "<p>Routes: <a href=\"/hello\">/hello</a>, <a href=\"/stats\">/stats</a> (JSON), "
       "<a href=\"/static/index.html\">/static/</a> (files from <code>--root</code>), "
-      "<a href=\"/sleep?ms=1000\">/sleep?ms=1000</a>, <code>/ws/echo</code> (WebSocket)";
+      "<a href=\"/sleep?ms=1000\">/sleep?ms=1000</a>, <code>/upload</code> (POST a form), "
+      "<code>/ws/echo</code> (WebSocket)";
   page += n.pg ? ", <a href=\"/pg/now\">/pg/now</a>, <a href=\"/pg/query?n=5\">/pg/query?n=5</a>"
                  " (PostgreSQL through a pool per worker).</p>\n"
                : ". Start with <code>--pg CONNINFO</code> for <code>/pg/now</code> and "
@@ -182,6 +184,14 @@ std::string render_page(const site::snapshot& n, std::string_view authority) {
   page +=
       "<h2>WebSocket echo</h2>\n<div class=\"ws\"><input id=\"wsin\" value=\"hello, weft\">"
       "<button onclick=\"echo()\">send</button></div>\n<p id=\"wsout\"></p>\n";
+
+  page +=
+      "<h2>Upload</h2>\n<p>A form with files goes to <code>/upload</code>, which reads it part "
+      "by part as it arrives (<code>http::multipart_reader</code>): a file of any size passes "
+      "through a buffer of a few dozen KiB and is never stored. The answer is each part's size "
+      "and CRC-32.</p>\n<form method=\"post\" action=\"/upload\" "
+      "enctype=\"multipart/form-data\"><input type=\"text\" name=\"note\" value=\"a note\"> "
+      "<input type=\"file\" name=\"file\" multiple> <button>upload</button></form>\n";
 
   page += "<footer>weft-httpd &middot; Ctrl-C in its terminal stops it gracefully.</footer>\n";
   page += "</main><script>";

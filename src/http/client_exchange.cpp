@@ -28,6 +28,11 @@ bool idempotent(method m) noexcept {
          m == method::options || m == method::trace;
 }
 
+// The path of a request target, without its query.
+std::string_view path_of(std::string_view target) noexcept {
+  return target.substr(0, target.find('?'));
+}
+
 bool is_redirect(status s) noexcept {
   const std::uint16_t code = code_of(s);
   return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
@@ -74,6 +79,9 @@ void client_call::run() {
   started = steady::now();
   limit = timeout(options.request_timeout);
   const bool caller_host = request.headers.contains("Host");
+  // The caller's own Cookie field goes on the first hop (and same-origin redirects); the jar's
+  // cookies go wherever the caller sent none.
+  bool caller_cookie = request.headers.contains("Cookie");
   if (!options.user_agent.empty() && !request.headers.contains("User-Agent")) {
     request.headers.add("User-Agent", options.user_agent);
   }
@@ -88,6 +96,14 @@ void client_call::run() {
     request.target = url.target;
     if (!caller_host || hops > 0) {
       request.headers.set("Host", url.authority);
+    }
+    if (options.cookies != nullptr && !caller_cookie) {
+      const std::string jar = options.cookies->cookie_header(url.host, path_of(url.target), false);
+      if (jar.empty()) {
+        request.headers.remove("Cookie");
+      } else {
+        request.headers.set("Cookie", jar);
+      }
     }
     wire.clear();
     serialize(request, wire);  // std::invalid_argument for a request that cannot be framed
@@ -126,6 +142,7 @@ void client_call::run() {
       request.headers.remove("Authorization");
       request.headers.remove("Proxy-Authorization");
       request.headers.remove("Cookie");
+      caller_cookie = false;
     }
     if (visited.contains({request.method, next.text})) {
       throw error(error_kind::redirect_loop, url.text,
@@ -281,6 +298,9 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         }
         final_head = true;
         result_status_ = head.status;
+        if (options.cookies != nullptr) {
+          options.cookies->store(url.host, path_of(url.target), false, head.headers);
+        }
         if (options.max_redirects > 0 && is_redirect(head.status)) {
           const auto location = head.headers.get("Location");
           if (!location || location->empty()) {

@@ -98,6 +98,17 @@ class nginx_server {
         << "      return 200 \"$connection $connection_requests\\n\";\n"
         << "    }\n"
         << "    location = /moved { return 302 /conn; }\n"
+        << "    location = /login {\n"
+        << "      add_header Set-Cookie \"session=n9; Path=/; HttpOnly\";\n"
+        << "      add_header Set-Cookie \"pref=dark; Path=/; Max-Age=600\";\n"
+        << "      return 302 /echo-cookie;\n"
+        << "    }\n"
+        << "    location = /logout {\n"
+        << "      add_header Set-Cookie \"session=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 "
+           "GMT\";\n"
+        << "      return 200 \"bye\\n\";\n"
+        << "    }\n"
+        << "    location = /echo-cookie { return 200 \"cookie=[$http_cookie]\\n\"; }\n"
         << "    location /gz/ {\n"
         << "      alias " << (dir_ / "root" / "static").string() << "/;\n"
         << "      gzip on; gzip_min_length 1; gzip_types text/plain;\n"
@@ -288,6 +299,27 @@ TEST_F(HttpClientNginx, RedirectFromNginxIsFollowed) {
     EXPECT_EQ(connection_of(r.body).second, 2) << r.body;  // the same connection's 2nd request
     EXPECT_EQ(web.stats().redirects, 1u);
     web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, ACookieJarKeepsWhatNginxSetsThroughARedirectAndForgetsAnExpiredOne) {
+  run_clean([&] {
+    auto jar = std::make_shared<weft::http::cookie_jar>();
+    weft::http::client web({.max_redirects = 2, .cookies = jar});
+    // The Set-Cookie fields come on the 302; the redirect's request already carries them.
+    EXPECT_EQ(web.get(nginx_->url("/login")).body, "cookie=[session=n9; pref=dark]\n");
+    EXPECT_EQ(jar->size(), 2u);
+    EXPECT_EQ(web.get(nginx_->url("/logout")).body, "bye\n");
+    EXPECT_EQ(web.get(nginx_->url("/echo-cookie")).body, "cookie=[pref=dark]\n");
+    // A request's own Cookie field wins over the jar.
+    weft::http::request own;
+    own.headers.add("Cookie", "mine=1");
+    EXPECT_EQ(web.request(own, nginx_->url("/echo-cookie")).body, "cookie=[mine=1]\n");
+    // Without a jar nothing is kept.
+    weft::http::client plain({.max_redirects = 2});
+    EXPECT_EQ(plain.get(nginx_->url("/login")).body, "cookie=[]\n");
+    web.close();
+    plain.close();
   });
 }
 

@@ -72,6 +72,7 @@
 #include <string_view>
 
 #include "weft/error.hpp"
+#include "weft/http/cookies.hpp"
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
 
@@ -101,6 +102,10 @@ struct client_options {
   // body too (past it: response_too_large), and data that does not decode is
   // malformed_response. A request that sets Accept-Encoding itself gets the body as sent.
   bool decompress = true;
+  // A cookie store (cookies.hpp), shared by whoever holds it: every response's Set-Cookie
+  // fields go into it (a redirect's included), and a request without a Cookie field of its own
+  // carries the jar's cookies for its URL, on every hop. Null: no cookies kept or sent.
+  std::shared_ptr<cookie_jar> cookies{};
 };
 
 // What kind of failure an http::error reports.
