@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace weft::http::detail {
@@ -149,6 +150,13 @@ inline int hex_value(unsigned char c) noexcept {
 
 constexpr unsigned char ascii_lower(unsigned char c) noexcept {
   return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c | 0x20) : c;
+}
+
+// A copy of text with its ASCII letters in lower case (domains, parameter names).
+inline std::string ascii_lowered(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(ascii_lower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 // Case-insensitive comparison of ASCII names (field names, codings, connection options), eight

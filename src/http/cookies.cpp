@@ -2,6 +2,9 @@
 // (RFC 6265 4.1's grammar).
 #include "weft/http/cookies.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "http/chars.hpp"
+#include "net/address.hpp"
 
 namespace weft::http {
 
@@ -252,17 +256,12 @@ std::optional<wall_clock::time_point> parse_cookie_date(std::string_view text) {
       std::chrono::seconds{second});
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
+// An IPv4 or IPv6 address, as net's address parsing reads one (a host that is one never
+// domain-matches anything but itself).
 bool is_ip_address(std::string_view host) noexcept {
-  if (host.find(':') != std::string_view::npos) return true;  // IPv6
-  return !host.empty() && host.find_first_not_of("0123456789.") == std::string_view::npos;
+  in6_addr probe{};
+  return net::detail::parse_ip_literal(AF_INET, host, &probe) ||
+         net::detail::parse_ip_literal(AF_INET6, host, &probe);
 }
 
 // RFC 6265 5.1.3.
@@ -349,7 +348,7 @@ void cookie_jar::state::store_one(std::string_view host, std::string_view reques
     const std::string_view attribute = rest.substr(0, next);
     rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
     const std::size_t eq = attribute.find('=');
-    const std::string key = lower(detail::trim_ows(attribute.substr(0, eq)));
+    const std::string key = detail::ascii_lowered(detail::trim_ows(attribute.substr(0, eq)));
     const std::string_view val = eq == std::string_view::npos
                                      ? std::string_view()
                                      : detail::trim_ows(attribute.substr(eq + 1));
@@ -369,7 +368,7 @@ void cookie_jar::state::store_one(std::string_view host, std::string_view reques
     } else if (key == "domain") {
       std::string_view d = val;
       if (!d.empty() && d.front() == '.') d.remove_prefix(1);
-      if (!d.empty()) domain_attribute = lower(d);
+      if (!d.empty()) domain_attribute = detail::ascii_lowered(d);
     } else if (key == "path") {
       path = !val.empty() && val.front() == '/' ? std::string(val) : default_path(request_path);
     } else if (key == "secure") {
@@ -447,7 +446,7 @@ void cookie_jar::store(std::string_view host, std::string_view path, bool secure
                        const headers& response_fields) {
   const std::vector<std::string_view> lines = response_fields.get_all("Set-Cookie");
   if (lines.empty()) return;
-  const std::string host_lower = lower(host);
+  const std::string host_lower = detail::ascii_lowered(host);
   const wall_clock::time_point now = wall_clock::now();
   std::lock_guard<std::mutex> hold(state_->mutex);
   for (std::string_view line : lines) {
@@ -456,7 +455,7 @@ void cookie_jar::store(std::string_view host, std::string_view path, bool secure
 }
 
 std::string cookie_jar::cookie_header(std::string_view host, std::string_view path, bool secure) {
-  const std::string host_lower = lower(host);
+  const std::string host_lower = detail::ascii_lowered(host);
   std::lock_guard<std::mutex> hold(state_->mutex);
   state_->drop_expired(wall_clock::now());
   std::vector<state::stored*> matching;

@@ -3,7 +3,6 @@
 // exchange is forms_exchange.cpp's (so that the fuzzer links this file alone).
 #include "weft/http/forms.hpp"
 
-#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <stdexcept>
@@ -69,10 +68,7 @@ std::optional<parameterised> parse_parameterised(std::string_view text) {
       value.assign(rest.substr(0, i));
       rest.remove_prefix(i);
     }
-    std::string lower(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    out.parameters.emplace_back(std::move(lower), std::move(value));
+    out.parameters.emplace_back(detail::ascii_lowered(name), std::move(value));
     rest = detail::trim_ows(rest);
     if (rest.empty()) return out;
     if (rest.front() != ';') return std::nullopt;
