@@ -32,6 +32,7 @@
 #include "weft/net/protocol.hpp"
 #include "weft/net/tcp_server.hpp"
 #include "weft/net/text.hpp"
+#include "weft/net/tls.hpp"
 #include "weft/net/websocket.hpp"
 #include "weft/net/websocket_protocol.hpp"
 #include "weft/pg/connection.hpp"

@@ -22,6 +22,7 @@
 #include "net/hibernation.hpp"
 #include "net/socket_calls.hpp"
 #include "net/spare_list.hpp"
+#include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
 #include "weft/sched/detail/coroutine.hpp"
 #include "weft/sched/scheduler.hpp"
@@ -131,6 +132,9 @@ connection::connection(private_tag, int fd, const connection_options& options, s
   }
   if (options_.protocol != nullptr) {
     framer_ = options_.protocol->make_framer();
+  }
+  if (options_.tls != nullptr && options_.tls->is_server()) {
+    tls_ = std::make_unique<detail::tls_session>(*options_.tls, std::string_view());
   }
   if (options_.idle_timeout.count() > 0 || options_.handshake_timeout.count() > 0 ||
       options_.message_timeout.count() > 0) {
@@ -506,6 +510,19 @@ void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::st
   }
 }
 
+// The TLS handshake, read by read through the usual machinery (its timeouts: the handshake
+// timeout until the first message; the limit; a stop). True once it is complete; false when the
+// connection closed instead (the reason says why; a failure was logged and reported).
+bool connection::establish_tls(const timeout& limit) {
+  reader_guard guard(*this, "handshake");
+  while (state_ == state::open && !tls_->established()) {
+    if (!pull_input(limit, false)) {
+      break;
+    }
+  }
+  return state_ == state::open && tls_->established();
+}
+
 // Waits until the socket is readable. False when the wait was cut short (an interrupt, a server
 // timeout that closed the connection); timeout_error or cancelled_error from the caller's limit.
 [[gnu::hot]] steady::time_point connection::timeouts_deadline(close_reason* which) const noexcept {
@@ -640,6 +657,9 @@ void connection::read_failed(int error_number) {
       in_ = std::move(bigger);
       in_capacity_ = grown;
     }
+  }
+  if (tls_ != nullptr) {
+    return read_once_tls();
   }
   std::size_t room = in_capacity_ - in_end_;
   if (room > max_read) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "net/hibernation.hpp"
+#include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/sched/this_coroutine.hpp"
@@ -74,9 +75,7 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
   }
   // Now: what is queued is dropped (the close reason reports it).
   state_ = state::closed;
-  out_.clear();
-  out_head_ = 0;
-  drop_files();
+  drop_output();
   in_begin_ = in_end_ = 0;
   // Wakes the coroutines waiting on the fd (both ways ready) on every driver; the socket itself
   // closes when they have left.
@@ -91,7 +90,10 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
 void connection::shut_down_and_release() noexcept {
   // FIN after the last queued byte; then read what the peer sent meanwhile, so that close(2)
   // finds nothing unread and does not answer with a reset that could destroy replies still in
-  // flight to the peer.
+  // flight to the peer. A TLS connection says close_notify first.
+  if (tls_ != nullptr) {
+    tls_goodbye();
+  }
   ::shutdown(fd_, SHUT_WR);
   char sink[4096];
   for (int round = 0; round < 16; ++round) {
@@ -121,6 +123,7 @@ void connection::shut_down_and_release() noexcept {
   std::string().swap(out_);
   out_head_ = 0;
   drop_files();
+  tls_queued_ = 0;  // (the session stays, for failure() and the details, until the destructor)
   if (worker_ != nullptr) {
     worker_->counters.closed[static_cast<std::size_t>(reason_)].add(1);
     worker_->counters.connections.subtract(1);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "net/hibernation.hpp"
+#include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/net/connection.hpp"
@@ -116,8 +117,8 @@ void on_hibernation_deadline(weft::detail::timer_entry& fired) {
 
 [[gnu::hot]] bool connection::enter_hibernation(std::shared_ptr<connection>& self) {
   if (state_ != state::open || stopping_ || paused_ || buffered() > 0 || reader_active_ ||
-      finished_ || peer_ended_) {
-    return false;
+      finished_ || peer_ended_ || (tls_ != nullptr && tls_->buffered())) {
+    return false;  // (TLS bytes already received: the handler goes on, reading them first)
   }
   weft::detail::scheduler_core* core = weft::detail::current_core();
   if (hibernation_ == nullptr) {

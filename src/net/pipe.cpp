@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -68,6 +69,10 @@ std::uint64_t pipe(connection& a, connection& b) {
 
 std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
                                     const connection_options& options, const timeout& limit) {
+  if (options.tls != nullptr && options.tls->is_server()) {
+    throw std::invalid_argument("weft::net::connect " + host + ":" + std::to_string(port) +
+                                ": tls is a server's context; connect needs tls_context::client");
+  }
   sockaddr_storage address{};
   socklen_t length = 0;
   if (!detail::parse_numeric(host, port, address, length) || host.empty() || host == "*") {
@@ -83,6 +88,7 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
     const int error_number = errno;
     throw io_error(-error_number, "socket", where, std::strerror(error_number));
   }
+  std::shared_ptr<connection> made;
   try {
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
       if (errno != EINPROGRESS) {
@@ -97,11 +103,15 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
         throw io_error(-error_number, "connect", where, std::strerror(error_number));
       }
     }
-    return detail::connection_access::make(fd, options, 0, nullptr, where);
+    made = detail::connection_access::make(fd, options, 0, nullptr, where);
   } catch (...) {
     ::close(fd);
     throw;
   }
+  if (options.tls != nullptr) {
+    detail::connection_access::connect_tls(*made, host, limit);
+  }
+  return made;
 }
 
 }  // namespace weft::net

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "net/socket_calls.hpp"
+#include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/reactor/fd.hpp"
@@ -191,6 +192,17 @@ void connection::queue_file(int copy, std::uint64_t offset, std::uint64_t length
   }
 }
 
+// Drops everything queued: plaintext, records, file ranges.
+void connection::drop_output() noexcept {
+  out_.clear();
+  out_head_ = 0;
+  if (tls_ != nullptr) {
+    tls_->outgoing_sent();
+    tls_queued_ = 0;
+  }
+  drop_files();
+}
+
 void connection::drop_files() noexcept {
   for (const queued_file& f : files_) {
     ::close(f.fd);
@@ -234,21 +246,7 @@ bool connection::flush_file() noexcept {
       write_failed(error_number);
       return false;
     }
-    // The file's side: it ended before the range did (sendfile returned 0), or it cannot be
-    // read. The peer was promised those bytes (a Content-Length): close at once rather than
-    // let it take what follows for them.
-    const int error_number = wrote == 0 ? 0 : errno;
-    try {
-      std::string what = error_number == 0 ? "the file ended " + std::to_string(f.left) +
-                                                 " bytes before the end of the range (a short file)"
-                                           : std::string(std::strerror(error_number));
-      io_error failure(error_number == 0 ? -EIO : -error_number, "sendfile", peer_address_, what);
-      log(std::string("closed: ") + failure.what());
-      report(failure);
-    } catch (...) {
-      // Out of memory building the report: the close reason still says what happened.
-    }
-    begin_close(close_reason::error, false);
+    file_failed(wrote == 0 ? 0 : errno, "sendfile");
     return false;
   }
   ::close(f.fd);
@@ -256,10 +254,38 @@ bool connection::flush_file() noexcept {
   return true;
 }
 
+// The file's side of a queued range failed: it ended before the range did (error_number 0: a
+// short file), or it cannot be read. The peer was promised those bytes (a Content-Length): close
+// at once rather than let it take what follows for them.
+void connection::file_failed(int error_number, const char* operation) noexcept {
+  try {
+    std::string what = error_number == 0 ? "the file ended " + std::to_string(files_.front().left) +
+                                               " bytes before the end of the range (a short file)"
+                                         : std::string(std::strerror(error_number));
+    io_error failure(error_number == 0 ? -EIO : -error_number, operation, peer_address_, what);
+    log(std::string("closed: ") + failure.what());
+    report(failure);
+  } catch (...) {
+    // Out of memory building the report: the close reason still says what happened.
+  }
+  begin_close(close_reason::error, false);
+}
+
 [[gnu::hot]] void connection::enqueue(std::string_view payload, message_kind kind, bool encode) {
   const bool was_empty = !pending();
   if (framer_ != nullptr && encode) {
     framer_->encode(payload, kind, out_);  // may throw (a payload the protocol cannot carry)
+  } else if (tls_ != nullptr) {
+    if (was_empty && !flusher_running_) {
+      // Nothing queued: encrypted straight from the caller's bytes (the flush below writes it).
+      if (!tls_->encrypt(payload.data(), payload.size())) {
+        tls_failed(false);
+        return;
+      }
+      sync_tls_queued();
+    } else {
+      out_.append(payload);
+    }
   } else if (was_empty && !flusher_running_) {
     // Nothing queued: straight from the caller's bytes, and only the rest is copied.
     std::size_t done = 0;
@@ -321,6 +347,9 @@ bool connection::flush_file() noexcept {
 }
 
 bool connection::flush_now() noexcept {
+  if (tls_ != nullptr) {
+    return flush_tls();
+  }
   for (;;) {
     const std::size_t end = files_.empty() ? out_.size() : files_.front().at;
     if (out_head_ == end) {
@@ -391,9 +420,7 @@ void connection::write_failed(int error_number) noexcept {
   for (const queued_file& f : files_) {
     lost += f.left;
   }
-  out_.clear();
-  out_head_ = 0;
-  drop_files();
+  drop_output();
   if (state_ == state::closed || state_ == state::released) {
     return;
   }

@@ -82,6 +82,9 @@ void check_options(const tcp_server_options& options) {
       options.accept_retry_max_delay < options.accept_retry_delay) {
     fail("accept_retry_delay must be positive and at most accept_retry_max_delay");
   }
+  if (options.tls != nullptr && !options.tls->is_server()) {
+    fail("tls is a client's context (tls_context::client); a server needs tls_context::server");
+  }
   sockaddr_storage storage{};
   socklen_t length = 0;
   if (!detail::parse_numeric(options.host, options.port, storage, length)) {
@@ -110,6 +113,7 @@ tcp_server::tcp_server(tcp_server_options options)
       .close_timeout = o.close_timeout,
       .send_timeout = o.send_timeout,
       .no_delay = o.no_delay,
+      .tls = o.tls,
   };
   for (unsigned index = 0; index < o.workers; ++index) {
     auto worker = std::make_unique<detail::worker_state>();

@@ -109,6 +109,14 @@ struct connection_access {
   static std::shared_ptr<connection> leave_hibernation(connection& c) noexcept {
     return c.leave_hibernation();
   }
+  // A TLS connection's handshake, before its handler (connection::establish_tls); true at once
+  // for a plain one.
+  static bool establish_tls(connection& c) {
+    return c.tls_ == nullptr || c.establish_tls(timeout::never());
+  }
+  // net::connect's handshake as the client of host: returns once complete; tls_error naming
+  // why the server was refused, or how the connection ended during it; timeout_error past limit.
+  static void connect_tls(connection& c, std::string_view host, const timeout& limit);
   static void set_server_events(connection& c, const connection_events* events) noexcept {
     c.server_events_ = events;
   }

@@ -68,10 +68,14 @@ struct spare_message {
                         std::shared_ptr<connection> made, bool accepted) {
   connection& c = *made;
   try {
-    if (accepted && server.events.on_connect) {
+    // A TLS handshake that failed, timed out or met a stop has closed the connection (logged);
+    // it is never handed to on_connect or the handler.
+    const bool established = !accepted || connection_access::establish_tls(c);
+    if (established && accepted && server.events.on_connect) {
       server.events.on_connect(c);
     }
-    if (server.handler) {
+    if (!established) {
+    } else if (server.handler) {
       for (;;) {
         server.handler(c);
         if (!connection_access::take_hibernate_request(c)) {

@@ -62,6 +62,7 @@
 
 #include "weft/error.hpp"
 #include "weft/net/protocol.hpp"
+#include "weft/net/tls.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/sched/task.hpp"
 #include "weft/sched/timeout.hpp"
@@ -148,12 +149,16 @@ struct connection_options {
   std::chrono::milliseconds close_timeout{5000};   // flushing a graceful close
   std::chrono::milliseconds send_timeout{30000};   // a send waiting for room
   bool no_delay = true;                            // TCP_NODELAY
+  // TLS (tls.hpp): a server's context on a server's connections (tcp_server_options::tls sets
+  // it), a client's for net::connect. Null: plaintext.
+  std::shared_ptr<const tls_context> tls{};
 };
 
 namespace detail {
 struct worker_state;
 struct connection_access;
 struct hibernation;
+class tls_session;
 }  // namespace detail
 
 class alignas(64) connection : public std::enable_shared_from_this<connection> {
@@ -233,8 +238,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // and honours the limit like try_send (unlike framer_link::send_raw, the protocol's own
   // answers, which bypass it).
   bool send_raw(std::string_view bytes);
-  // Bytes queued in memory (file ranges of send_file are not counted: see queued_files()).
-  std::size_t queued() const noexcept { return out_.size() - out_head_; }
+  // Bytes queued in memory (file ranges of send_file are not counted: see queued_files()); on a
+  // TLS connection, plaintext not yet encrypted and records not yet written.
+  std::size_t queued() const noexcept { return out_.size() - out_head_ + tls_queued_; }
   // Queues [offset, offset + length) of the file fd behind what is queued (see the file
   // comment); never waits. std::invalid_argument for a bad fd or a range past the end of a
   // regular file, connection_closed_error when closed, io_error when dup(2) fails. A zero
@@ -294,6 +300,15 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // The socket's fd while it is open (-1 after), for socket options.
   int native_handle() const noexcept { return fd_; }
 
+  // --- TLS (tls.hpp) ---
+  // Whether the connection speaks TLS.
+  bool secure() const noexcept { return options_.tls != nullptr; }
+  // The version ("TLSv1.3"), the cipher suite ("TLS_AES_256_GCM_SHA384") and the ALPN protocol
+  // agreed ("" for none), once the handshake is done; "" on a plain connection.
+  std::string tls_version() const;
+  std::string tls_cipher() const;
+  std::string alpn_protocol() const;
+
  private:
   friend struct detail::connection_access;
   enum class state : std::uint8_t { open, closing, closed, released };
@@ -324,6 +339,18 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   struct reader_guard;
   void wait_resumed(const timeout& limit);
   bool read_once();
+  // TLS: read_once's way through the session, the send path's encrypting flush, the handshake
+  // (server: before the handler; client: in connect), the records the session wrote while
+  // reading, the close_notify of a graceful close.
+  [[gnu::cold]] bool read_once_tls();
+  [[gnu::cold]] bool flush_tls() noexcept;
+  bool encrypt_file_piece() noexcept;
+  bool establish_tls(const timeout& limit);
+  void start_tls_client(std::string_view host);
+  void send_tls_output();
+  void tls_failed(bool graceful = true) noexcept;
+  void tls_goodbye() noexcept;
+  void sync_tls_queued() noexcept;
   void protocol_failed(const protocol_error& failure, bool too_big);
   void end_input(close_reason reason);
   // send
@@ -332,6 +359,8 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   bool flush_now() noexcept;
   bool flush_file() noexcept;
   void drop_files() noexcept;
+  void drop_output() noexcept;
+  void file_failed(int error_number, const char* operation) noexcept;
   void queue_file(int fd, std::uint64_t offset, std::uint64_t length);
   bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
   bool input_ended(bool mid_message);
@@ -418,6 +447,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // Output: bytes queued are [out_head_, size) of out_.
   std::string out_;
   std::size_t out_head_ = 0;
+  // TLS: the session (null: plaintext), and its records not yet written (queued() counts them).
+  std::unique_ptr<detail::tls_session> tls_;
+  std::size_t tls_queued_ = 0;
   // File ranges of send_file, in order; each goes out once out_ has been written up to `at`.
   struct queued_file {
     int fd;

@@ -91,6 +91,9 @@ struct tcp_server_options {
   std::chrono::milliseconds accept_retry_delay{10};
   std::chrono::milliseconds accept_retry_max_delay{1000};
   bool no_delay = true;  // TCP_NODELAY on every connection
+  // TLS on every connection (tls.hpp; a tls_context::server): each completes its handshake
+  // before on_connect and the handler, within handshake_timeout. Null: plaintext.
+  std::shared_ptr<const tls_context> tls{};
   // Callback style: between messages a connection's read loop waits in its own coroutine while
   // its worker has at most this many connections, and above it the connection hibernates
   // (connection::hibernate: no coroutine and no stack until its next bytes, its peer's close or

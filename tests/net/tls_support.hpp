@@ -1,0 +1,107 @@
+// Certificates for the TLS tests, made by Debian's openssl program (a tool no one here wrote) in
+// a directory of the test's own, once per test process:
+//   - ca.pem, ca.key: a test authority ("weft test CA");
+//   - cert.pem, key.pem: a server certificate it signed for localhost and 127.0.0.1 (P-256);
+//   - other_ca.pem: a second authority that signed nothing the server has;
+//   - chain.pem: cert.pem then ca.pem (what a server with an intermediate would send).
+// The directory is removed when the process exits.
+#pragma once
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "weft/net/tls.hpp"
+
+namespace tls_test {
+
+struct certificates {
+  std::string dir;
+  std::string ca;
+  std::string cert;
+  std::string key;
+  std::string other_ca;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+namespace detail {
+inline void run(const std::string& command) {
+  const std::string quiet = command + " >/dev/null 2>&1";
+  if (std::system(quiet.c_str()) != 0) {
+    throw std::runtime_error(
+        "tls_support: this failed (is Debian's openssl installed? "
+        "scripts/install-deps): " +
+        command);
+  }
+}
+
+struct made_certificates {
+  certificates files;
+  made_certificates() {
+    char pattern[] = "/tmp/weft-tls-test-XXXXXX";
+    const char* made = ::mkdtemp(pattern);
+    if (made == nullptr) {
+      throw std::runtime_error("tls_support: mkdtemp failed");
+    }
+    files.dir = made;
+    const std::string d = files.dir + "/";
+    const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    run("openssl req -x509" + ec + " -keyout " + d + "ca.key -out " + d +
+        "ca.pem -days 2 -subj '/CN=weft test CA'");
+    run("openssl req -x509" + ec + " -keyout " + d + "other_ca.key -out " + d +
+        "other_ca.pem -days 2 -subj '/CN=weft other CA'");
+    run("openssl req" + ec + " -keyout " + d + "key.pem -out " + d +
+        "server.csr -subj '/CN=localhost'");
+    std::ofstream(d + "server.ext")
+        << "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+           "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n";
+    run("openssl x509 -req -in " + d + "server.csr -CA " + d + "ca.pem -CAkey " + d +
+        "ca.key -CAcreateserial -days 2 -out " + d + "cert.pem -extfile " + d + "server.ext");
+    files.ca = d + "ca.pem";
+    files.cert = d + "cert.pem";
+    files.key = d + "key.pem";
+    files.other_ca = d + "other_ca.pem";
+  }
+  ~made_certificates() {
+    std::error_code ignored;
+    std::filesystem::remove_all(files.dir, ignored);
+  }
+};
+}  // namespace detail
+
+inline const certificates& certs() {
+  static detail::made_certificates made;
+  return made.files;
+}
+
+inline std::shared_ptr<const weft::net::tls_context> server_context(
+    weft::net::tls_server_options options = {}) {
+  options.certificate_file = certs().cert;
+  options.private_key_file = certs().key;
+  return weft::net::tls_context::server(options);
+}
+
+inline std::shared_ptr<const weft::net::tls_context> client_context(
+    weft::net::tls_client_options options = {}) {
+  if (options.ca_file.empty()) {
+    options.ca_file = certs().ca;
+  }
+  return weft::net::tls_context::client(options);
+}
+
+}  // namespace tls_test
