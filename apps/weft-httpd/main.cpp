@@ -2,7 +2,7 @@
 // 127.0.0.1:8080 in the foreground; Ctrl-C stops it gracefully (a second Ctrl-C at once).
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
-//              [--driver uv|ev|event|poll] [--log]
+//              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +15,7 @@
 
 #include "site.hpp"
 #include "weft/error.hpp"
+#include "weft/net/tls.hpp"
 
 namespace {
 
@@ -75,6 +76,14 @@ int main(int argc, char** argv) {
   app.add_option("--driver", config.driver,
                  "event-loop driver: uv, ev, event, epoll, poll or uring");
   app.add_flag("--log", config.log, "write a line per notable event and request to stderr");
+  auto* cert = app.add_option("--tls-cert", config.tls_cert,
+                              "PEM certificate chain (the server's certificate first): serve "
+                              "HTTPS, with --tls-key")
+                   ->check(CLI::ExistingFile);
+  auto* key = app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert")
+                  ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
   CLI11_PARSE(app, argc, argv);
 
   if (!parse_listen(listen, config.host, config.port)) {
@@ -97,6 +106,13 @@ int main(int argc, char** argv) {
     options.compression.enabled = true;
     // /upload streams what it reads; no other route reads a body.
     options.limits.max_body_size = std::uint64_t{1} << 30;
+    if (!config.tls_cert.empty()) {
+      weft::net::tls_server_options tls;
+      tls.certificate_file = config.tls_cert;
+      tls.private_key_file = config.tls_key;
+      tls.alpn = {"http/1.1"};
+      options.tls = weft::net::tls_context::server(tls);
+    }
     options.on_worker_start = [&site](unsigned worker) { site.start_worker(worker); };
     options.on_worker_stop = [&site](unsigned worker) { site.stop_worker(worker); };
     if (config.log) {
@@ -110,9 +126,10 @@ int main(int argc, char** argv) {
     const std::string shown_host =
         config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
     std::printf(
-        "weft-httpd: serving http://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
+        "weft-httpd: serving %s://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
         "weft-httpd: Ctrl-C stops it\n",
-        shown_host.c_str(), static_cast<unsigned>(server.port()), site.worker_count(),
+        config.tls_cert.empty() ? "http" : "https", shown_host.c_str(),
+        static_cast<unsigned>(server.port()), site.worker_count(),
         site.worker_count() == 1 ? "" : "s",
         config.driver.empty() ? "default" : config.driver.c_str(), config.root.c_str(),
         config.pg.empty() ? "" : ", PostgreSQL routes on");

@@ -109,7 +109,7 @@ function echo() {
   const out = document.getElementById('wsout');
   const send = () => socket.send(text);
   if (socket && socket.readyState === 1) { send(); return; }
-  socket = new WebSocket(`ws://${location.host}/ws/echo`);
+  socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/echo`);
   socket.onmessage = (m) => { out.textContent = 'echoed: ' + m.data; };
   socket.onerror = () => { out.textContent = 'the WebSocket failed'; };
   socket.onopen = send;
@@ -118,10 +118,10 @@ function echo() {
 
 }  // namespace
 
-std::string render_page(const site::snapshot& n, std::string_view authority) {
+std::string render_page(const site::snapshot& n, std::string_view authority, bool secure) {
   // The examples use the address the browser used (its Host field), which is right behind a
   // port chosen by the kernel (--listen :0) or a name for the machine.
-  const std::string base = "http://" + html_escape(authority);
+  const std::string base = (secure ? "https://" : "http://") + html_escape(authority);
   std::string page;
   page.reserve(12000);
   page += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";

@@ -203,7 +203,7 @@ http::router site::make_router() {
       const std::uint16_t port = server_ != nullptr ? server_->port() : config_.port;
       authority = config_.host + ":" + std::to_string(port);
     }
-    page.body = render_page(take_snapshot(ex.worker()), authority);
+    page.body = render_page(take_snapshot(ex.worker()), authority, ex.connection().secure());
     ex.respond(std::move(page));
   });
   routes.get("/hello", [](http::exchange& ex) { ex.respond(http::status::ok, "hello\n"); });

@@ -23,6 +23,9 @@ struct settings {
   std::string pg;  // conninfo; empty: no /pg routes
   std::string driver;
   bool log = false;
+  // PEM files: with both, the server speaks HTTPS only (weft::net TLS).
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 // What one worker publishes about its scheduler for /stats and the page, refreshed by a
@@ -99,7 +102,8 @@ class site {
 
 // The HTML page at "/", with the snapshot's numbers in it (the page's script refreshes them
 // from /stats every second); authority ("127.0.0.1:8080") is where the examples point.
-std::string render_page(const site::snapshot& numbers, std::string_view authority);
+// secure: the page was asked for over HTTPS (its examples say https://).
+std::string render_page(const site::snapshot& numbers, std::string_view authority, bool secure);
 // The JSON of /stats.
 std::string render_stats_json(const site::snapshot& numbers);
 // A JSON string literal (quotes included) for text.

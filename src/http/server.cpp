@@ -5,6 +5,8 @@
 #include "weft/http/server.hpp"
 
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -36,6 +38,14 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.log = o.log;
   t.on_worker_start = o.on_worker_start;
   t.on_worker_stop = o.on_worker_stop;
+  t.tls = o.tls;
+  if (o.tls != nullptr && o.tls->plaintext_reply().empty()) {
+    static constexpr std::string_view body = "a plain HTTP request was sent to an HTTPS port\n";
+    t.tls = o.tls->with_plaintext_reply(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + std::string(body));
+  }
+  t.tls_handshake_timeout = o.header_timeout;
   return t;
 }
 

@@ -137,7 +137,8 @@ connection::connection(private_tag, int fd, const connection_options& options, s
     tls_ = std::make_unique<detail::tls_session>(*options_.tls, std::string_view());
   }
   if (options_.idle_timeout.count() > 0 || options_.handshake_timeout.count() > 0 ||
-      options_.message_timeout.count() > 0) {
+      options_.message_timeout.count() > 0 ||
+      (options_.tls != nullptr && options_.tls_handshake_timeout.count() > 0)) {
     started_at_ = steady::now();
     last_input_at_ = started_at_;
   }
@@ -533,6 +534,11 @@ bool connection::establish_tls(const timeout& limit) {
     deadline = started_at_ + options_.handshake_timeout;
     reason = close_reason::handshake_timeout;
   }
+  if (tls_ != nullptr && options_.tls_handshake_timeout.count() > 0 && !tls_->established() &&
+      started_at_ + options_.tls_handshake_timeout < deadline) {
+    deadline = started_at_ + options_.tls_handshake_timeout;
+    reason = close_reason::handshake_timeout;
+  }
   if (options_.message_timeout.count() > 0 && buffered() > 0 &&
       partial_since_ + options_.message_timeout < deadline) {
     deadline = partial_since_ + options_.message_timeout;
@@ -562,6 +568,13 @@ void connection::input_timed_out(close_reason which) {
   };
   if (which == close_reason::idle_timeout) {
     log("closed: idle timeout (no bytes for " + limit_ms(options_.idle_timeout) + ")");
+  } else if (which == close_reason::handshake_timeout && tls_ != nullptr && !tls_->established()) {
+    log("closed: handshake timeout (the TLS handshake did not complete within " +
+        limit_ms(options_.handshake_timeout.count() > 0 &&
+                         options_.handshake_timeout < options_.tls_handshake_timeout
+                     ? options_.handshake_timeout
+                     : options_.tls_handshake_timeout) +
+        ")");
   } else if (which == close_reason::handshake_timeout) {
     log("closed: handshake timeout (no complete first message within " +
         limit_ms(options_.handshake_timeout) + ")");

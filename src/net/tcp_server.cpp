@@ -70,7 +70,8 @@ void check_options(const tcp_server_options& options) {
                              std::pair{"message_timeout", options.message_timeout},
                              std::pair{"close_timeout", options.close_timeout},
                              std::pair{"send_timeout", options.send_timeout},
-                             std::pair{"stop_timeout", options.stop_timeout}}) {
+                             std::pair{"stop_timeout", options.stop_timeout},
+                             std::pair{"tls_handshake_timeout", options.tls_handshake_timeout}}) {
     if (value.count() < 0) {
       fail(std::string(name) + " must not be negative");
     }
@@ -112,6 +113,7 @@ tcp_server::tcp_server(tcp_server_options options)
       .message_timeout = o.message_timeout,
       .close_timeout = o.close_timeout,
       .send_timeout = o.send_timeout,
+      .tls_handshake_timeout = o.tls_handshake_timeout,
       .no_delay = o.no_delay,
       .tls = o.tls,
   };

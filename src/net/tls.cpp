@@ -23,7 +23,9 @@ struct tls_context::state {
   bool verify = true;
   std::string plaintext_reply;
   std::string server_name;
-  std::string alpn_wire;  // length-prefixed names (RFC 7301's ProtocolNameList)
+  // Length-prefixed names (RFC 7301's ProtocolNameList); shared with the OpenSSL context's
+  // callback, which every tls_context made from it (with_plaintext_reply) shares too.
+  std::shared_ptr<const std::string> alpn_wire;
   ~state() { SSL_CTX_free(ctx); }
 };
 
@@ -100,6 +102,18 @@ bool tls_context::is_server() const noexcept { return state_->server; }
 const std::string& tls_context::plaintext_reply() const noexcept { return state_->plaintext_reply; }
 const std::string& tls_context::server_name() const noexcept { return state_->server_name; }
 
+std::shared_ptr<const tls_context> tls_context::with_plaintext_reply(std::string reply) const {
+  auto made = std::make_unique<state>();
+  SSL_CTX_up_ref(state_->ctx);  // the same OpenSSL context: certificate, tickets, callbacks
+  made->ctx = state_->ctx;
+  made->server = state_->server;
+  made->verify = state_->verify;
+  made->server_name = state_->server_name;
+  made->alpn_wire = state_->alpn_wire;
+  made->plaintext_reply = std::move(reply);
+  return std::shared_ptr<const tls_context>(new tls_context(std::move(made)));
+}
+
 std::shared_ptr<const tls_context> tls_context::server(const tls_server_options& options) {
   constexpr const char* who = "weft::net::tls_context::server";
   if (options.certificate_file.empty() || options.private_key_file.empty()) {
@@ -111,7 +125,7 @@ std::shared_ptr<const tls_context> tls_context::server(const tls_server_options&
   auto made = std::make_unique<state>();
   made->server = true;
   made->plaintext_reply = options.plaintext_reply;
-  made->alpn_wire = alpn_wire_of(options.alpn, who);
+  made->alpn_wire = std::make_shared<const std::string>(alpn_wire_of(options.alpn, who));
   made->ctx = new_context(TLS_server_method(), options.min_version, who);
   SSL_CTX* ctx = made->ctx;
   if (SSL_CTX_use_certificate_chain_file(ctx, options.certificate_file.c_str()) != 1) {
@@ -136,8 +150,8 @@ std::shared_ptr<const tls_context> tls_context::server(const tls_server_options&
   // Tickets only: a session cache is a locked table shared by every worker, and stateless
   // tickets resume a session on whichever worker the client lands on.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  if (!made->alpn_wire.empty()) {
-    SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, &made->alpn_wire);
+  if (!made->alpn_wire->empty()) {
+    SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, const_cast<std::string*>(made->alpn_wire.get()));
   }
   return std::shared_ptr<const tls_context>(new tls_context(std::move(made)));
 }
@@ -148,7 +162,7 @@ std::shared_ptr<const tls_context> tls_context::client(const tls_client_options&
   made->server = false;
   made->verify = options.verify;
   made->server_name = options.server_name;
-  made->alpn_wire = alpn_wire_of(options.alpn, who);
+  made->alpn_wire = std::make_shared<const std::string>(alpn_wire_of(options.alpn, who));
   made->ctx = new_context(TLS_client_method(), options.min_version, who);
   SSL_CTX* ctx = made->ctx;
   if (options.verify) {
@@ -165,9 +179,9 @@ std::shared_ptr<const tls_context> tls_context::client(const tls_client_options&
   } else {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
   }
-  if (!made->alpn_wire.empty() &&
-      SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(made->alpn_wire.data()),
-                              static_cast<unsigned int>(made->alpn_wire.size())) != 0) {
+  if (!made->alpn_wire->empty() &&
+      SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(made->alpn_wire->data()),
+                              static_cast<unsigned int>(made->alpn_wire->size())) != 0) {
     throw tls_error(std::string(who) + ": the ALPN list was refused: " + drain_errors());
   }
   return std::shared_ptr<const tls_context>(new tls_context(std::move(made)));

@@ -80,9 +80,10 @@ class httpd {
     ::close(out[1]);
     out_ = out[0];
     output_ = read_until(out_, "Ctrl-C stops it\n", 10s);
-    const std::string marker = "serving http://127.0.0.1:";
+    // "serving http://127.0.0.1:PORT/" or, with --tls-cert, "serving https://...".
+    const std::string marker = "://127.0.0.1:";
     const std::size_t at = output_.find(marker);
-    if (at == std::string::npos) {
+    if (output_.find("serving http") == std::string::npos || at == std::string::npos) {
       throw std::runtime_error("weft-httpd did not print its startup line; it printed: " + output_);
     }
     port_ = static_cast<std::uint16_t>(std::atoi(output_.c_str() + at + marker.size()));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/httpd_support.hpp"
+#include "net/tls_support.hpp"
 #include "pg/pg_server.hpp"
 #include "test_support.hpp"
 #include "weft/io/subprocess.hpp"
@@ -252,6 +253,36 @@ TEST(Httpd, WebSocketEchoPassesNodeWsChecks) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+TEST(Httpd, HttpsServesCurlWrkAndWssWithTheCertificateGiven) {
+  const tls_test::certificates& certs = tls_test::certs();
+  httpd server({"--tls-cert", certs.cert, "--tls-key", certs.key});
+  EXPECT_NE(server.output().find("serving https://127.0.0.1:"), std::string::npos)
+      << server.output();
+  const std::string base = "https://localhost:" + std::to_string(server.port());
+  auto hello = run({"curl", "-sS", "--cacert", certs.ca, base + "/hello"});
+  EXPECT_EQ(hello.standard_output, "hello\n") << hello.standard_error;
+  // The page's examples and its WebSocket say https and wss when it came over TLS.
+  auto page = run({"curl", "-sS", "--cacert", certs.ca, base + "/"});
+  EXPECT_NE(page.standard_output.find("curl " + base + "/hello"), std::string::npos);
+  auto plain = run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                    "http://127.0.0.1:" + std::to_string(server.port()) + "/hello"});
+  EXPECT_EQ(plain.standard_output, "400");
+  auto wrk = run({"wrk", "-t1", "-c16", "-d1s", base + "/hello"});
+  ASSERT_EQ(wrk.exit_status, 0) << wrk.standard_error;
+  EXPECT_EQ(wrk.standard_output.find("Non-2xx"), std::string::npos) << wrk.standard_output;
+  EXPECT_EQ(wrk.standard_output.find("Socket errors"), std::string::npos) << wrk.standard_output;
+  EXPECT_GT(wrk_requests(wrk.standard_output), 100u) << wrk.standard_output;
+  const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
+  auto session =
+      run({"env", "NODE_PATH=/usr/share/nodejs", "NODE_EXTRA_CA_CERTS=" + certs.ca, "node", script,
+           "--deflate", "wss://localhost:" + std::to_string(server.port()) + "/ws/echo"});
+  EXPECT_EQ(session.exit_status, 0) << session.standard_output << session.standard_error;
+  EXPECT_EQ(session.standard_output,
+            "ok handshake\nok deflate\nok text\nok binary\nok empty\nok fragmented\nok "
+            "1MiB\nok ping\nok close\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Httpd, PgRoutesAnswerFromARealPostgres) {
   std::string conninfo;
   try {
@@ -299,6 +330,14 @@ TEST(Httpd, BadFlagsExitWithAMessageNamingThem) {
   EXPECT_NE(root.exit_status, 0);
   EXPECT_NE(root.standard_error.find("/nonexistent-weft-root"), std::string::npos)
       << root.standard_error;
+  auto half = run({WEFT_TEST_HTTPD, "--tls-cert", tls_test::certs().cert});
+  EXPECT_NE(half.exit_status, 0);
+  EXPECT_NE(half.standard_error.find("--tls-key"), std::string::npos) << half.standard_error;
+  auto wrong_key = run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--tls-cert",
+                        tls_test::certs().cert, "--tls-key", tls_test::certs().ca});
+  EXPECT_EQ(wrong_key.exit_status, 1);
+  EXPECT_NE(wrong_key.standard_error.find("does not load"), std::string::npos)
+      << wrong_key.standard_error;
 }
 
 }  // namespace

@@ -130,6 +130,11 @@ struct server_options {
   std::function<void(unsigned worker)> on_worker_stop{};
   // gzip for responses that qualify (see compression_options); off by default.
   compression_options compression{};
+  // HTTPS (weft/net/tls.hpp): a net::tls_context::server, whose ALPN list should offer
+  // "http/1.1" if it has one. header_timeout bounds each connection's TLS handshake too. A
+  // plaintext request to the port is answered 400 and closed (as nginx and Go answer it), unless
+  // the context has a plaintext_reply of its own. Null: plain HTTP.
+  std::shared_ptr<const net::tls_context> tls{};
 };
 
 // Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too

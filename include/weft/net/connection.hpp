@@ -148,7 +148,11 @@ struct connection_options {
   std::chrono::milliseconds message_timeout{0};    // first byte of a message to its end
   std::chrono::milliseconds close_timeout{5000};   // flushing a graceful close
   std::chrono::milliseconds send_timeout{30000};   // a send waiting for room
-  bool no_delay = true;                            // TCP_NODELAY
+  // TLS only: from the connection's start to the end of its TLS handshake (a peer that starts
+  // one and stalls is cut here even where handshake_timeout is off; weft::http sets its
+  // header_timeout). close_reason::handshake_timeout.
+  std::chrono::milliseconds tls_handshake_timeout{10000};
+  bool no_delay = true;  // TCP_NODELAY
   // TLS (tls.hpp): a server's context on a server's connections (tcp_server_options::tls sets
   // it), a client's for net::connect. Null: plaintext.
   std::shared_ptr<const tls_context> tls{};

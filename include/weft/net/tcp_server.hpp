@@ -92,8 +92,10 @@ struct tcp_server_options {
   std::chrono::milliseconds accept_retry_max_delay{1000};
   bool no_delay = true;  // TCP_NODELAY on every connection
   // TLS on every connection (tls.hpp; a tls_context::server): each completes its handshake
-  // before on_connect and the handler, within handshake_timeout. Null: plaintext.
+  // before on_connect and the handler, within tls_handshake_timeout (and handshake_timeout when
+  // that is on). Null: plaintext.
   std::shared_ptr<const tls_context> tls{};
+  std::chrono::milliseconds tls_handshake_timeout{10000};
   // Callback style: between messages a connection's read loop waits in its own coroutine while
   // its worker has at most this many connections, and above it the connection hibernates
   // (connection::hibernate: no coroutine and no stack until its next bytes, its peer's close or

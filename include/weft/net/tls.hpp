@@ -101,6 +101,10 @@ class tls_context {
   const std::string& plaintext_reply() const noexcept;
   // The client's server_name ("" for a server).
   const std::string& server_name() const noexcept;
+  // A context that is this one with another plaintext_reply (weft::http's server gives one
+  // without a reply its 400); the OpenSSL context, its certificate and its ticket keys are
+  // shared, so sessions resume across the two.
+  std::shared_ptr<const tls_context> with_plaintext_reply(std::string reply) const;
 
  private:
   friend struct detail::tls_context_access;

@@ -1,0 +1,114 @@
+// The HTTP server over TLS (server_options::tls): curl, a client no one here wrote, over HTTPS
+// with keep-alive reuse, HEAD, a range, a chunked upload with 100-continue, a 2 MiB static file
+// (which goes through memory, not sendfile); a plaintext request to the HTTPS port answered 400;
+// a stalled TLS handshake cut at the header timeout while others are served.
+#include <string>
+
+#include "http/server_support.hpp"
+#include "http/static_tree.hpp"
+#include "net/tls_support.hpp"
+
+namespace {
+
+using namespace http_test;
+
+weft::http::server_options https_options() {
+  auto options = local_http();
+  weft::net::tls_server_options tls;
+  tls.alpn = {"http/1.1"};
+  options.tls = tls_test::server_context(tls);
+  return options;
+}
+
+std::string https_url(std::uint16_t port, std::string_view path) {
+  return "https://localhost:" + std::to_string(port) + std::string(path);
+}
+
+std::string curl() { return "curl -sS --cacert " + tls_test::certs().ca + " "; }
+
+struct served {
+  weft_static_test::tree files;
+  std::string big;
+  weft::http::router routes() {
+    big.resize(2u << 20);
+    for (std::size_t i = 0; i < big.size(); ++i) {
+      big[i] = static_cast<char>('a' + i * 7 % 26);
+    }
+    files.file("big.txt", big);
+    weft::http::router r;
+    r.files("/static", weft::http::static_options{.root = files.root().string()});
+    r.get("/hello", [](exchange& ex) {
+      ex.respond(status::ok, ex.connection().secure()
+                                 ? "hello over " + ex.connection().tls_version()
+                                 : std::string("hello in the clear"));
+    });
+    r.post("/count", [](exchange& ex) {
+      ex.respond(status::ok, std::to_string(ex.read_body().size()) + " bytes");
+    });
+    return r;
+  }
+};
+
+TEST(HttpServerTls, CurlGetsReusesHeadsRangesAndUploadsOverHttps) {
+  served site;
+  running_http server(https_options(), site.routes());
+  const std::uint16_t port = server.port();
+
+  std::string out =
+      run_command(curl() + "-v " + https_url(port, "/hello") + " " + https_url(port, "/hello"));
+  const std::size_t first = out.find("hello over TLSv1.3");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_NE(out.find("hello over TLSv1.3", first + 1), std::string::npos) << out;
+  EXPECT_NE(out.find("Re-using existing connection"), std::string::npos) << out;
+  EXPECT_NE(out.find("ALPN: server accepted http/1.1"), std::string::npos) << out;
+
+  std::string head = run_command(curl() + "-I " + https_url(port, "/static/big.txt"));
+  EXPECT_NE(head.find("Content-Length: 2097152"), std::string::npos) << head;
+
+  EXPECT_EQ(run_command(curl() + "-r 100-109 " + https_url(port, "/static/big.txt")),
+            site.big.substr(100, 10));
+
+  // 2 MiB: past the cache, a file range the connection reads and encrypts piece by piece.
+  const std::string whole = run_command(curl() + https_url(port, "/static/big.txt"));
+  EXPECT_EQ(whole.size(), site.big.size());
+  EXPECT_TRUE(whole == site.big) << "the file came back different";
+
+  // A chunked upload that waits for 100 Continue.
+  std::string upload =
+      run_command("head -c 300000 /dev/zero | " + curl() +
+                  "-v -H 'Transfer-Encoding: chunked' -H 'Expect: 100-continue' --data-binary @- " +
+                  https_url(port, "/count"));
+  EXPECT_NE(upload.find("HTTP/1.1 100 Continue"), std::string::npos) << upload;
+  EXPECT_NE(upload.find("300000 bytes"), std::string::npos) << upload;
+}
+
+TEST(HttpServerTls, APlainRequestToTheHttpsPortIsAnswered400AndClosed) {
+  served site;
+  running_http server(https_options(), site.routes());
+  const std::string out =
+      run_command("curl -sS -i http://127.0.0.1:" + std::to_string(server.port()) + "/hello");
+  EXPECT_EQ(out.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << out;
+  EXPECT_NE(out.find("a plain HTTP request was sent to an HTTPS port"), std::string::npos) << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
+}
+
+TEST(HttpServerTls, AStalledHandshakeIsCutAtTheHeaderTimeoutWhileOthersAreServed) {
+  served site;
+  auto options = https_options();
+  options.header_timeout = std::chrono::milliseconds(300);
+  running_http server(options, site.routes());
+  const auto started = std::chrono::steady_clock::now();
+  const int stalled = connect_to(server.port());
+  send_all(stalled, std::string("\x16\x03\x01\x02\x00\x01", 6));  // a ClientHello's first bytes
+  const std::string out = run_command(curl() + https_url(server.port(), "/hello"));
+  EXPECT_EQ(out, "hello over TLSv1.3");
+  EXPECT_EQ(read_to_end(stalled), "");
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(250));
+  ::close(stalled);
+  EXPECT_TRUE(eventually([&] {
+    return server.server().stats().total.net.closed_by(
+               weft::net::close_reason::handshake_timeout) == 1;
+  }));
+}
+
+}  // namespace
