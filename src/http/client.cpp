@@ -20,6 +20,10 @@ client::client(client_options options) : options_(std::move(options)) {
                                 std::to_string(options_.max_redirects) +
                                 "; it must be 0 (do not follow) or more");
   }
+  if (options_.tls != nullptr && options_.tls->is_server()) {
+    throw std::invalid_argument(
+        "weft::http::client: tls is a server's context; a client needs net::tls_context::client");
+  }
   if (options_.connect_timeout.count() <= 0 || options_.request_timeout.count() <= 0 ||
       options_.idle_timeout.count() < 0) {
     throw std::invalid_argument(
@@ -93,13 +97,16 @@ void client::request_streaming(http::request request, std::string_view url,
 }
 
 detail::client_origin& client::origin_for(const std::string& key, const std::string& host,
-                                          std::uint16_t port) {
+                                          std::uint16_t port, bool secure) {
   if (closed_) {
-    refuse_closed("http://" + key + "/");
+    refuse_closed(secure ? key + "/" : "http://" + key + "/");
   }
   auto found = origins_.find(key);
   if (found != origins_.end()) {
     return *found->second;
+  }
+  if (secure && tls_ == nullptr) {
+    tls_ = options_.tls != nullptr ? options_.tls : net::tls_context::client();
   }
   pool_options<detail::client_connection> settings;
   settings.max = options_.max_connections_per_host;
@@ -125,8 +132,9 @@ detail::client_origin& client::origin_for(const std::string& key, const std::str
       return connection.reusable(idle);
     };
   }
-  auto made = std::make_unique<detail::client_origin>(detail::client_origin{
-      host, port, weft::pool<detail::client_connection>(std::move(settings))});
+  auto made = std::make_unique<detail::client_origin>(
+      detail::client_origin{host, port, weft::pool<detail::client_connection>(std::move(settings)),
+                            secure ? tls_ : nullptr});
   detail::client_origin& origin = *made;
   origins_.emplace(key, std::move(made));
   ++counters_.origins;

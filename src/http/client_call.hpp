@@ -20,11 +20,12 @@
 
 namespace weft::http::detail {
 
-// The pool of one host:port.
+// The pool of one host:port (of one scheme).
 struct client_origin {
   std::string host;
   std::uint16_t port;
   weft::pool<client_connection> connections;
+  std::shared_ptr<const net::tls_context> tls;  // https: the client's context; null: http
 };
 
 // One call of client::request / request_streaming, from start to its final response.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "net/address.hpp"
+#include "net/tls_session.hpp"
 #include "weft/error.hpp"
 #include "weft/io/dns.hpp"
 
@@ -37,6 +38,7 @@ struct address {
 client_connection::client_connection(client_connection&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       registration_(std::move(other.registration_)),
+      tls_(std::move(other.tls_)),
       peer_(std::move(other.peer_)),
       buffer_(std::move(other.buffer_)),
       capacity_(std::exchange(other.capacity_, 0)),
@@ -48,7 +50,10 @@ client_connection::client_connection(client_connection&& other) noexcept
       parser_(std::move(other.parser_)),
       output_(std::move(other.output_)) {}
 
-void client_connection::connect(const std::string& host, std::uint16_t port, const timeout& limit) {
+client_connection::~client_connection() { close(); }
+
+void client_connection::connect(const std::string& host, std::uint16_t port, const timeout& limit,
+                                const net::tls_context* tls) {
   close();
   const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   const std::string where = bracketed + ":" + std::to_string(port);
@@ -105,6 +110,14 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
       read_first_ = false;
       exchanges_ = 0;
       parser_.reset();
+      if (tls != nullptr) {
+        try {
+          handshake(host, *tls, limit);
+        } catch (...) {
+          close();
+          throw;
+        }
+      }
       return;
     }
     registration_.reset();
@@ -121,6 +134,17 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
 }
 
 void client_connection::close() noexcept {
+  if (fd_ >= 0 && tls_ != nullptr) {
+    tls_->close_notify();
+    std::string& records = tls_->outgoing();
+    if (tls_->outgoing_head() < records.size()) {
+      // Best effort, never waiting: a server may already have closed its side.
+      static_cast<void>(::send(fd_, records.data() + tls_->outgoing_head(),
+                               records.size() - tls_->outgoing_head(),
+                               MSG_NOSIGNAL | MSG_DONTWAIT));
+    }
+  }
+  tls_.reset();
   if (fd_ >= 0) {
     registration_.reset();  // before the fd goes (fd.hpp)
     ::close(fd_);
@@ -131,6 +155,14 @@ void client_connection::close() noexcept {
 
 void client_connection::write_all(std::string_view data, const timeout& limit,
                                   const std::string& subject) {
+  if (tls_ != nullptr) {
+    if (!tls_->encrypt(data.data(), data.size())) {
+      throw net::tls_error("weft::http::client " + subject + ": " + tls_->failure());
+    }
+    send_records(limit, subject);
+    read_first_ = tls_->buffered();
+    return;
+  }
   while (!data.empty()) {
     const ssize_t sent = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (sent >= 0) {
@@ -174,6 +206,9 @@ std::size_t client_connection::fill(const timeout& limit, const std::string& sub
     }
   }
   const std::size_t room = std::min(capacity_ - end_, max_read);
+  if (tls_ != nullptr) {
+    return fill_tls(room, limit, subject);
+  }
   for (;;) {
     if (!read_first_) {
       wait_readable(fd_, limit);
@@ -204,7 +239,7 @@ void client_connection::consume(std::size_t n) noexcept {
 }
 
 bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noexcept {
-  if (fd_ < 0 || begin_ != end_) {
+  if (fd_ < 0 || begin_ != end_ || (tls_ != nullptr && tls_->buffered())) {
     return false;
   }
   if (idle_limit.count() > 0 && std::chrono::steady_clock::now() - idle_since_ >= idle_limit) {
@@ -215,6 +250,107 @@ bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noe
   // EAGAIN: open and quiet. 0: the server closed it; bytes: it sent something unasked (a 408
   // before closing), which would be taken for the next request's answer; an error: broken.
   return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+namespace {
+// Records received from the socket pass through here into the session (which stashes what it
+// does not consume at once).
+char* record_scratch() {
+  thread_local std::unique_ptr<char[]> scratch = std::make_unique_for_overwrite<char[]>(max_read);
+  return scratch.get();
+}
+}  // namespace
+
+void client_connection::handshake(const std::string& host, const net::tls_context& tls,
+                                  const timeout& limit) {
+  tls_ = std::make_unique<net::detail::tls_session>(tls, host);
+  const std::string subject = "TLS handshake with " + peer_;
+  for (;;) {
+    const bool advanced = tls_->handshake_step();
+    send_records(limit, subject);  // the ClientHello, the Finished, or an alert
+    if (!advanced) {
+      throw net::tls_error("weft::http::client: connect " + peer_ + ": " + tls_->failure());
+    }
+    if (tls_->established()) {
+      read_first_ = tls_->buffered();
+      return;
+    }
+    if (receive_records(limit, subject) == 0) {
+      throw net::tls_error("weft::http::client: connect " + peer_ +
+                           ": the server closed the connection during the TLS handshake");
+    }
+  }
+}
+
+void client_connection::send_records(const timeout& limit, const std::string& subject) {
+  std::string& records = tls_->outgoing();
+  std::size_t& head = tls_->outgoing_head();
+  while (head < records.size()) {
+    const ssize_t sent = ::send(fd_, records.data() + head, records.size() - head, MSG_NOSIGNAL);
+    if (sent >= 0) {
+      head += static_cast<std::size_t>(sent);
+      continue;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait_writable(fd_, limit);
+      continue;
+    }
+    throw_errno(errno, "send", subject);
+  }
+  tls_->outgoing_sent();
+}
+
+// One recv(2) of records into the session, waiting for the socket first: the bytes received, 0
+// when the server ended the stream.
+std::size_t client_connection::receive_records(const timeout& limit, const std::string& subject) {
+  char* scratch = record_scratch();
+  for (;;) {
+    const ssize_t got = ::recv(fd_, scratch, max_read, 0);
+    if (got > 0) {
+      tls_->supply(scratch, static_cast<std::size_t>(got));
+      return static_cast<std::size_t>(got);
+    }
+    if (got == 0) {
+      return 0;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait_readable(fd_, limit);
+      continue;
+    }
+    throw_errno(errno, "read", subject);
+  }
+}
+
+std::size_t client_connection::fill_tls(std::size_t room, const timeout& limit,
+                                        const std::string& subject) {
+  for (;;) {
+    net::detail::tls_session::status result{};
+    const std::size_t got = tls_->read(buffer_.get() + end_, room, result);
+    tls_->keep_rest();
+    if (tls_->outgoing_size() > 0) {
+      send_records(limit, subject);  // what reading made the session say (a key update)
+    }
+    if (got > 0) {
+      end_ += got;
+      read_first_ = tls_->buffered();
+      return got;
+    }
+    if (result == net::detail::tls_session::status::closed) {
+      return 0;  // close_notify: the end of the stream
+    }
+    if (result == net::detail::tls_session::status::failed) {
+      throw net::tls_error("weft::http::client " + subject + ": " + tls_->failure());
+    }
+    if (receive_records(limit, subject) == 0) {
+      return 0;  // a FIN without close_notify ends it too (the parser knows if a body was cut)
+    }
+  }
 }
 
 }  // namespace weft::http::detail

@@ -11,6 +11,11 @@
 // send(2), a readiness wait and read(2) into a buffer the parser reads in place, with the fd
 // registered with the driver once for the connection's life (no epoll_ctl per request).
 //
+// https: a TLS session (net's, src/net/tls_session.hpp) sits between the socket and the buffer:
+// write_all encrypts and sends its records, fill receives records and decrypts into the buffer,
+// and connect ends with the handshake (within the connect limit); a failed one is
+// net::tls_error naming host:port and OpenSSL's reason.
+//
 // Pool slots: the pool's factory makes an unconnected connection (no I/O), and the client
 // connects it after acquiring it, so each connect is bounded by the caller's own deadline
 // and its errors reach the caller untouched. Used by one coroutine at a time (its lease).
@@ -23,7 +28,9 @@
 #include <string>
 #include <string_view>
 
+#include "net/tls_session.hpp"
 #include "weft/http/parser.hpp"
+#include "weft/net/tls.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -36,14 +43,17 @@ class client_connection {
   client_connection& operator=(client_connection&&) = delete;
   client_connection(const client_connection&) = delete;
   client_connection& operator=(const client_connection&) = delete;
-  ~client_connection() { close(); }
+  ~client_connection();
 
   bool connected() const noexcept { return fd_ >= 0; }
-  // Resolves host (unless numeric) and connects to each address in turn until one answers.
-  // io_error naming host:port (the last address's error when all fail); timeout_error or
-  // cancelled_error from limit (nothing is left open).
-  void connect(const std::string& host, std::uint16_t port, const timeout& limit);
-  // Closes the socket (registration first); the connection may be connected again.
+  // Resolves host (unless numeric) and connects to each address in turn until one answers;
+  // with tls, then the TLS handshake as the client of host. io_error naming host:port (the
+  // last address's error when all fail), net::tls_error for a failed handshake; timeout_error
+  // or cancelled_error from limit (nothing is left open).
+  void connect(const std::string& host, std::uint16_t port, const timeout& limit,
+               const net::tls_context* tls = nullptr);
+  // Closes the socket (registration first; a TLS connection says close_notify if the socket
+  // takes it now); the connection may be connected again.
   void close() noexcept;
 
   // Sends every byte; io_error with the errno (EPIPE, ECONNRESET, ...) naming subject.
@@ -72,8 +82,16 @@ class client_connection {
   const std::string& peer() const noexcept { return peer_; }
 
  private:
+  // TLS: the handshake after the TCP connect; sending the records the session has written
+  // (waiting for the socket within limit); one recv(2) of records into the session.
+  void handshake(const std::string& host, const net::tls_context& tls, const timeout& limit);
+  void send_records(const timeout& limit, const std::string& subject);
+  std::size_t receive_records(const timeout& limit, const std::string& subject);
+  std::size_t fill_tls(std::size_t room, const timeout& limit, const std::string& subject);
+
   int fd_ = -1;
   fd_registration registration_;
+  std::unique_ptr<net::detail::tls_session> tls_;
   std::string peer_;  // "127.0.0.1:8080": what connect errors name
   std::unique_ptr<char[]> buffer_;
   std::size_t capacity_ = 0;

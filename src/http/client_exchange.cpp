@@ -98,7 +98,8 @@ void client_call::run() {
       request.headers.set("Host", url.authority);
     }
     if (options.cookies != nullptr && !caller_cookie) {
-      const std::string jar = options.cookies->cookie_header(url.host, path_of(url.target), false);
+      const std::string jar =
+          options.cookies->cookie_header(url.host, path_of(url.target), url.secure);
       if (jar.empty()) {
         request.headers.remove("Cookie");
       } else {
@@ -110,7 +111,7 @@ void client_call::run() {
     if (options.max_redirects > 0) {
       visited.emplace(request.method, url.text);
     }
-    client_origin& origin = owner.origin_for(url.origin, url.host, url.port);
+    client_origin& origin = owner.origin_for(url.origin, url.host, url.port, url.secure);
     outcome done = attempt(origin, false, wire);
     if (done == outcome::stale) {
       ++owner.counters_.retries;
@@ -177,7 +178,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   if (!reused) {
     const timeout connect_limit = limit.capped(options.connect_timeout);
     try {
-      connection.connect(origin.host, origin.port, connect_limit);
+      connection.connect(origin.host, origin.port, connect_limit, origin.tls.get());
     } catch (const timeout_error&) {
       const bool by_connect = !limit.bounded() || connect_limit.deadline() < limit.deadline();
       throw timeout_error(
@@ -299,7 +300,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         final_head = true;
         result_status_ = head.status;
         if (options.cookies != nullptr) {
-          options.cookies->store(url.host, path_of(url.target), false, head.headers);
+          options.cookies->store(url.host, path_of(url.target), url.secure, head.headers);
         }
         if (options.max_redirects > 0 && is_redirect(head.status)) {
           const auto location = head.headers.get("Location");

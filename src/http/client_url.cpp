@@ -1,4 +1,5 @@
-// Parsing http:// URLs and resolving redirect targets for weft::http::client (client_url.hpp).
+// Parsing http:// and https:// URLs and resolving redirect targets for weft::http::client
+// (client_url.hpp).
 #include "http/client_url.hpp"
 
 #include <netinet/in.h>
@@ -49,13 +50,14 @@ std::string_view scheme_of(std::string_view text) noexcept {
 }
 
 [[noreturn]] void refuse_scheme(std::string_view url, std::string_view scheme) {
-  std::string why = "the scheme \"" + std::string(scheme) + "\" is not supported: ";
-  if (lowered(scheme) == "https") {
-    why += "weft has no TLS, so this client speaks plain http:// only";
-  } else {
-    why += "this client speaks http:// only";
-  }
-  refuse(error_kind::unsupported_scheme, url, why);
+  refuse(error_kind::unsupported_scheme, url,
+         "the scheme \"" + std::string(scheme) +
+             "\" is not supported: this client speaks http:// and https:// only");
+}
+
+bool known_scheme(std::string_view scheme) {
+  const std::string lower_scheme = lowered(scheme);
+  return lower_scheme == "http" || lower_scheme == "https";
 }
 
 // Removes "." and ".." segments from an absolute path (RFC 3986 5.2.4).
@@ -118,12 +120,15 @@ client_url parse_client_url(std::string_view url) {
   if (scheme.empty()) {
     refuse(error_kind::invalid_url, url, "not an absolute URL (expected http://host[:port]/path)");
   }
-  if (lowered(scheme) != "http") {
+  if (!known_scheme(scheme)) {
     refuse_scheme(url, scheme);
   }
+  parsed.secure = lowered(scheme) == "https";
+  parsed.port = parsed.secure ? 443 : 80;
   std::string_view rest = text.substr(scheme.size() + 1);
   if (rest.substr(0, 2) != "//") {
-    refuse(error_kind::invalid_url, url, "no \"//\" and host after \"http:\"");
+    refuse(error_kind::invalid_url, url,
+           std::string("no \"//\" and host after \"") + parsed.scheme() + ":\"");
   }
   rest.remove_prefix(2);
   const std::size_t authority_end = rest.find_first_of("/?");
@@ -188,8 +193,9 @@ client_url parse_client_url(std::string_view url) {
   }
   const bool v6 = parsed.host.find(':') != std::string::npos;
   const std::string bracketed = v6 ? "[" + parsed.host + "]" : parsed.host;
-  parsed.origin = bracketed + ":" + std::to_string(parsed.port);
-  parsed.authority = parsed.port == 80 ? bracketed : parsed.origin;
+  const std::string host_port = bracketed + ":" + std::to_string(parsed.port);
+  parsed.origin = parsed.secure ? "https://" + host_port : host_port;
+  parsed.authority = parsed.port == (parsed.secure ? 443 : 80) ? bracketed : host_port;
   parsed.target = checked_target(url, target);
   if (parsed.target.empty() || parsed.target[0] == '?') {
     parsed.target.insert(0, "/");
@@ -208,15 +214,15 @@ std::string resolve_location(const client_url& base, std::string_view location) 
   location = location.substr(0, location.find('#'));
   const std::string_view scheme = scheme_of(location);
   if (!scheme.empty()) {
-    if (lowered(scheme) != "http") {
+    if (!known_scheme(scheme)) {
       refuse_scheme(location, scheme);
     }
     return std::string(location);
   }
   if (location.substr(0, 2) == "//") {
-    return "http:" + std::string(location);
+    return std::string(base.scheme()) + ":" + std::string(location);
   }
-  const std::string prefix = "http://" + base.authority;
+  const std::string prefix = std::string(base.scheme()) + "://" + base.authority;
   if (location.empty()) {
     return prefix + base.target;
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "http/client_support.hpp"
+#include "net/tls_support.hpp"
 
 namespace {
 
@@ -75,6 +76,7 @@ class nginx_server {
     fs::create_directories(dir_ / "root" / "static");
     std::ofstream(dir_ / "root" / "static" / "file.txt") << file_body();
     port_ = free_port();
+    tls_port_ = free_port();
     std::ofstream(dir_ / "nginx.conf")
         << "daemon off;\n"
         << "master_process off;\n"
@@ -93,7 +95,17 @@ class nginx_server {
         << "  scgi_temp_path " << dir_.string() << "/sc;\n"
         << "  server {\n"
         << "    listen 127.0.0.1:" << port_ << ";\n"
+        << "    listen 127.0.0.1:" << tls_port_ << " ssl;\n"
+        << "    ssl_certificate " << tls_test::certs().cert << ";\n"
+        << "    ssl_certificate_key " << tls_test::certs().key << ";\n"
+        << "    ssl_protocols TLSv1.2;\n"  // the client's TLS 1.2 path (weft's server tests 1.3)
         << "    root " << (dir_ / "root").string() << ";\n"
+        << "    location = /scheme { return 200 \"$scheme $ssl_protocol $connection\\n\"; }\n"
+        << "    location = /to-plain { return 302 http://127.0.0.1:" << port_ << "/scheme; }\n"
+        << "    location = /secure-cookie {\n"
+        << "      add_header Set-Cookie \"token=t1; Path=/; Secure\";\n"
+        << "      return 200 \"set\\n\";\n"
+        << "    }\n"
         << "    location = /conn {\n"
         << "      return 200 \"$connection $connection_requests\\n\";\n"
         << "    }\n"
@@ -156,6 +168,10 @@ class nginx_server {
   std::string url(std::string_view path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
   }
+  // The HTTPS listener, by the name its certificate carries.
+  std::string https_url(std::string_view path) const {
+    return "https://localhost:" + std::to_string(tls_port_) + std::string(path);
+  }
   static std::string file_body() {
     std::string body;
     for (int i = 0; body.size() < 100000; ++i) {
@@ -167,6 +183,7 @@ class nginx_server {
  private:
   fs::path dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   pid_t pid_ = -1;
 };
 
@@ -345,6 +362,62 @@ TEST_F(HttpClientNginx, ConcurrentCoroutinesShareThePool) {
     EXPECT_LE(connections.size(), 4u);
     EXPECT_EQ(web.stats().responses, 160u);
     EXPECT_LE(web.stats().connections_opened, 4u);
+    web.close();
+  });
+}
+
+// HTTPS: nginx's TLS listener, verified against the test authority, one connection reused,
+// a file larger than a record, a redirect to the plain listener followed, and a Secure
+// cookie kept for https only.
+TEST_F(HttpClientNginx, HttpsIsVerifiedReusedAndFollowedAcrossSchemes) {
+  run_clean([&] {
+    weft::net::tls_client_options tls;
+    tls.ca_file = tls_test::certs().ca;
+    auto jar = std::make_shared<weft::http::cookie_jar>();
+    weft::http::client web(
+        {.max_redirects = 2, .cookies = jar, .tls = weft::net::tls_context::client(tls)});
+    long first = -1;
+    for (int i = 0; i < 5; ++i) {
+      weft::http::response r = web.get(nginx_->https_url("/scheme"));
+      ASSERT_EQ(r.status, weft::http::status::ok);
+      std::istringstream in(r.body);
+      std::string scheme;
+      std::string protocol;
+      long connection = -1;
+      in >> scheme >> protocol >> connection;
+      EXPECT_EQ(scheme, "https");
+      EXPECT_EQ(protocol, "TLSv1.2");
+      if (i == 0) {
+        first = connection;
+      }
+      EXPECT_EQ(connection, first) << "request " << i << " opened a new connection";
+    }
+    EXPECT_EQ(web.stats().connections_opened, 1u);
+    EXPECT_EQ(web.get(nginx_->https_url("/static/file.txt")).body, nginx_server::file_body());
+    // https -> http: the redirect is followed on a connection of the other scheme.
+    weft::http::response plain = web.get(nginx_->https_url("/to-plain"));
+    EXPECT_EQ(plain.body.rfind("http ", 0), 0u) << plain.body;
+    // A Secure cookie set over https goes back over https only.
+    web.get(nginx_->https_url("/secure-cookie"));
+    EXPECT_EQ(web.get(nginx_->https_url("/echo-cookie")).body, "cookie=[token=t1]\n");
+    EXPECT_EQ(web.get(nginx_->url("/echo-cookie")).body, "cookie=[]\n");
+    web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, AnUntrustedCertificateIsRefusedNamingWhy) {
+  run_clean([&] {
+    weft::http::client web;  // the system's authorities, which never signed the test's
+    try {
+      web.get(nginx_->https_url("/scheme"));
+      ADD_FAILURE() << "accepted a certificate no trusted authority signed";
+    } catch (const weft::net::tls_error& refused) {
+      EXPECT_NE(std::string(refused.what()).find("certificate verify failed"), std::string::npos)
+          << refused.what();
+      EXPECT_NE(std::string(refused.what()).find("localhost:"), std::string::npos)
+          << refused.what();
+    }
+    EXPECT_EQ(web.stats().idle_connections, 0u);
     web.close();
   });
 }

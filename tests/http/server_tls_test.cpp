@@ -111,4 +111,36 @@ TEST(HttpServerTls, AStalledHandshakeIsCutAtTheHeaderTimeoutWhileOthersAreServed
   }));
 }
 
+// weft's own client over TLS 1.3 to the same server: one connection for every request, a
+// 1 MiB body up, the 2 MiB file down in pieces, a cookie kept for https.
+TEST(HttpServerTls, WeftsClientPostsAndStreamsOverOneConnection) {
+  served site;
+  running_http server(https_options(), site.routes());
+  weft::run([&] {
+    weft::net::tls_client_options tls;
+    tls.ca_file = tls_test::certs().ca;
+    weft::http::client_options options;
+    options.limits.max_body_size = 4u << 20;
+    options.tls = weft::net::tls_context::client(tls);
+    weft::http::client web(options);
+    EXPECT_EQ(web.get(https_url(server.port(), "/hello")).body, "hello over TLSv1.3");
+    const weft::http::response posted =
+        web.post(https_url(server.port(), "/count"), std::string(1u << 20, 'p'), "text/plain");
+    EXPECT_EQ(posted.body, "1048576 bytes");
+    std::string streamed;
+    std::size_t pieces = 0;
+    weft::http::request get;
+    web.request_streaming(
+        get, https_url(server.port(), "/static/big.txt"), [](const weft::http::response&) {},
+        [&](std::string_view piece) {
+          streamed += piece;
+          ++pieces;
+        });
+    EXPECT_TRUE(streamed == site.big) << streamed.size() << " bytes";
+    EXPECT_GT(pieces, 1u);
+    EXPECT_EQ(web.stats().connections_opened, 1u);
+    web.close();
+  });
+}
+
 }  // namespace

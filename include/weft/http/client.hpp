@@ -13,13 +13,19 @@
 //     (its connection pools are made there); call it only from coroutines of that scheduler's
 //     thread, and close() it (or destroy it) before run() returns, so that no socket outlives
 //     the run. A call from outside a coroutine is a std::logic_error (from the layers below).
-//   - URLs: "http://host[:port][/path][?query]" only; the host is a name (resolved through
-//     weft::dns on every new connection), a numeric IPv4 address, or an IPv6 literal in
-//     brackets ("http://[::1]:8080/"). A fragment ("#...") is not sent. Anything else is an
-//     http::error naming the URL: https (weft has no TLS), other schemes, user credentials in
-//     the URL, a missing host, a bad port, spaces or control characters.
-//   - Connections: one weft::pool per origin (host:port), at most max_connections_per_host
-//     connections each; a request waits (FIFO, within its request_timeout) when all are busy.
+//   - URLs: "http://host[:port][/path][?query]" and "https://..."; the host is a name
+//     (resolved through weft::dns on every new connection), a numeric IPv4 address, or an IPv6
+//     literal in brackets ("http://[::1]:8080/"). A fragment ("#...") is not sent. Anything else
+//     is an http::error naming the URL: other schemes, user credentials in the URL, a missing
+//     host, a bad port, spaces or control characters.
+//   - https: TLS 1.2 or 1.3 through net's TLS (weft/net/tls.hpp) with client_options::tls, or
+//     a context trusting the system's authorities; the server's chain and name are verified
+//     (SNI carries the name). The handshake is part of connecting (connect_timeout); a failed
+//     one is net::tls_error naming host:port and why ("certificate verify failed: unable to get
+//     local issuer certificate"). A Secure cookie goes over https only.
+//   - Connections: one weft::pool per origin (scheme, host and port), at most
+//     max_connections_per_host connections each; a request waits (FIFO, within its
+//     request_timeout) when all are busy.
 //     A connection goes back to its pool after a complete response that lets it stay open
 //     (HTTP/1.1 without "Connection: close", or HTTP/1.0 with "Connection: keep-alive", and a
 //     body that did not end with the connection); otherwise it is closed. A pooled connection
@@ -45,8 +51,9 @@
 //     301, 302, 303, 307 and 308 with a Location are followed: 303 turns any method but HEAD
 //     into GET without a body, 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4 allow
 //     it, and every browser does it), 307 and 308 keep the method and the body. A redirect to
-//     another origin drops Authorization, Proxy-Authorization and Cookie. A redirect to a
-//     scheme other than http, a loop (a URL already requested with the same method) and more
+//     another origin (an https URL sent to http is one) drops Authorization,
+//     Proxy-Authorization and Cookie. A redirect to a scheme other than http and https, a loop
+//     (a URL already requested with the same method) and more
 //     than max_redirects hops are http::errors. Each hop counts as a request in stats().
 //   - Errors: request_timeout bounds the whole call (connecting, waiting for a pooled
 //     connection, sending, every redirect hop and retry); connect_timeout bounds each connect
@@ -75,6 +82,7 @@
 #include "weft/http/cookies.hpp"
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
+#include "weft/net/tls.hpp"
 
 namespace weft::http {
 
@@ -106,12 +114,16 @@ struct client_options {
   // fields go into it (a redirect's included), and a request without a Cookie field of its own
   // carries the jar's cookies for its URL, on every hop. Null: no cookies kept or sent.
   std::shared_ptr<cookie_jar> cookies{};
+  // The TLS context of https URLs (net::tls_context::client: the authorities trusted, the
+  // name checks, the versions). Null: one made on the first https request that trusts the
+  // system's authorities (/etc/ssl/certs) and verifies every server's name, as curl and Go do.
+  std::shared_ptr<const net::tls_context> tls{};
 };
 
 // What kind of failure an http::error reports.
 enum class error_kind : std::uint8_t {
   invalid_url,          // not an http URL this client can use
-  unsupported_scheme,   // https, ftp, ...: weft speaks plain http only
+  unsupported_scheme,   // ftp, ws, ...: this client speaks http and https only
   malformed_response,   // the response broke HTTP/1.1 (the parser's reason says how)
   response_too_large,   // the response went past client_options::limits
   unexpected_response,  // a well-formed response this client cannot use (101, a 3xx with no
@@ -203,12 +215,14 @@ class client {
  private:
   friend struct detail::client_call;
   detail::client_origin& origin_for(const std::string& key, const std::string& host,
-                                    std::uint16_t port);
+                                    std::uint16_t port, bool secure);
 
   client_options options_;
   // Ordered by "host:port"; an origin's pool lives as long as the client.
   std::map<std::string, std::unique_ptr<detail::client_origin>> origins_;
   client_stats counters_;
+  // options_.tls, or the default context once an https URL needed one.
+  std::shared_ptr<const net::tls_context> tls_;
   bool closed_ = false;
 };
 

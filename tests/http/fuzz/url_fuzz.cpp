@@ -68,14 +68,15 @@ void check_parsed(const http::detail::client_url& u) {
   }
   check(u.port != 0, "port 0", u.text);
   const std::string bracketed = v6 ? "[" + u.host + "]" : u.host;
-  check(u.origin == bracketed + ":" + std::to_string(u.port), "an origin not made of its parts",
-        u.origin);
-  check(u.authority == (u.port == 80 ? bracketed : u.origin), "an authority not made of its parts",
-        u.authority);
+  const std::string host_port = bracketed + ":" + std::to_string(u.port);
+  check(u.origin == (u.secure ? "https://" + host_port : host_port),
+        "an origin not made of its parts", u.origin);
+  check(u.authority == (u.port == (u.secure ? 443 : 80) ? bracketed : host_port),
+        "an authority not made of its parts", u.authority);
   const http::detail::client_url again =
-      http::detail::parse_client_url("http://" + u.authority + u.target);
+      http::detail::parse_client_url(std::string(u.scheme()) + "://" + u.authority + u.target);
   check(again.host == u.host && again.port == u.port && again.target == u.target &&
-            again.authority == u.authority && again.origin == u.origin,
+            again.authority == u.authority && again.origin == u.origin && again.secure == u.secure,
         "a parsed URL that parses differently when spelled from its parts", u.text);
 }
 
