@@ -307,10 +307,12 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // --- TLS (tls.hpp) ---
   // Whether the connection speaks TLS.
   bool secure() const noexcept { return options_.tls != nullptr; }
-  // The version ("TLSv1.3"), the cipher suite ("TLS_AES_256_GCM_SHA384") and the ALPN protocol
-  // agreed ("" for none), once the handshake is done; "" on a plain connection.
+  // Once the handshake is done (all three are "" on a plain connection): the version
+  // ("TLSv1.3"),
   std::string tls_version() const;
+  // the cipher suite ("TLS_AES_256_GCM_SHA384"),
   std::string tls_cipher() const;
+  // and the ALPN protocol agreed ("" for none).
   std::string alpn_protocol() const;
 
  private:

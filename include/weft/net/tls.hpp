@@ -52,7 +52,7 @@ struct tls_server_options {
   // intermediates) and its private key (unencrypted). Both are required.
   std::string certificate_file{};
   std::string private_key_file{};
-  tls_version min_version = tls_version::tls1_2;
+  tls_version min_version = tls_version::tls1_2;  // the lowest version accepted
   // The ALPN protocols the server speaks ("http/1.1"), in its order of preference; a client
   // offering ALPN with none of them is refused (no_application_protocol, RFC 7301). Empty: no
   // ALPN (a client's offer is ignored).
@@ -75,7 +75,7 @@ struct tls_client_options {
   // The name sent in SNI and verified against the certificate; "" uses the host passed to
   // net::connect (an IP address is then verified as one, and no SNI is sent for it).
   std::string server_name{};
-  tls_version min_version = tls_version::tls1_2;
+  tls_version min_version = tls_version::tls1_2;  // the lowest version accepted
   std::vector<std::string> alpn{};  // offered in this order; the server's pick: alpn_protocol()
 };
 
@@ -86,17 +86,19 @@ struct tls_context_access;
 // The shared, immutable configuration of one side (see the file comment).
 class tls_context {
  public:
-  // tls_error naming the file and OpenSSL's reason when a file does not load or the key does
-  // not match; std::invalid_argument for a missing file name or an ALPN name that is empty or
-  // longer than 255 bytes.
+  // A server's context: tls_error naming the file and OpenSSL's reason when a file does not
+  // load or the key does not match; std::invalid_argument for a missing file name or an ALPN
+  // name that is empty or longer than 255 bytes.
   static std::shared_ptr<const tls_context> server(const tls_server_options& options);
+  // A client's context: tls_error when the authorities do not load; std::invalid_argument for
+  // a bad ALPN name.
   static std::shared_ptr<const tls_context> client(const tls_client_options& options = {});
 
   ~tls_context();
   tls_context(const tls_context&) = delete;
   tls_context& operator=(const tls_context&) = delete;
 
-  bool is_server() const noexcept;
+  bool is_server() const noexcept;  // made by server() (not client())
   // The plaintext reply of a server's options ("" for a client).
   const std::string& plaintext_reply() const noexcept;
   // The client's server_name ("" for a server).
