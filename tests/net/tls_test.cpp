@@ -386,6 +386,88 @@ TEST(NetTls, WebsocketOverTlsPassesNodeWsAndGorillaSessions) {
   }
 }
 
+// weft's own WebSocket client over TLS (wss): connect_websocket with a client context in its
+// connection options, against the same server.
+TEST(NetTls, ConnectWebsocketSpeaksWssWithTheConnectionsContext) {
+  auto options = local_options();
+  options.tls = tls_test::server_context();
+  weft::net::websocket_options ws;
+  ws.path = "/echo";
+  options.protocol = std::make_shared<weft::net::websocket>(ws);
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    s.serve([](connection& c) {
+      while (auto m = c.receive()) {
+        c.send(m->data, m->kind);
+      }
+    });
+  });
+  weft::run([&] {
+    weft::net::websocket_client_options client;
+    client.path = "/echo";
+    client.connection.tls = tls_test::client_context();
+    auto made = weft::net::connect_websocket("localhost", server.port(), client, weft::timeout(5s));
+    ASSERT_TRUE(made.connection->secure());
+    made.connection->send("over wss", weft::net::message_kind::text);
+    auto m = made.connection->receive(weft::timeout(5s));
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->data, "over wss");
+    EXPECT_EQ(m->kind, weft::net::message_kind::text);
+    made.connection->close();
+    made.connection->wait_closed(weft::timeout(5s));
+  });
+}
+
+// One context serves every worker: OpenSSL's context is shared by their threads (and by the
+// sessions of the clients here, all of one context), each connection's session is its thread's.
+TEST(NetTls, TwoWorkersShareOneContextUnderConcurrentHandshakes) {
+  auto options = tls_options();
+  options.protocol = weft::net::frame();
+  options.workers = 2;
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    s.serve([](connection& c) {
+      while (auto m = c.receive()) {
+        c.send(m->data);
+      }
+    });
+  });
+  constexpr int clients = 40;
+  const weft::net::connection_options shared = client_options();  // one client context too
+  std::atomic<int> echoed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      weft::run([&] {
+        std::vector<weft::task<void>> running;
+        for (int i = 0; i < clients / 2; ++i) {
+          running.push_back(weft::spawn([&, i] {
+            auto c = weft::net::connect("127.0.0.1", server.port(), shared, weft::timeout(10s));
+            const std::string text = "client " + std::to_string(t) + "/" + std::to_string(i);
+            c->send(text);
+            auto m = c->receive(weft::timeout(10s));
+            if (m && m->data == text) {
+              ++echoed;
+            }
+            c->close();
+            c->wait_closed(weft::timeout(5s));
+          }));
+        }
+        for (auto& task : running) {
+          task.await();
+        }
+      });
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(echoed.load(), clients);
+  EXPECT_TRUE(eventually([&] {
+    return server.server().stats().total.closed_by(close_reason::peer) +
+               server.server().stats().total.closed_by(close_reason::local) ==
+           static_cast<std::uint64_t>(clients);
+  }));
+}
+
 TEST(NetTls, ContextsRefuseBadFilesAndMisuseByName) {
   using weft::net::tls_context;
   weft::net::tls_server_options missing;

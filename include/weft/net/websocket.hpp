@@ -80,7 +80,8 @@ struct websocket_client_connection {
 // Connects to host:port (as net::connect: a numeric address or a name) from a coroutine and
 // performs the WebSocket opening handshake (RFC 6455 4.1) for options.path: a GET with a random
 // 16-byte Sec-WebSocket-Key, answered by a 101 whose Sec-WebSocket-Accept matches it. limit
-// bounds the connect and the handshake together. Errors: std::invalid_argument for options that
+// bounds the connect and the handshake together. wss: a tls_context::client in
+// options.connection.tls (the TLS handshake comes first, within limit too). Errors: std::invalid_argument for options that
 // cannot make a valid request (a path not starting with '/', a control character in a header
 // value, a header name that is not a token or is one of the handshake's own, a subprotocol that
 // is not a token); io_error when the connection fails; timeout_error past limit;
