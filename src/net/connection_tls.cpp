@@ -48,6 +48,9 @@ char* tls_scratch() {
 std::string connection::tls_version() const { return tls_ != nullptr ? tls_->version() : ""; }
 std::string connection::tls_cipher() const { return tls_ != nullptr ? tls_->cipher() : ""; }
 std::string connection::alpn_protocol() const { return tls_ != nullptr ? tls_->alpn() : ""; }
+std::string connection::peer_certificate() const {
+  return tls_ != nullptr ? tls_->peer_subject() : "";
+}
 
 void connection::sync_tls_queued() noexcept { tls_queued_ = tls_->outgoing_size(); }
 

@@ -75,6 +75,25 @@ SSL_CTX* new_context(const SSL_METHOD* method, tls_version min_version, const ch
   return ctx;
 }
 
+// Loads a certificate chain and its key into ctx (a server's, or a client's for mutual TLS).
+void use_certificate(SSL_CTX* ctx, const std::string& certificate_file,
+                     const std::string& private_key_file, const char* who) {
+  if (SSL_CTX_use_certificate_chain_file(ctx, certificate_file.c_str()) != 1) {
+    throw tls_error(std::string(who) + ": the certificate chain " + certificate_file +
+                    " does not load: " + drain_errors());
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, private_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    throw tls_error(std::string(who) + ": the private key " + private_key_file +
+                    " does not load, or is not the key of the certificate in " + certificate_file +
+                    ": " + drain_errors());
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    throw tls_error(std::string(who) + ": the private key " + private_key_file +
+                    " does not match the certificate in " + certificate_file + ": " +
+                    drain_errors());
+  }
+}
+
 int select_alpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_size,
                 const unsigned char* offered, unsigned int offered_size, void* arg) {
   const auto* wire = static_cast<const std::string*>(arg);
@@ -116,6 +135,11 @@ std::shared_ptr<const tls_context> tls_context::with_plaintext_reply(std::string
 
 std::shared_ptr<const tls_context> tls_context::server(const tls_server_options& options) {
   constexpr const char* who = "weft::net::tls_context::server";
+  if (options.require_client_certificate && options.client_ca_file.empty()) {
+    throw std::invalid_argument(std::string(who) +
+                                ": require_client_certificate without client_ca_file: no "
+                                "authority to verify the clients' certificates against");
+  }
   if (options.certificate_file.empty() || options.private_key_file.empty()) {
     throw std::invalid_argument(
         std::string(who) + ": " +
@@ -128,23 +152,27 @@ std::shared_ptr<const tls_context> tls_context::server(const tls_server_options&
   made->alpn_wire = std::make_shared<const std::string>(alpn_wire_of(options.alpn, who));
   made->ctx = new_context(TLS_server_method(), options.min_version, who);
   SSL_CTX* ctx = made->ctx;
-  if (SSL_CTX_use_certificate_chain_file(ctx, options.certificate_file.c_str()) != 1) {
-    throw tls_error(std::string(who) + ": the certificate chain " + options.certificate_file +
-                    " does not load: " + drain_errors());
-  }
-  if (SSL_CTX_use_PrivateKey_file(ctx, options.private_key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    throw tls_error(std::string(who) + ": the private key " + options.private_key_file +
-                    " does not load, or is not the key of the certificate in " +
-                    options.certificate_file + ": " + drain_errors());
-  }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
-    throw tls_error(std::string(who) + ": the private key " + options.private_key_file +
-                    " does not match the certificate in " + options.certificate_file + ": " +
-                    drain_errors());
-  }
+  use_certificate(ctx, options.certificate_file, options.private_key_file, who);
   if (!options.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, options.ciphers.c_str()) != 1) {
     throw tls_error(std::string(who) + ": the cipher list '" + options.ciphers +
                     "' names no suite OpenSSL has: " + drain_errors());
+  }
+  if (!options.client_ca_file.empty()) {
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.client_ca_file.c_str());
+    if (names == nullptr ||
+        SSL_CTX_load_verify_locations(ctx, options.client_ca_file.c_str(), nullptr) != 1) {
+      if (names != nullptr) {
+        sk_X509_NAME_pop_free(names, X509_NAME_free);
+      }
+      throw tls_error(std::string(who) + ": the client authorities in " + options.client_ca_file +
+                      " do not load: " + drain_errors());
+    }
+    SSL_CTX_set_client_CA_list(ctx, names);  // named in the CertificateRequest
+    SSL_CTX_set_verify(
+        ctx,
+        SSL_VERIFY_PEER |
+            (options.require_client_certificate ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+        nullptr);
   }
   SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   // Tickets only: a session cache is a locked table shared by every worker, and stateless
@@ -158,6 +186,12 @@ std::shared_ptr<const tls_context> tls_context::server(const tls_server_options&
 
 std::shared_ptr<const tls_context> tls_context::client(const tls_client_options& options) {
   constexpr const char* who = "weft::net::tls_context::client";
+  if (options.certificate_file.empty() != options.private_key_file.empty()) {
+    throw std::invalid_argument(
+        std::string(who) + ": " +
+        (options.certificate_file.empty() ? "private_key_file" : "certificate_file") +
+        " without the other; a client certificate needs both");
+  }
   auto made = std::make_unique<state>();
   made->server = false;
   made->verify = options.verify;
@@ -178,6 +212,9 @@ std::shared_ptr<const tls_context> tls_context::client(const tls_client_options&
     }
   } else {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  }
+  if (!options.certificate_file.empty()) {
+    use_certificate(ctx, options.certificate_file, options.private_key_file, who);
   }
   if (!made->alpn_wire->empty() &&
       SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(made->alpn_wire->data()),
@@ -434,6 +471,27 @@ std::string tls_session::version() const { return SSL_get_version(ssl_); }
 std::string tls_session::cipher() const {
   const char* name = SSL_get_cipher_name(ssl_);
   return name != nullptr ? name : "";
+}
+
+std::string tls_session::peer_subject() const {
+  X509* peer = SSL_get0_peer_certificate(ssl_);
+  if (peer == nullptr || SSL_get_verify_result(ssl_) != X509_V_OK) {
+    return {};
+  }
+  BIO* text = BIO_new(BIO_s_mem());
+  if (text == nullptr) {
+    return {};
+  }
+  std::string subject;
+  if (X509_NAME_print_ex(text, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(text, &data);
+    if (size > 0) {
+      subject.assign(data, static_cast<std::size_t>(size));
+    }
+  }
+  BIO_free(text);
+  return subject;
 }
 
 std::string tls_session::alpn() const {

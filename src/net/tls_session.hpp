@@ -84,6 +84,8 @@ class tls_session {
   std::string version() const;
   std::string cipher() const;
   std::string alpn() const;
+  // The verified peer certificate's subject (RFC 2253), "" for none.
+  std::string peer_subject() const;
 
  private:
   friend struct bio_calls;

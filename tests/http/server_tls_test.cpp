@@ -42,6 +42,9 @@ struct served {
                                  ? "hello over " + ex.connection().tls_version()
                                  : std::string("hello in the clear"));
     });
+    r.get("/whoami", [](exchange& ex) {
+      ex.respond(status::ok, "[" + ex.connection().peer_certificate() + "]");
+    });
     r.post("/count", [](exchange& ex) {
       ex.respond(status::ok, std::to_string(ex.read_body().size()) + " bytes");
     });
@@ -141,6 +144,21 @@ TEST(HttpServerTls, WeftsClientPostsAndStreamsOverOneConnection) {
     EXPECT_EQ(web.stats().connections_opened, 1u);
     web.close();
   });
+}
+
+// Mutual TLS with an optional client certificate: curl presenting one is named by its subject;
+// without one it is served anonymously.
+TEST(HttpServerTls, CurlsClientCertificateIsNamedAndNoneIsAnonymous) {
+  served site;
+  auto options = local_http();
+  weft::net::tls_server_options tls;
+  tls.client_ca_file = tls_test::certs().ca;
+  options.tls = tls_test::server_context(tls);
+  running_http server(options, site.routes());
+  EXPECT_EQ(run_command(curl() + "--cert " + tls_test::certs().client_cert + " --key " +
+                        tls_test::certs().client_key + " " + https_url(server.port(), "/whoami")),
+            "[CN=weft test client]");
+  EXPECT_EQ(run_command(curl() + https_url(server.port(), "/whoami")), "[]");
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 //   - ca.pem, ca.key: a test authority ("weft test CA");
 //   - cert.pem, key.pem: a server certificate it signed for localhost and 127.0.0.1 (P-256);
 //   - other_ca.pem: a second authority that signed nothing the server has;
-//   - chain.pem: cert.pem then ca.pem (what a server with an intermediate would send).
+//   - client.pem, client-key.pem: a client certificate the test authority signed
+//     ("CN=weft test client", for mutual TLS).
 // The directory is removed when the process exits.
 #pragma once
 
@@ -30,6 +31,8 @@ struct certificates {
   std::string cert;
   std::string key;
   std::string other_ca;
+  std::string client_cert;
+  std::string client_key;
 };
 
 inline std::string read_file(const std::string& path) {
@@ -72,6 +75,14 @@ struct made_certificates {
            "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n";
     run("openssl x509 -req -in " + d + "server.csr -CA " + d + "ca.pem -CAkey " + d +
         "ca.key -CAcreateserial -days 2 -out " + d + "cert.pem -extfile " + d + "server.ext");
+    run("openssl req" + ec + " -keyout " + d + "client-key.pem -out " + d +
+        "client.csr -subj '/CN=weft test client'");
+    std::ofstream(d + "client.ext") << "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+                                       "extendedKeyUsage=clientAuth\n";
+    run("openssl x509 -req -in " + d + "client.csr -CA " + d + "ca.pem -CAkey " + d +
+        "ca.key -CAcreateserial -days 2 -out " + d + "client.pem -extfile " + d + "client.ext");
+    files.client_cert = d + "client.pem";
+    files.client_key = d + "client-key.pem";
     files.ca = d + "ca.pem";
     files.cert = d + "cert.pem";
     files.key = d + "key.pem";

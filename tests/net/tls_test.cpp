@@ -468,6 +468,54 @@ TEST(NetTls, TwoWorkersShareOneContextUnderConcurrentHandshakes) {
   }));
 }
 
+// Mutual TLS: a server that requires a client certificate names the subject of the one it
+// verified; a client without one is refused by an alert (in TLS 1.3 after its own side of the
+// handshake: its first read ends), and never reaches the handler.
+TEST(NetTls, MutualTlsNamesTheClientAndRefusesOneWithoutACertificate) {
+  weft::net::tls_server_options tls;
+  tls.client_ca_file = tls_test::certs().ca;
+  tls.require_client_certificate = true;
+  auto options = tls_options(tls);
+  options.protocol = weft::net::frame();
+  std::atomic<int> handled{0};
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      ++handled;
+      while (auto m = c.receive()) {
+        c.send(c.peer_certificate());
+      }
+    });
+  });
+  weft::run([&] {
+    weft::net::tls_client_options with;
+    with.certificate_file = tls_test::certs().client_cert;
+    with.private_key_file = tls_test::certs().client_key;
+    auto c =
+        weft::net::connect("127.0.0.1", server.port(), client_options(with), weft::timeout(5s));
+    c->send("who am I");
+    auto m = c->receive(weft::timeout(5s));
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->data, "CN=weft test client");
+    EXPECT_EQ(c->peer_certificate(), "CN=localhost");  // the server's, as the client verified it
+    c->close();
+
+    bool refused = false;
+    try {
+      auto without =
+          weft::net::connect("127.0.0.1", server.port(), client_options(), weft::timeout(5s));
+      without->send("no certificate");
+      refused = !without->receive(weft::timeout(5s)).has_value() &&
+                without->closed_by() == close_reason::protocol_error;
+    } catch (const tls_error& failure) {
+      refused = std::string(failure.what()).find("certificate required") != std::string::npos;
+    }
+    EXPECT_TRUE(refused);
+  });
+  EXPECT_TRUE(eventually(
+      [&] { return server.server().stats().total.closed_by(close_reason::protocol_error) == 1; }));
+  EXPECT_EQ(handled.load(), 1);
+}
+
 TEST(NetTls, ContextsRefuseBadFilesAndMisuseByName) {
   using weft::net::tls_context;
   weft::net::tls_server_options missing;
@@ -499,6 +547,14 @@ TEST(NetTls, ContextsRefuseBadFilesAndMisuseByName) {
   weft::net::tls_client_options no_ca;
   no_ca.ca_file = "/nonexistent/ca.pem";
   EXPECT_THROW(tls_context::client(no_ca), tls_error);
+  weft::net::tls_client_options half;
+  half.certificate_file = tls_test::certs().client_cert;
+  EXPECT_THROW(tls_context::client(half), std::invalid_argument);
+  weft::net::tls_server_options no_client_ca;
+  no_client_ca.certificate_file = tls_test::certs().cert;
+  no_client_ca.private_key_file = tls_test::certs().key;
+  no_client_ca.require_client_certificate = true;
+  EXPECT_THROW(tls_context::server(no_client_ca), std::invalid_argument);
   // A side's context on the other side's API.
   auto options = local_options();
   options.tls = tls_test::client_context();

@@ -314,6 +314,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   std::string tls_cipher() const;
   // and the ALPN protocol agreed ("" for none).
   std::string alpn_protocol() const;
+  // The subject of the certificate the peer presented and that was verified, as RFC 2253
+  // writes it ("CN=client.example,O=Example"); "" when the peer presented none (a client of a
+  // server without client_ca_file) or on a plain connection.
+  std::string peer_certificate() const;
 
  private:
   friend struct detail::connection_access;

@@ -25,6 +25,9 @@
 //     as a FIN does. A FIN without close_notify also ends it (most HTTPS peers send none), and
 //     a message cut short by it is logged as dropped, as on a plain connection.
 // Renegotiation is refused (TLS 1.2 clients asking for it get a no_renegotiation alert).
+// Mutual TLS: a server with client_ca_file verifies the certificates clients present (in TLS
+// 1.3 the client finishes its side of the handshake first, so a client the server refuses
+// learns it from an alert on its first read: its connection closes as protocol_error).
 #pragma once
 
 #include <memory>
@@ -63,6 +66,14 @@ struct tls_server_options {
   // Written as it is, before the close, to a peer whose first bytes are not a TLS record (a
   // plaintext request on a TLS port). Empty: the connection is only closed.
   std::string plaintext_reply{};
+  // Mutual TLS: a PEM file of the authorities whose certificates clients may present. A client
+  // that presents one they did not sign is refused in the handshake; connection::
+  // peer_certificate() names the subject of one that was verified. Empty: clients are not
+  // asked for a certificate.
+  std::string client_ca_file{};
+  // With client_ca_file: a client without a certificate is refused (certificate_required)
+  // instead of served without one.
+  bool require_client_certificate = false;
 };
 
 // A client's settings.
@@ -77,6 +88,10 @@ struct tls_client_options {
   std::string server_name{};
   tls_version min_version = tls_version::tls1_2;  // the lowest version accepted
   std::vector<std::string> alpn{};  // offered in this order; the server's pick: alpn_protocol()
+  // Mutual TLS: the client's own certificate chain and key (PEM), sent to a server that asks
+  // for one. Both or neither.
+  std::string certificate_file{};
+  std::string private_key_file{};  // the key of certificate_file
 };
 
 namespace detail {
