@@ -458,7 +458,7 @@ bool tls_session::buffered() const noexcept {
 }
 
 void tls_session::outgoing_sent() noexcept {
-  if (outgoing_.capacity() > 80 * 1024) {
+  if (outgoing_.capacity() > 16 * 1024) {
     std::string().swap(outgoing_);
   } else {
     outgoing_.clear();
