@@ -66,8 +66,12 @@ does, from bench/http/http_load.py (a load client that is a Python script relati
 `client` ends in .py) wrapping wrk (h2load in smoke mode); its CPU figure covers every process
 of the server's session. Its nginx and h2o peers are started by Python launchers (kind PYTHON,
 given --work-dir BUILD/bench/work/SUITE_PROGRAM for their configuration and logs). Its servers
-all get --root bench/http/root (Program.server_args). Every suite's results are also drawn,
-weft beside its peers, as bench/results/SUITE.png (`plot`: bench/plot.py, when
+all get --root bench/http/root (Program.server_args). Its https_keepalive row (`tls`) is
+hello_keepalive over TLS 1.3: for it run.py makes one self-signed certificate per suite run
+(make_certificate: Debian's openssl program, a P-256 key, for localhost and 127.0.0.1) in a
+temporary folder removed at the end, and gives every server --tls-cert FILE --tls-key FILE and
+the load client --https --tls-ca FILE; its other rows run without them. Every suite's results
+are also drawn, weft beside its peers, as bench/results/SUITE.png (`plot`: bench/plot.py, when
 python3-matplotlib is installed), which docs/benchmarks.md shows beside the table of each
 suite, which a full run rewrites there from SUITE.md (`--check-docs`, part of `make docs`, fails
 when the page and bench/results/ differ; `--update-docs` rewrites the page alone).
@@ -195,6 +199,10 @@ class Benchmark:
     # Suite net's pipe mode: run.py picks a second free port for the sink, which the load client
     # holds (--sink-port Q) and the server, a proxy, forwards to (--target Q).
     sink: bool = False
+    # Suite http's https row: the server gets --tls-cert FILE --tls-key FILE (the certificate
+    # run.py makes once per suite run: make_certificate) and serves its mode over TLS; the load
+    # client gets --https --tls-ca FILE.
+    tls: bool = False
 
     @property
     def results(self) -> list[tuple[str, str]]:
@@ -248,23 +256,50 @@ PROCS_GO = tuple(name for name in PROCS_ALL if not name.startswith("wake_latency
 PROCS_TASKS = ("spawn_many_10k", "spawn_many_100k", "chained_spawn", "fan_out_in", "skewed_cpu")
 
 # --- suite http (bench/http/README.md) -------------------------------------------------------
-# Every server gets --port N --mode hello|static --root HTTP_ROOT; the load client is
-# bench/http/http_load.py (wrk, or h2load in smoke mode), which checks the responses first and
-# reports NAME, NAME.p99 and NAME.cpu (the results suite net's load client reports too).
+# Every server gets --port N --mode hello|static --root HTTP_ROOT (and, in the https row,
+# --tls-cert FILE --tls-key FILE); the load client is bench/http/http_load.py (wrk, or h2load in
+# smoke mode), which checks the responses first and reports NAME, NAME.p99 and NAME.cpu (the
+# results suite net's load client reports too).
 HTTP_ROOT = BENCH_DIR / "http" / "root"  # holds 4k.txt, the one static file of every server
-HTTP_ALL = ("hello_keepalive", "hello_c1000", "static_4k", "hello_pipelined")
+HTTP_PLAIN = ("hello_keepalive", "hello_c1000", "static_4k", "hello_pipelined")
+# bare and beast serve plain HTTP only.
+HTTP_ALL = HTTP_PLAIN + ("https_keepalive",)
 HTTP_RESULTS = ((".p99", "us"), (".cpu", "us/request"))
 
 
-def http_row(name: str, mode: str, connections: int, pipeline: int = 1) -> Benchmark:
+def make_certificate(folder: Path) -> tuple[str, str]:
+    """Suite http's https row: a self-signed certificate (its own authority) for localhost and
+    127.0.0.1 with a P-256 key, made with Debian's openssl program in `folder`; returns the
+    PEM files (certificate, key). Failure when it cannot be made."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise Failure("`openssl` not found (install openssl): no certificate for the https row")
+    certificate, key = folder / "cert.pem", folder / "key.pem"
+    try:
+        result = subprocess.run(
+            [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+             "-nodes", "-keyout", str(key), "-out", str(certificate), "-days", "2",
+             "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+            capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise Failure(f"openssl req: {error}") from None
+    if result.returncode != 0:
+        raise Failure(f"openssl req failed ({describe_exit(result.returncode)})"
+                      f"{tail(result.stderr)}")
+    return str(certificate), str(key)
+
+
+def http_row(name: str, mode: str, connections: int, pipeline: int = 1,
+             tls: bool = False) -> Benchmark:
     """A row of suite http: wrk for 1 s of warm-up and 5 s measured (smoke: h2load, a few
-    thousand requests), GET /hello (mode hello) or /4k.txt (mode static)."""
+    thousand requests), GET /hello (mode hello) or /4k.txt (mode static); over TLS with
+    `tls`."""
     if mode == "hello":
         shape = ("--path", "/hello", "--check", "hello")
     else:
         shape = ("--path", "/4k.txt", "--check", str(HTTP_ROOT / "4k.txt"))
     shape += ("--connections", str(connections), "--pipeline", str(pipeline))
-    return Benchmark(name, "requests/s", serve=mode, server_cpu=True,
+    return Benchmark(name, "requests/s", serve=mode, server_cpu=True, tls=tls,
                      extra_results=HTTP_RESULTS,
                      client_args=shape + ("--tool", "wrk", "--warmup", "1", "--seconds", "5"),
                      smoke_client_args=shape + ("--tool", "h2load", "--requests",
@@ -568,11 +603,12 @@ SUITES: dict[str, Suite] = {
             http_row("hello_c1000", "hello", 1000),
             http_row("static_4k", "static", 64),
             http_row("hello_pipelined", "hello", 64, pipeline=16),
+            http_row("https_keepalive", "hello", 64, tls=True),
         ),
         programs=(
             Program("weft", NATIVE, "bench/bench_http_weft", HTTP_ALL,
                     server_args=("--root", str(HTTP_ROOT))),
-            Program("bare", NATIVE, "bench/bench_http_bare", HTTP_ALL,
+            Program("bare", NATIVE, "bench/bench_http_bare", HTTP_PLAIN,
                     server_args=("--root", str(HTTP_ROOT))),
             Program("nginx", PYTHON, "peers/http/nginx.py", HTTP_ALL,
                     server_args=("--root", str(HTTP_ROOT))),
@@ -582,7 +618,7 @@ SUITES: dict[str, Suite] = {
                     server_args=("--root", str(HTTP_ROOT))),
             Program("node", NODE, "peers/http/node/server.js", HTTP_ALL,
                     server_args=("--root", str(HTTP_ROOT))),
-            Program("beast", NATIVE, "bench/bench_http_beast", HTTP_ALL,
+            Program("beast", NATIVE, "bench/bench_http_beast", HTTP_PLAIN,
                     server_args=("--root", str(HTTP_ROOT))),
         ),
         timeout_s=60,
@@ -599,9 +635,18 @@ SUITES: dict[str, Suite] = {
             "/4k.txt, the same 4 KiB file (bench/http/root/4k.txt) from every server's static "
             "file handler, except bare, which sends the same 4 KiB as a fixed body read once at "
             "start; hello_pipelined: 64 connections, 16 requests per write (wrk's Lua script "
-            "bench/http/wrk.lua). X.p99: the 99th percentile of wrk's latency distribution "
-            "(coordinated omission corrected as wrk does it; in hello_pipelined per batch of 16, "
-            "the correction redone per batch: bench/http/wrk.lua says why), in us. X.cpu: the server's user + system CPU time (all threads of all its "
+            "bench/http/wrk.lua); https_keepalive: hello_keepalive over TLS 1.3 (wrk to "
+            "https://; bare and beast serve plain HTTP only), every server with the same "
+            "self-signed P-256 certificate run.py makes per suite run and its own TLS defaults "
+            "(nginx told ssl_protocols TLSv1.2 TLSv1.3, h2o without OCSP stapling): X25519, "
+            "and TLS_AES_256_GCM_SHA384 with weft and node (their own order), nginx and h2o "
+            "(wrk's order), TLS_AES_128_GCM_SHA256 with go (crypto/tls's choice); each "
+            "connection's full handshake is made as wrk opens it, 64 in the measured run (a "
+            "new wrk process resumes no session), well under 1% of the server's CPU there, so "
+            "X.cpu is the price of encrypted keep-alive requests. X.p99: the 99th percentile "
+            "of wrk's latency distribution (coordinated omission corrected as wrk does it; in "
+            "hello_pipelined per batch of 16, the correction redone per batch: bench/http/wrk.lua "
+            "says why), in us. X.cpu: the server's user + system CPU time (all threads of all its "
             "processes, /proc) over the measured run divided by the requests served, in us per "
             "request: on two cores the load client saturates its core first, so this, not "
             "requests/s, says how much one core serves. bare is the floor, not a server: one "
@@ -971,11 +1016,12 @@ def run_served(
     smoke: bool,
     cpus: tuple[int, int] | None,
     timeout_s: float,
+    certificate: tuple[str, str] | None = None,
 ) -> dict[str, float]:
     """Network benchmark: starts the program as a server on a free loopback port (pinned to
     cpus[0]), waits for READY, runs the load client (pinned to cpus[1]) and returns the values
     the client reports ({result name: value}, benchmark.results). The server is stopped
-    whatever happens."""
+    whatever happens. `certificate`: the (certificate, key) files of a benchmark with tls."""
     port = free_port()
     server_full = list(server_command) + ["--port", str(port), "--mode", benchmark.serve]
     client_full = (list(client_command) + ["--port", str(port)]
@@ -986,6 +1032,11 @@ def run_served(
             sink_port = free_port()
         server_full += ["--target", str(sink_port)]
         client_full += ["--sink-port", str(sink_port)]
+    if benchmark.tls:
+        if certificate is None:
+            raise Failure("no certificate for a TLS benchmark (see the warning above)")
+        server_full += ["--tls-cert", certificate[0], "--tls-key", certificate[1]]
+        client_full += ["--https", "--tls-ca", certificate[0]]
     server_full += list(program.server_args)
     if benchmark.server_cpu:
         client_full += ["--name", benchmark.name]
@@ -1161,8 +1212,9 @@ def docs_block(suite_name: str) -> str:
     if not record.is_file():
         raise ValueError(f"{record.relative_to(REPO_DIR)} does not exist (a full run writes it)")
     lines = record.read_text().splitlines()
-    match = next((re.match(r"weft (\S+)\. Median of (\d+) round", line) for line in lines
-                  if line.startswith("weft ")), None)
+    # REV is a commit, "unknown", or a commit "with uncommitted changes" (weft_revision).
+    match = next((re.match(r"weft (\S+(?: with uncommitted changes)?)\. Median of (\d+) round",
+                           line) for line in lines if line.startswith("weft ")), None)
     table = [line for line in lines if line.startswith("|")]
     if match is None or not table:
         raise ValueError(f"{record.relative_to(REPO_DIR)} has no 'weft REV. Median of N "
@@ -1358,6 +1410,17 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
             client_missing = f"load client {client_binary} not found (cmake --build {build_dir})"
             warn(client_missing)
 
+    # The TLS rows' certificate: one per suite run, in a folder removed after the rounds (or,
+    # should a round raise, by the folder's finalizer when this process exits).
+    certificate: tuple[str, str] | None = None
+    certificate_folder = None
+    if any(benchmark.tls for benchmark in benchmarks):
+        certificate_folder = tempfile.TemporaryDirectory(prefix="weft-bench-tls-")
+        try:
+            certificate = make_certificate(Path(certificate_folder.name))
+        except Failure as error:
+            warn(f"{error}; the TLS rows fail")
+
     samples: dict[tuple[str, str], list[float]] = {}
     failures: list[str] = []
     runnable = [program for program in programs
@@ -1387,7 +1450,7 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                         raise Failure(client_missing)
                     else:
                         values = run_served(runner(program, benchmark), client_command, program,
-                                            benchmark, smoke, cpu_pair, timeout_s)
+                                            benchmark, smoke, cpu_pair, timeout_s, certificate)
                 except Failure as error:
                     message = f"{label}: FAILED: {error}"
                     failures.append(message)
@@ -1400,6 +1463,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                 shown = "; ".join(f"{format_value(values[name])} {unit}"
                                   for name, unit in benchmark.results if name in values)
                 log(f"{label}: {shown} ({time.monotonic() - started:.1f} s)")
+    if certificate_folder is not None:
+        certificate_folder.cleanup()
 
     results = []
     for result_name, unit in [result for benchmark in benchmarks

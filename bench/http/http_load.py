@@ -16,7 +16,7 @@ suite's three figures per row, the same RESULT lines as suite net's load client:
 
     http_load.py --port N --path /hello --check hello|FILE [--connections C] [--pipeline K]
                  [--seconds S] [--warmup W] [--requests R] [--tool wrk|h2load]
-                 [--name NAME] [--server-pid P]
+                 [--name NAME] [--server-pid P] [--https [--tls-ca FILE]]
 
 Before any load, a correctness check on one connection: K requests (at least 2) sent in one
 write, and K complete responses read back, each 200 with the expected body ("hello\\n", or the
@@ -29,6 +29,15 @@ With h2load: `h2load --h1 -t1 -cC -mK` with --warm-up-time W and -D S, or with -
 number of requests, what smoke mode uses to stay short). The load tool inherits this process's
 CPU affinity (run.py pins it). Any socket error, non-2xx response or failed request fails the
 run (exit 1, "http_load: error: ..." on stderr). The tool's own output goes to stderr.
+
+--https (suite http's https_keepalive row): the server speaks TLS, and everything above goes
+over it: the check's connection is wrapped by Python's ssl module (offering ALPN http/1.1, as
+h2load --h1 does; verifying the certificate against --tls-ca FILE and its IP address
+127.0.0.1, or not verifying without --tls-ca), and fails unless TLS 1.3 was negotiated (the
+row compares servers speaking the same version); it prints the version and cipher suite on
+stderr. wrk and h2load get https:// URLs: each of their connections makes a full handshake
+when it opens (a new process has no session to resume) and then keeps it, so over a
+keep-alive row the handshakes are a few dozen against hundreds of thousands of requests.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -123,10 +133,47 @@ def read_response(connection: socket.socket, pending: bytearray) -> tuple[int, b
     return int(match.group(1)), body
 
 
-def check(port: int, path: str, expected: bytes, count: int) -> None:
-    """`count` pipelined requests in one write; every response must be 200 with the body."""
+def tls_client(ca_file: str | None) -> ssl.SSLContext:
+    """The check's TLS settings: Python's client defaults (TLS 1.2 and 1.3; TLS 1.3's cipher
+    suites and groups are OpenSSL's defaults, what wrk and h2load offer too), ALPN http/1.1,
+    the certificate verified against ca_file (and its name: 127.0.0.1) or not at all without
+    one."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if ca_file:
+        context.load_verify_locations(cafile=ca_file)
+    else:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def connect(port: int, tls: ssl.SSLContext | None) -> socket.socket:
+    """A connection to the server; with `tls`, its TLS handshake done, which must have
+    negotiated TLS 1.3 (LoadError naming the version otherwise)."""
+    plain = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if tls is None:
+        return plain
+    try:
+        connection = tls.wrap_socket(plain, server_hostname="127.0.0.1")
+    except OSError as error:  # ssl.SSLError included
+        plain.close()
+        raise LoadError(f"TLS handshake with 127.0.0.1:{port} failed: {error}") from None
+    version = connection.version()
+    if version != "TLSv1.3":
+        connection.close()
+        raise LoadError(f"the server negotiated {version}, not TLSv1.3")
+    print(f"http_load: {version}, {connection.cipher()[0]}, ALPN "
+          f"{connection.selected_alpn_protocol() or 'none'}", file=sys.stderr)
+    return connection
+
+
+def check(port: int, path: str, expected: bytes, count: int,
+          tls: ssl.SSLContext | None = None) -> None:
+    """`count` pipelined requests in one write; every response must be 200 with the body. With
+    `tls`, over TLS 1.3."""
     request = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").encode() * count
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+    with connect(port, tls) as connection:
         connection.sendall(request)
         pending = bytearray()
         for index in range(count):
@@ -152,6 +199,11 @@ def run_tool(command: list[str], timeout_s: float, env: dict[str, str] | None = 
     return result.stdout
 
 
+def url(arguments: argparse.Namespace) -> str:
+    scheme = "https" if arguments.https else "http"
+    return f"{scheme}://127.0.0.1:{arguments.port}{arguments.path}"
+
+
 def wrk_command(arguments: argparse.Namespace, seconds: int, latency: bool) -> list[str]:
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -159,8 +211,7 @@ def wrk_command(arguments: argparse.Namespace, seconds: int, latency: bool) -> l
     command = [wrk, "-t1", f"-c{arguments.connections}", f"-d{seconds}s", "--timeout", "10s"]
     if latency:
         command.append("--latency")
-    command += ["-s", str(HERE / "wrk.lua"), f"http://127.0.0.1:{arguments.port}{arguments.path}",
-                "--", str(arguments.pipeline)]
+    command += ["-s", str(HERE / "wrk.lua"), url(arguments), "--", str(arguments.pipeline)]
     return command
 
 
@@ -210,7 +261,7 @@ def measure_h2load(arguments: argparse.Namespace) -> tuple[float, float, int, fl
             command += [f"-D{round(arguments.seconds * 1000)}ms",
                         f"--warm-up-time={round(arguments.warmup * 1000)}ms"]
             limit = arguments.seconds + arguments.warmup + 30
-        command.append(f"http://127.0.0.1:{arguments.port}{arguments.path}")
+        command.append(url(arguments))
         cpu_before = session_cpu_seconds(arguments.server_pid) if arguments.server_pid else 0.0
         output = run_tool(command, limit)
         cpu = ((session_cpu_seconds(arguments.server_pid) - cpu_before)
@@ -255,14 +306,22 @@ def main() -> int:
     parser.add_argument("--name", default="http")
     parser.add_argument("--server-pid", type=int, default=0,
                         help="report NAME.cpu: the CPU time of this process's session")
+    parser.add_argument("--https", action="store_true",
+                        help="the server speaks TLS (1.3 required): https:// URLs")
+    parser.add_argument("--tls-ca", metavar="FILE",
+                        help="with --https: verify the server's certificate against this PEM "
+                             "file in the check (default: no verification)")
     arguments = parser.parse_args()
     if arguments.connections < 1 or arguments.pipeline < 1 or arguments.seconds <= 0:
         parser.error("--connections, --pipeline and --seconds must be positive")
     if arguments.requests and arguments.tool != "h2load":
         parser.error("--requests is for --tool h2load (wrk runs for a duration)")
+    if arguments.tls_ca and not arguments.https:
+        parser.error("--tls-ca is for --https")
     expected = b"hello\n" if arguments.check == "hello" else Path(arguments.check).read_bytes()
     try:
-        check(arguments.port, arguments.path, expected, max(2, arguments.pipeline))
+        check(arguments.port, arguments.path, expected, max(2, arguments.pipeline),
+              tls_client(arguments.tls_ca) if arguments.https else None)
         measure = measure_wrk if arguments.tool == "wrk" else measure_h2load
         rate, p99, requests, cpu = measure(arguments)
     except (LoadError, OSError) as error:

@@ -15,6 +15,11 @@
 //     memory for a second (static_options::cache_valid), as h2o's default file cache does;
 //     bigger files go out with sendfile(2).
 //
+// `--tls-cert FILE --tls-key FILE` (both or neither; run.py gives them for https_keepalive):
+// HTTPS instead of plain HTTP, server_options::tls set to a net::tls_context::server of that
+// certificate and key (PEM) with ALPN {"http/1.1"} and the context's defaults otherwise (TLS 1.2
+// and 1.3, OpenSSL's default cipher suites and groups, stateless session tickets).
+//
 // `--hibernate-above N` (not used by run.py) sets server_options::hibernate_above, for the A/B
 // rounds of bench/http/README.md ("Fewer instructions in a keep-alive request").
 #include <sys/stat.h>
@@ -33,7 +38,8 @@ namespace {
 
 [[noreturn]] void usage(const char* program, const char* why) {
   std::fprintf(stderr,
-               "%s: %s\nusage: %s --port N --mode hello|static --root DIR [--hibernate-above N]\n",
+               "%s: %s\nusage: %s --port N --mode hello|static --root DIR "
+               "[--tls-cert FILE --tls-key FILE] [--hibernate-above N]\n",
                program, why, program);
   std::exit(2);
 }
@@ -61,6 +67,8 @@ int main(int argc, char** argv) {
   int port = -1;
   std::string mode;
   std::string root;
+  std::string tls_cert;
+  std::string tls_key;
   long hibernate_above = -1;  // -1: the server's default
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -77,6 +85,10 @@ int main(int argc, char** argv) {
       mode = argv[++i];
     } else if (arg == "--root") {
       root = argv[++i];
+    } else if (arg == "--tls-cert") {
+      tls_cert = argv[++i];
+    } else if (arg == "--tls-key") {
+      tls_key = argv[++i];
     } else if (arg == "--hibernate-above") {
       if (!bench::parse_count(argv[++i], LONG_MAX, hibernate_above)) {
         usage(argv[0], "--hibernate-above takes a count of connections");
@@ -87,6 +99,9 @@ int main(int argc, char** argv) {
   }
   if (port < 0 || port > 65535 || (mode != "hello" && mode != "static")) {
     usage(argv[0], "--port and --mode hello|static are required");
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    usage(argv[0], "--tls-cert and --tls-key go together");
   }
 
   weft::http::router routes;
@@ -109,6 +124,15 @@ int main(int argc, char** argv) {
   options.workers = 1;
   if (hibernate_above >= 0) {
     options.hibernate_above = static_cast<std::size_t>(hibernate_above);
+  }
+  if (!tls_cert.empty()) {
+    try {
+      options.tls = weft::net::tls_context::server(weft::net::tls_server_options{
+          .certificate_file = tls_cert, .private_key_file = tls_key, .alpn = {"http/1.1"}});
+    } catch (const std::exception& failure) {
+      std::fprintf(stderr, "bench_http_weft: %s\n", failure.what());
+      return 1;
+    }
   }
   weft::http::server server(options, std::move(routes));
   try {

@@ -3,6 +3,7 @@
 launcher.py (the contract of bench/http/README.md).
 
     python3 h2o.py --work-dir DIR --port N --mode hello|static --root ROOT
+                   [--tls-cert FILE --tls-key FILE]
 
 hello: h2o 2.2 has no directive that returns a fixed body, so /hello is mapped with
 `file.file` to a file in DIR holding "hello\\n" (h2o's static file handler, its fastest path:
@@ -11,6 +12,15 @@ h2o's defaults (its open-file cache on, sendfile). Changed from h2o's defaults f
 benchmark: no access log, max-connections 4096 (the default 1024 is too close to the
 1000-connection row). Its error log is in DIR (no pid file: as root h2o switches to nobody
 before it writes one, and nobody may not write in DIR).
+
+With --tls-cert and --tls-key (suite http's https_keepalive row): the listener's `ssl` map
+with certificate-file and key-file, and h2o's TLS defaults otherwise (its cipher-suite list
+applies to TLS 1.2 only, TLS 1.3's suites are OpenSSL's; the client's order of preference;
+the private key held by its neverbleed process, a fork of h2o in the same session, whose CPU
+time counts), except `ocsp-update-interval: 0`: OCSP stapling off. By default h2o runs a Perl
+helper (fetch-ocsp-response) at start and again later to fetch a staple, which a self-signed
+certificate has no responder for; a helper that ends inside the measured window would take its
+CPU time out of the session's total (a negative figure was seen in smoke mode).
 """
 
 import os
@@ -29,13 +39,17 @@ def configure(arguments) -> list[str]:
     else:
         paths = f'      "/":\n        file.dir: {arguments.root}\n'
     user = "user: nobody\n" if os.geteuid() == 0 else ""
+    tls = ""
+    if arguments.tls_cert is not None:
+        tls = (f"  ssl:\n    certificate-file: {arguments.tls_cert}\n"
+               f"    key-file: {arguments.tls_key}\n    ocsp-update-interval: 0\n")
     (work / "h2o.conf").write_text(f"""{user}num-threads: 1
 max-connections: 4096
 error-log: {work}/error.log
 listen:
   host: 127.0.0.1
   port: {arguments.port}
-file.mime.addtypes:
+{tls}file.mime.addtypes:
   text/plain: .txt
 hosts:
   default:

@@ -3,6 +3,7 @@ bench/http/README.md, for servers that cannot follow it themselves (they print n
 and do not watch standard input):
 
     python3 nginx.py --work-dir DIR --port N --mode hello|static --root ROOT
+                     [--tls-cert FILE --tls-key FILE]
 
 writes the server's configuration into DIR (its prefix: configuration, pid file, logs and
 temporary folders all live there, so it runs as any user, needs no root and touches nothing of
@@ -12,6 +13,10 @@ it shares the session run.py gave this process: run.py's CPU sampling covers it)
 on which it stops the server (SIGTERM, then SIGKILL after 5 s) and exits 0. If the server exits
 first, this exits 1 with the server's log on stderr. This process is idle (blocked in read)
 while the server works: it adds no measurable CPU time.
+
+With --tls-cert and --tls-key (PEM files, both or neither: suite http's https_keepalive row) the
+configuration serves HTTPS with that certificate and key instead of plain HTTP; the readiness
+probe only opens a TCP connection either way.
 """
 
 from __future__ import annotations
@@ -35,13 +40,24 @@ def parse(name: str) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("hello", "static"), required=True)
     parser.add_argument("--root", type=Path, required=True,
                         help="the folder holding 4k.txt (static mode)")
+    parser.add_argument("--tls-cert", type=Path,
+                        help="serve HTTPS with this PEM certificate (with --tls-key)")
+    parser.add_argument("--tls-key", type=Path, help="the PEM private key of --tls-cert")
     arguments = parser.parse_args()
     if not 0 < arguments.port < 65536:
         parser.error(f"--port wants 1 to 65535, not {arguments.port}")
     if arguments.mode == "static" and not (arguments.root / "4k.txt").is_file():
         parser.error(f"{arguments.root / '4k.txt'} not found")
+    if (arguments.tls_cert is None) != (arguments.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    for tls_file in (arguments.tls_cert, arguments.tls_key):
+        if tls_file is not None and not tls_file.is_file():
+            parser.error(f"{tls_file} not found")
     arguments.work_dir = arguments.work_dir.resolve()
     arguments.root = arguments.root.resolve()
+    if arguments.tls_cert is not None:
+        arguments.tls_cert = arguments.tls_cert.resolve()
+        arguments.tls_key = arguments.tls_key.resolve()
     return arguments
 
 

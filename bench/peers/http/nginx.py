@@ -3,6 +3,7 @@
 started by launcher.py (the contract of bench/http/README.md).
 
     python3 nginx.py --work-dir DIR --port N --mode hello|static --root ROOT
+                     [--tls-cert FILE --tls-key FILE]
 
 hello: `location / { return 200 "hello\\n"; }` with default_type text/plain. static: `root
 ROOT` with nginx's defaults for files (sendfile on, no open_file_cache: each request opens
@@ -11,6 +12,13 @@ access_log off, keepalive_requests raised from 1000 to 1000000000 (otherwise eve
 connection is closed after its 1000th request), worker_connections 4096 (1000 connections
 and more), tcp_nodelay on (the default, stated). Everything it writes (pid, logs, temporary
 folders) is under DIR; it runs as the current user (as root, nginx's worker runs as nobody).
+
+With --tls-cert and --tls-key (suite http's https_keepalive row): `listen ... ssl` with
+ssl_certificate and ssl_certificate_key, and `ssl_protocols TLSv1.2 TLSv1.3` (nginx 1.22's
+default is TLSv1 TLSv1.1 TLSv1.2, so TLS 1.3 is named to let it speak what every other server
+of the row speaks); nginx's other TLS defaults are kept: ssl_ciphers HIGH:!aNULL:!MD5 (TLS 1.2
+only: TLS 1.3's suites are OpenSSL's), ssl_prefer_server_ciphers off (the client's order),
+session tickets on, no session cache.
 """
 
 import shutil
@@ -28,6 +36,13 @@ def configure(arguments) -> list[str]:
         location = 'location / {\n      return 200 "hello\\n";\n    }'
     else:
         location = f"root {arguments.root};\n    location / {{\n    }}"
+    listen = f"127.0.0.1:{arguments.port}"
+    tls = ""
+    if arguments.tls_cert is not None:
+        listen += " ssl"
+        tls = (f"\n    ssl_certificate {arguments.tls_cert};"
+               f"\n    ssl_certificate_key {arguments.tls_key};"
+               "\n    ssl_protocols TLSv1.2 TLSv1.3;")
     (work / "nginx.conf").write_text(f"""daemon off;
 master_process on;
 worker_processes 1;
@@ -52,8 +67,8 @@ http {{
   uwsgi_temp_path {work}/uwsgi;
   scgi_temp_path {work}/scgi;
   server {{
-    listen 127.0.0.1:{arguments.port} backlog=4096;
-    server_name localhost;
+    listen {listen} backlog=4096;
+    server_name localhost;{tls}
     {location}
   }}
 }}

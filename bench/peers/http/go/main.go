@@ -2,7 +2,7 @@
 // hand): one thread runs the goroutines, like weft's one scheduler per thread. bench/run.py
 // builds it with `go build`.
 //
-//	main --port N --mode hello|static --root DIR
+//	main --port N --mode hello|static --root DIR [--tls-cert FILE --tls-key FILE]
 //
 // Contract (READY line, stdin EOF): bench/http/README.md. An http.Server on 127.0.0.1:N, one
 // goroutine per connection (net/http's own), keep-alive on. hello: a handler that sets
@@ -11,6 +11,12 @@
 // Last-Modified and serves the body with sendfile). Go sets TCP_NODELAY on every TCP
 // connection by default. net/http answers pipelined requests one at a time, each response
 // flushed before the next request is read.
+//
+// With --tls-cert and --tls-key (PEM files; suite http's https_keepalive row) it serves HTTPS
+// instead, with Server.ServeTLS and crypto/tls's defaults: TLS 1.2 and 1.3, its own choice of
+// cipher suite (in TLS 1.3 AES-128-GCM first where both sides have AES hardware and the client
+// puts AES-GCM first), and ALPN offering h2 and http/1.1 (net/http's HTTP/2 is on for TLS; the
+// row's load client, wrk, offers no ALPN and so speaks HTTP/1.1).
 package main
 
 import (
@@ -24,13 +30,15 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: main --port N --mode hello|static --root DIR")
+	fmt.Fprintln(os.Stderr,
+		"usage: main --port N --mode hello|static --root DIR [--tls-cert FILE --tls-key FILE]")
 	os.Exit(2)
 }
 
 func main() {
 	runtime.GOMAXPROCS(1)
 	port, mode, root := -1, "", ""
+	tlsCert, tlsKey := "", ""
 	arguments := os.Args[1:]
 	for index := 0; index+1 < len(arguments); index += 2 {
 		value := arguments[index+1]
@@ -45,12 +53,16 @@ func main() {
 			mode = value
 		case "--root":
 			root = value
+		case "--tls-cert":
+			tlsCert = value
+		case "--tls-key":
+			tlsKey = value
 		default:
 			usage()
 		}
 	}
 	if len(arguments)%2 != 0 || port < 0 || port > 65535 || (mode != "hello" && mode != "static") ||
-		(mode == "static" && root == "") {
+		(mode == "static" && root == "") || (tlsCert == "") != (tlsKey == "") {
 		usage()
 	}
 
@@ -76,7 +88,12 @@ func main() {
 	}()
 	fmt.Printf("READY %d\n", listener.Addr().(*net.TCPAddr).Port)
 	server := &http.Server{Handler: handler}
-	if err := server.Serve(listener); err != nil {
+	if tlsCert != "" {
+		err = server.ServeTLS(listener, tlsCert, tlsKey)
+	} else {
+		err = server.Serve(listener)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "go http peer: serve: %v\n", err)
 		os.Exit(1)
 	}
