@@ -81,14 +81,15 @@ struct websocket_client_connection {
 // performs the WebSocket opening handshake (RFC 6455 4.1) for options.path: a GET with a random
 // 16-byte Sec-WebSocket-Key, answered by a 101 whose Sec-WebSocket-Accept matches it. limit
 // bounds the connect and the handshake together. wss: a tls_context::client in
-// options.connection.tls (the TLS handshake comes first, within limit too). Errors: std::invalid_argument for options that
-// cannot make a valid request (a path not starting with '/', a control character in a header
-// value, a header name that is not a token or is one of the handshake's own, a subprotocol that
-// is not a token); io_error when the connection fails; timeout_error past limit;
-// websocket_handshake_error when the server's answer is not a valid handshake. In each case the
-// connection is closed. The one extension offered is permessage-deflate, when
-// options.deflate.enabled; an answer that breaks RFC 7692 (a parameter not offered or not
-// defined, a window larger than asked for) is websocket_handshake_error with status 101.
+// options.connection.tls (the TLS handshake comes first, within limit too). Errors:
+// std::invalid_argument for options that cannot make a valid request (a path not starting with '/',
+// a control character in a header value, a header name that is not a token or is one of the
+// handshake's own, a subprotocol that is not a token); io_error when the connection fails;
+// timeout_error past limit; websocket_handshake_error when the server's answer is not a valid
+// handshake. In each case the connection is closed. The one extension offered is
+// permessage-deflate, when options.deflate.enabled; an answer that breaks RFC 7692 (a parameter not
+// offered or not defined, a window larger than asked for) is websocket_handshake_error with status
+// 101.
 websocket_client_connection connect_websocket(const std::string& host, std::uint16_t port,
                                               const websocket_client_options& options = {},
                                               const timeout& limit = timeout::never());
