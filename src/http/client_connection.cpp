@@ -153,16 +153,9 @@ void client_connection::close() noexcept {
   begin_ = end_ = 0;
 }
 
-void client_connection::write_all(std::string_view data, const timeout& limit,
-                                  const std::string& subject) {
-  if (tls_ != nullptr) {
-    if (!tls_->encrypt(data.data(), data.size())) {
-      throw net::tls_error("weft::http::client " + subject + ": " + tls_->failure());
-    }
-    send_records(limit, subject);
-    read_first_ = tls_->buffered();
-    return;
-  }
+// Every byte of data to the socket, waiting for it when it is full.
+void client_connection::send_bytes(std::string_view data, const timeout& limit,
+                                   const std::string& subject) {
   while (!data.empty()) {
     const ssize_t sent = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (sent >= 0) {
@@ -178,6 +171,19 @@ void client_connection::write_all(std::string_view data, const timeout& limit,
     }
     throw_errno(errno, "send", subject);
   }
+}
+
+void client_connection::write_all(std::string_view data, const timeout& limit,
+                                  const std::string& subject) {
+  if (tls_ != nullptr) {
+    if (!tls_->encrypt(data.data(), data.size())) {
+      throw net::tls_error("weft::http::client " + subject + ": " + tls_->failure());
+    }
+    send_records(limit, subject);
+    read_first_ = tls_->buffered();
+    return;
+  }
+  send_bytes(data, limit, subject);
   // The answer cannot be there yet: wait for it before reading rather than pay a read that
   // says EAGAIN.
   read_first_ = false;
@@ -283,23 +289,8 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
 }
 
 void client_connection::send_records(const timeout& limit, const std::string& subject) {
-  std::string& records = tls_->outgoing();
-  std::size_t& head = tls_->outgoing_head();
-  while (head < records.size()) {
-    const ssize_t sent = ::send(fd_, records.data() + head, records.size() - head, MSG_NOSIGNAL);
-    if (sent >= 0) {
-      head += static_cast<std::size_t>(sent);
-      continue;
-    }
-    if (errno == EINTR) {
-      continue;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      wait_writable(fd_, limit);
-      continue;
-    }
-    throw_errno(errno, "send", subject);
-  }
+  const std::string& records = tls_->outgoing();
+  send_bytes(std::string_view(records).substr(tls_->outgoing_head()), limit, subject);
   tls_->outgoing_sent();
 }
 

@@ -156,24 +156,14 @@ bool connection::flush_tls() noexcept {
     std::string& records = session.outgoing();
     std::size_t& head = session.outgoing_head();
     if (head < records.size()) {
-      const ssize_t wrote =
-          detail::socket_send(fd_, records.data() + head, records.size() - head, MSG_NOSIGNAL);
+      const std::ptrdiff_t wrote = send_some(records.data() + head, records.size() - head);
       if (wrote > 0) {
-        const auto bytes = static_cast<std::size_t>(wrote);
-        head += bytes;
-        counters_.bytes_out += bytes;
-        if (worker_ != nullptr) {
-          worker_->counters.bytes_out.add(bytes);
-        }
+        head += static_cast<std::size_t>(wrote);
         continue;
       }
-      if (wrote < 0 && errno == EINTR) {
-        continue;
+      if (wrote == 0) {
+        break;  // the socket is full
       }
-      if (wrote < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        break;
-      }
-      write_failed(wrote < 0 ? errno : EIO);
       return false;
     }
     session.outgoing_sent();

@@ -365,28 +365,43 @@ bool connection::flush_now() noexcept {
       }
       continue;
     }
-    ssize_t wrote =
-        detail::socket_send(fd_, out_.data() + out_head_, end - out_head_, MSG_NOSIGNAL);
+    const std::ptrdiff_t wrote = send_some(out_.data() + out_head_, end - out_head_);
+    if (wrote > 0) {
+      out_head_ += static_cast<std::size_t>(wrote);
+      continue;
+    }
+    if (wrote == 0) {
+      break;  // the socket is full
+    }
+    return false;
+  }
+  after_write();
+  return true;
+}
+
+// One send(2) of what is queued at data (the flushes: plaintext, or a TLS session's records):
+// the bytes written, counted; 0 when the socket is full; -1 when it failed (write_failed has
+// closed the connection).
+[[gnu::hot]] std::ptrdiff_t connection::send_some(const char* data, std::size_t size) noexcept {
+  for (;;) {
+    const ssize_t wrote = detail::socket_send(fd_, data, size, MSG_NOSIGNAL);
     if (wrote > 0) {
       const auto bytes = static_cast<std::size_t>(wrote);
-      out_head_ += bytes;
       counters_.bytes_out += bytes;
       if (worker_ != nullptr) {
         worker_->counters.bytes_out.add(bytes);
       }
-      continue;
+      return static_cast<std::ptrdiff_t>(wrote);
     }
     if (wrote < 0 && errno == EINTR) {
       continue;
     }
     if (wrote < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      break;
+      return 0;
     }
     write_failed(wrote < 0 ? errno : EIO);
-    return false;
+    return -1;
   }
-  after_write();
-  return true;
 }
 
 void connection::after_write() noexcept {

@@ -49,6 +49,24 @@ std::pair<int, std::string> run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+// A WebSocket echo at /echo over TLS (wss), and its handler: every message back as it came.
+weft::net::tcp_server_options wss_echo_options() {
+  auto options = local_options();
+  options.tls = tls_test::server_context();
+  weft::net::websocket_options ws;
+  ws.path = "/echo";
+  options.protocol = std::make_shared<weft::net::websocket>(ws);
+  return options;
+}
+
+void serve_echo_keeping_kinds(weft::net::tcp_server& s) {
+  s.serve([](connection& c) {
+    while (auto m = c.receive()) {
+      c.send(m->data, m->kind);
+    }
+  });
+}
+
 TEST(NetTls, FramesEchoInOrderAndBothEndsKnowTheSession) {
   weft::net::tls_server_options tls;
   tls.alpn = {"x-weft", "x-other"};
@@ -351,18 +369,7 @@ TEST(NetTls, PythonsSslClientEchoesLinesOverTls12And13AndSeesCloseNotify) {
 }
 
 TEST(NetTls, WebsocketOverTlsPassesNodeWsAndGorillaSessions) {
-  auto options = local_options();
-  options.tls = tls_test::server_context();
-  weft::net::websocket_options ws;
-  ws.path = "/echo";
-  options.protocol = std::make_shared<weft::net::websocket>(ws);
-  running_server server(options, [&](weft::net::tcp_server& s) {
-    s.serve([](connection& c) {
-      while (auto m = c.receive()) {
-        c.send(m->data, m->kind);
-      }
-    });
-  });
+  running_server server(wss_echo_options(), serve_echo_keeping_kinds);
   const std::string url = "wss://localhost:" + std::to_string(server.port()) + "/echo";
   {
     ASSERT_EQ(::access("/usr/share/nodejs/ws/package.json", R_OK), 0)
@@ -389,18 +396,7 @@ TEST(NetTls, WebsocketOverTlsPassesNodeWsAndGorillaSessions) {
 // weft's own WebSocket client over TLS (wss): connect_websocket with a client context in its
 // connection options, against the same server.
 TEST(NetTls, ConnectWebsocketSpeaksWssWithTheConnectionsContext) {
-  auto options = local_options();
-  options.tls = tls_test::server_context();
-  weft::net::websocket_options ws;
-  ws.path = "/echo";
-  options.protocol = std::make_shared<weft::net::websocket>(ws);
-  running_server server(options, [&](weft::net::tcp_server& s) {
-    s.serve([](connection& c) {
-      while (auto m = c.receive()) {
-        c.send(m->data, m->kind);
-      }
-    });
-  });
+  running_server server(wss_echo_options(), serve_echo_keeping_kinds);
   weft::run([&] {
     weft::net::websocket_client_options client;
     client.path = "/echo";

@@ -367,6 +367,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void enqueue(std::string_view payload, message_kind kind, bool encode);
   bool refuse(const char* operation);
   bool flush_now() noexcept;
+  std::ptrdiff_t send_some(const char* data, std::size_t size) noexcept;
   bool flush_file() noexcept;
   void drop_files() noexcept;
   void drop_output() noexcept;
