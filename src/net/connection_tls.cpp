@@ -48,6 +48,10 @@ char* tls_scratch() {
 std::string connection::tls_version() const { return tls_ != nullptr ? tls_->version() : ""; }
 std::string connection::tls_cipher() const { return tls_ != nullptr ? tls_->cipher() : ""; }
 std::string connection::alpn_protocol() const { return tls_ != nullptr ? tls_->alpn() : ""; }
+bool connection::tls_resumed() const noexcept { return tls_ != nullptr && tls_->resumed(); }
+std::string connection::tls_server_name() const {
+  return tls_ != nullptr ? tls_->server_name() : "";
+}
 std::string connection::peer_certificate() const {
   return tls_ != nullptr ? tls_->peer_subject() : "";
 }

@@ -39,6 +39,16 @@ struct server_state {
   std::vector<weft::trigger*> controls;
   std::atomic<int> stops{0};
   std::atomic<std::int64_t> grace_ms{10000};
+
+  // tcp_server::set_tls: the context for new connections, written and read under `mutex`, and
+  // its generation, incremented (release) under `mutex` after it. A worker compares the
+  // generation (acquire) with the one its own copy of the options was taken at, once per
+  // accepted connection; only when they differ does it take `mutex` and copy the context, so
+  // the accept path of a server whose context never changes takes no lock. A worker that
+  // reads the old generation just after a set_tls gives that one connection the old context
+  // (it is valid: contexts are immutable and shared).
+  std::shared_ptr<const tls_context> tls;
+  std::atomic<std::uint64_t> tls_generation{0};
 };
 
 // The body of worker `index`'s scheduler (src/net/workers.cpp).

@@ -124,8 +124,10 @@ tcp_server::tcp_server(tcp_server_options options)
     worker->log = &state.options.log;
     worker->stride = o.workers;
     worker->server = &state;
+    worker->accepted_options = state.connection;
     state.workers.push_back(std::move(worker));
   }
+  state.tls = o.tls;
   state.listeners.assign(o.workers, -1);
   state.controls.assign(o.workers, nullptr);
 }
@@ -140,6 +142,30 @@ tcp_server::~tcp_server() {
 }
 
 const tcp_server_options& tcp_server::options() const noexcept { return state_->options; }
+
+void tcp_server::set_tls(std::shared_ptr<const tls_context> context) {
+  detail::server_state& state = *state_;
+  if (context == nullptr || !context->is_server()) {
+    throw std::invalid_argument(
+        std::string("weft::net::tcp_server::set_tls: ") +
+        (context == nullptr ? "the context is null"
+                            : "the context is a client's (tls_context::client); a server needs "
+                              "tls_context::server"));
+  }
+  if (state.options.tls == nullptr) {
+    throw std::logic_error(
+        "weft::net::tcp_server::set_tls: the server was made without tls; a plain port does not "
+        "turn into a TLS one under its clients");
+  }
+  std::lock_guard lock(state.mutex);
+  state.tls = std::move(context);
+  state.tls_generation.fetch_add(1, std::memory_order_release);
+}
+
+std::shared_ptr<const tls_context> tcp_server::tls() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->tls;
+}
 
 bool tcp_server::listening() const noexcept {
   return state_->listening.load(std::memory_order_acquire);

@@ -8,14 +8,117 @@
 
 #include <cstring>
 #include <limits>
+#include <list>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "net/address.hpp"
 #include "net/tls_session.hpp"
 
 namespace weft::net {
+
+namespace detail {
+
+// A server's chains for SNI (tls_server_options::more_certificates): one OpenSSL context per
+// chain, the first being the tls_context's own, each holding a reference of its own. The
+// servername callback of the first reads it; every tls_context sharing that OpenSSL context
+// (with_plaintext_reply) shares the table, so it outlives every session that calls back.
+struct sni_table {
+  std::vector<SSL_CTX*> contexts;
+  sni_table() = default;
+  sni_table(const sni_table&) = delete;
+  sni_table& operator=(const sni_table&) = delete;
+  ~sni_table() {
+    for (SSL_CTX* ctx : contexts) {
+      SSL_CTX_free(ctx);
+    }
+  }
+};
+
+// A client context's resumable sessions, one per server name (tls_client_options::
+// resume_sessions). Sessions of every thread's connections come and go through it (OpenSSL's
+// new-session callback, a session's constructor), hence the mutex; both are once per
+// connection, never per record.
+class session_cache {
+ public:
+  static constexpr std::size_t capacity = 256;
+
+  session_cache() = default;
+  session_cache(const session_cache&) = delete;
+  session_cache& operator=(const session_cache&) = delete;
+  ~session_cache() {
+    for (auto& [name, entry] : by_name_) {
+      SSL_SESSION_free(entry.first);
+    }
+  }
+
+  // The session kept for name, taken out (one use), with its reference; nullptr for none.
+  SSL_SESSION* take(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto found = by_name_.find(name);
+    if (found == by_name_.end()) {
+      return nullptr;
+    }
+    SSL_SESSION* session = found->second.first;
+    order_.erase(found->second.second);
+    by_name_.erase(found);
+    return session;
+  }
+
+  // Keeps session (its reference becomes the cache's) for name, in place of an older one;
+  // false when it could not be kept (out of memory), the reference still the caller's.
+  bool put(const std::string& name, SSL_SESSION* session) noexcept {
+    SSL_SESSION* replaced = nullptr;
+    SSL_SESSION* forgotten = nullptr;
+    try {
+      std::lock_guard lock(mutex_);
+      auto found = by_name_.find(name);
+      if (found != by_name_.end()) {
+        replaced = std::exchange(found->second.first, session);
+        order_.splice(order_.end(), order_, found->second.second);
+      } else {
+        if (by_name_.size() >= capacity) {
+          auto oldest = by_name_.find(order_.front());
+          forgotten = oldest->second.first;
+          by_name_.erase(oldest);
+          order_.pop_front();
+        }
+        order_.push_back(name);
+        try {
+          by_name_.emplace(name, std::pair{session, std::prev(order_.end())});
+        } catch (...) {
+          order_.pop_back();
+          throw;
+        }
+      }
+    } catch (...) {
+      SSL_SESSION_free(forgotten);
+      return false;
+    }
+    SSL_SESSION_free(replaced);  // freed outside the lock; null is ignored
+    SSL_SESSION_free(forgotten);
+    return true;
+  }
+
+  std::size_t size() {
+    std::lock_guard lock(mutex_);
+    return by_name_.size();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<std::string> order_;  // oldest first
+  std::unordered_map<std::string, std::pair<SSL_SESSION*, std::list<std::string>::iterator>>
+      by_name_;
+};
+
+// OpenSSL's new-session callback of a client context that resumes sessions (defined below).
+int remember_session(SSL* ssl, SSL_SESSION* made);
+
+}  // namespace detail
 
 struct tls_context::state {
   SSL_CTX* ctx = nullptr;
@@ -26,6 +129,8 @@ struct tls_context::state {
   // Length-prefixed names (RFC 7301's ProtocolNameList); shared with the OpenSSL context's
   // callback, which every tls_context made from it (with_plaintext_reply) shares too.
   std::shared_ptr<const std::string> alpn_wire;
+  std::shared_ptr<const detail::sni_table> sni;     // a server with more_certificates
+  std::shared_ptr<detail::session_cache> sessions;  // a client that resumes sessions
   ~state() { SSL_CTX_free(ctx); }
 };
 
@@ -111,6 +216,31 @@ int select_alpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_size
   return SSL_TLSEXT_ERR_OK;
 }
 
+// The servername callback of a server with more certificates (tls_server_options::
+// more_certificates says which chain a name gets). Switching the session to another OpenSSL
+// context takes that one's certificate; everything else is configured alike in every context of
+// the table, and session tickets stay the first one's (OpenSSL keeps the session context).
+int choose_certificate(SSL* ssl, int* /*alert*/, void* arg) {
+  const auto* table = static_cast<const detail::sni_table*>(arg);
+  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (name == nullptr || *name == '\0') {
+    return SSL_TLSEXT_ERR_OK;  // the first chain
+  }
+  for (const unsigned flags :
+       {unsigned{X509_CHECK_FLAG_NO_WILDCARDS}, unsigned{X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS}}) {
+    for (SSL_CTX* candidate : table->contexts) {
+      X509* leaf = SSL_CTX_get0_certificate(candidate);
+      if (leaf != nullptr && X509_check_host(leaf, name, 0, flags, nullptr) == 1) {
+        if (candidate != SSL_get_SSL_CTX(ssl)) {
+          SSL_set_SSL_CTX(ssl, candidate);
+        }
+        return SSL_TLSEXT_ERR_OK;
+      }
+    }
+  }
+  return SSL_TLSEXT_ERR_OK;
+}
+
 }  // namespace
 
 // Opaque to the public header: its members are OpenSSL's.
@@ -129,9 +259,64 @@ std::shared_ptr<const tls_context> tls_context::with_plaintext_reply(std::string
   made->verify = state_->verify;
   made->server_name = state_->server_name;
   made->alpn_wire = state_->alpn_wire;
+  made->sni = state_->sni;
+  made->sessions = state_->sessions;
   made->plaintext_reply = std::move(reply);
   return std::shared_ptr<const tls_context>(new tls_context(std::move(made)));
 }
+
+namespace {
+
+// One OpenSSL context of a server: chain and key, then everything else options say. Every chain
+// of a server with more_certificates gets one made alike (choose_certificate switches among
+// them), so its settings hold whichever chain the client's name picks.
+SSL_CTX* server_context(const tls_server_options& options, const tls_certificate& chain,
+                        const std::string* alpn_wire, const char* who) {
+  if (chain.certificate_file.empty() || chain.private_key_file.empty()) {
+    throw std::invalid_argument(
+        std::string(who) + ": " +
+        (chain.certificate_file.empty() ? "certificate_file" : "private_key_file") +
+        " is empty; a server needs a certificate chain and its key");
+  }
+  SSL_CTX* ctx = new_context(TLS_server_method(), options.min_version, who);
+  try {
+    use_certificate(ctx, chain.certificate_file, chain.private_key_file, who);
+    if (!options.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, options.ciphers.c_str()) != 1) {
+      throw tls_error(std::string(who) + ": the cipher list '" + options.ciphers +
+                      "' names no suite OpenSSL has: " + drain_errors());
+    }
+    if (!options.client_ca_file.empty()) {
+      STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.client_ca_file.c_str());
+      if (names == nullptr ||
+          SSL_CTX_load_verify_locations(ctx, options.client_ca_file.c_str(), nullptr) != 1) {
+        if (names != nullptr) {
+          sk_X509_NAME_pop_free(names, X509_NAME_free);
+        }
+        throw tls_error(std::string(who) + ": the client authorities in " + options.client_ca_file +
+                        " do not load: " + drain_errors());
+      }
+      SSL_CTX_set_client_CA_list(ctx, names);  // named in the CertificateRequest
+      SSL_CTX_set_verify(
+          ctx,
+          SSL_VERIFY_PEER |
+              (options.require_client_certificate ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+          nullptr);
+    }
+  } catch (...) {
+    SSL_CTX_free(ctx);
+    throw;
+  }
+  SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // Tickets only: a session cache is a locked table shared by every worker, and stateless
+  // tickets resume a session on whichever worker the client lands on.
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  if (!alpn_wire->empty()) {
+    SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, const_cast<std::string*>(alpn_wire));
+  }
+  return ctx;
+}
+
+}  // namespace
 
 std::shared_ptr<const tls_context> tls_context::server(const tls_server_options& options) {
   constexpr const char* who = "weft::net::tls_context::server";
@@ -140,46 +325,24 @@ std::shared_ptr<const tls_context> tls_context::server(const tls_server_options&
                                 ": require_client_certificate without client_ca_file: no "
                                 "authority to verify the clients' certificates against");
   }
-  if (options.certificate_file.empty() || options.private_key_file.empty()) {
-    throw std::invalid_argument(
-        std::string(who) + ": " +
-        (options.certificate_file.empty() ? "certificate_file" : "private_key_file") +
-        " is empty; a server needs a certificate chain and its key");
-  }
   auto made = std::make_unique<state>();
   made->server = true;
   made->plaintext_reply = options.plaintext_reply;
   made->alpn_wire = std::make_shared<const std::string>(alpn_wire_of(options.alpn, who));
-  made->ctx = new_context(TLS_server_method(), options.min_version, who);
-  SSL_CTX* ctx = made->ctx;
-  use_certificate(ctx, options.certificate_file, options.private_key_file, who);
-  if (!options.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, options.ciphers.c_str()) != 1) {
-    throw tls_error(std::string(who) + ": the cipher list '" + options.ciphers +
-                    "' names no suite OpenSSL has: " + drain_errors());
-  }
-  if (!options.client_ca_file.empty()) {
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.client_ca_file.c_str());
-    if (names == nullptr ||
-        SSL_CTX_load_verify_locations(ctx, options.client_ca_file.c_str(), nullptr) != 1) {
-      if (names != nullptr) {
-        sk_X509_NAME_pop_free(names, X509_NAME_free);
-      }
-      throw tls_error(std::string(who) + ": the client authorities in " + options.client_ca_file +
-                      " do not load: " + drain_errors());
+  made->ctx =
+      server_context(options, tls_certificate{options.certificate_file, options.private_key_file},
+                     made->alpn_wire.get(), who);
+  if (!options.more_certificates.empty()) {
+    auto table = std::make_shared<detail::sni_table>();
+    table->contexts.reserve(1 + options.more_certificates.size());
+    SSL_CTX_up_ref(made->ctx);
+    table->contexts.push_back(made->ctx);
+    for (const tls_certificate& chain : options.more_certificates) {
+      table->contexts.push_back(server_context(options, chain, made->alpn_wire.get(), who));
     }
-    SSL_CTX_set_client_CA_list(ctx, names);  // named in the CertificateRequest
-    SSL_CTX_set_verify(
-        ctx,
-        SSL_VERIFY_PEER |
-            (options.require_client_certificate ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-        nullptr);
-  }
-  SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // Tickets only: a session cache is a locked table shared by every worker, and stateless
-  // tickets resume a session on whichever worker the client lands on.
-  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  if (!made->alpn_wire->empty()) {
-    SSL_CTX_set_alpn_select_cb(ctx, &select_alpn, const_cast<std::string*>(made->alpn_wire.get()));
+    SSL_CTX_set_tlsext_servername_callback(made->ctx, &choose_certificate);
+    SSL_CTX_set_tlsext_servername_arg(made->ctx, const_cast<detail::sni_table*>(table.get()));
+    made->sni = std::move(table);
   }
   return std::shared_ptr<const tls_context>(new tls_context(std::move(made)));
 }
@@ -221,6 +384,13 @@ std::shared_ptr<const tls_context> tls_context::client(const tls_client_options&
                               static_cast<unsigned int>(made->alpn_wire->size())) != 0) {
     throw tls_error(std::string(who) + ": the ALPN list was refused: " + drain_errors());
   }
+  if (options.resume_sessions) {
+    made->sessions = std::make_shared<detail::session_cache>();
+    // Every new session goes to the callback, none to OpenSSL's own cache (a client's would
+    // only be read by hand).
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx, &detail::remember_session);
+  }
   return std::shared_ptr<const tls_context>(new tls_context(std::move(made)));
 }
 
@@ -232,10 +402,27 @@ SSL_CTX* tls_context_access::native(const tls_context& context) noexcept {
 bool tls_context_access::verifies(const tls_context& context) noexcept {
   return context.state_->verify;
 }
+std::shared_ptr<session_cache> tls_context_access::sessions(const tls_context& context) {
+  return context.state_->sessions;
+}
+std::size_t tls_context_access::resumable(const tls_context& context) {
+  return context.state_->sessions != nullptr ? context.state_->sessions->size() : 0;
+}
 
 // The BIO's calls (see tls_session.hpp): reads serve the stash, then the fresh bytes; writes
-// append to outgoing. Never an EOF: the connection sees the socket's end itself.
+// append to outgoing. Never an EOF: the connection sees the socket's end itself. And OpenSSL's
+// new-session callback of a client context that resumes sessions.
 struct bio_calls {
+  // A session the server gave (a TLS 1.3 ticket after the handshake, or a TLS 1.2 one in it):
+  // kept for the session's name. 1: the reference is the cache's now.
+  static int remember_session(SSL* ssl, SSL_SESSION* made) {
+    auto* session = static_cast<tls_session*>(SSL_get_app_data(ssl));
+    if (session == nullptr || session->sessions_ == nullptr || session->session_key_.empty() ||
+        SSL_SESSION_is_resumable(made) != 1) {
+      return 0;
+    }
+    return session->sessions_->put(session->session_key_, made) ? 1 : 0;
+  }
   static int write(BIO* bio, const char* bytes, int size) {
     auto* session = static_cast<tls_session*>(BIO_get_data(bio));
     BIO_clear_retry_flags(bio);
@@ -298,6 +485,8 @@ struct bio_calls {
   }
 };
 
+int remember_session(SSL* ssl, SSL_SESSION* made) { return bio_calls::remember_session(ssl, made); }
+
 tls_session::tls_session(const tls_context& context, std::string_view host) {
   ERR_clear_error();
   server_ = context.is_server();
@@ -333,6 +522,15 @@ tls_session::tls_session(const tls_context& context, std::string_view host) {
     SSL_free(ssl_);
     throw tls_error("weft::net TLS: the server name '" + name +
                     "' cannot be used: " + drain_errors());
+  }
+  sessions_ = tls_context_access::sessions(context);
+  if (sessions_ != nullptr && !name.empty()) {
+    session_key_ = name;
+    SSL_set_app_data(ssl_, this);
+    if (SSL_SESSION* kept = sessions_->take(name)) {
+      SSL_set_session(ssl_, kept);  // offered; a server that refuses it makes a full handshake
+      SSL_SESSION_free(kept);       // the SSL object holds its own reference
+    }
   }
 }
 
@@ -492,6 +690,13 @@ std::string tls_session::peer_subject() const {
   }
   BIO_free(text);
   return subject;
+}
+
+bool tls_session::resumed() const noexcept { return SSL_session_reused(ssl_) == 1; }
+
+std::string tls_session::server_name() const {
+  const char* name = SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name);
+  return name != nullptr ? name : "";
 }
 
 std::string tls_session::alpn() const {

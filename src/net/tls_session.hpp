@@ -10,11 +10,13 @@
 // which would copy every record once more): its read serves the bytes not yet consumed (the
 // stash, then what supply() just handed over), its write appends to outgoing().
 //
-// One thread: the connection's.
+// One thread: the connection's. A client's session comes from and goes back to its context's
+// session cache (tls_client_options::resume_sessions), which is shared between threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,9 +27,15 @@ using SSL_CTX = struct ssl_ctx_st;
 
 namespace weft::net::detail {
 
+class session_cache;
+
 struct tls_context_access {
   static SSL_CTX* native(const tls_context& context) noexcept;
   static bool verifies(const tls_context& context) noexcept;
+  // A client context's session cache (nullptr without resume_sessions).
+  static std::shared_ptr<session_cache> sessions(const tls_context& context);
+  // How many server names a client context keeps a session for (tests).
+  static std::size_t resumable(const tls_context& context);
 };
 
 class tls_session {
@@ -84,6 +92,10 @@ class tls_session {
   std::string version() const;
   std::string cipher() const;
   std::string alpn() const;
+  // Whether the handshake resumed a session (no certificate exchanged).
+  bool resumed() const noexcept;
+  // The name the client sent in SNI ("" for none).
+  std::string server_name() const;
   // The verified peer certificate's subject (RFC 2253), "" for none.
   std::string peer_subject() const;
 
@@ -100,6 +112,9 @@ class tls_session {
   std::string outgoing_;
   std::size_t outgoing_head_ = 0;
   std::string failure_;
+  // A client resuming sessions: its context's cache and the name its sessions are kept under.
+  std::shared_ptr<session_cache> sessions_;
+  std::string session_key_;
   bool server_ = false;
   bool first_byte_seen_ = false;
   bool plaintext_peer_ = false;

@@ -67,6 +67,10 @@ struct worker_state {
   unsigned stride = 1;        // connection ids: index + 1 + stride * n, unique in the server
   std::uint64_t next_id = 0;  // n
   worker_counters counters;
+  // What each connection accepted here gets: the server's, with the TLS context of
+  // tls_generation (server_state::tls says how it is refreshed).
+  connection_options accepted_options;
+  std::uint64_t tls_generation = 0;
   const connection_events* events = nullptr;
   const std::function<void(std::string_view)>* log = nullptr;
   // The worker's live connections (intrusive, through connection::prev_/next_).

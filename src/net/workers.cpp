@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -129,7 +130,12 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
   std::shared_ptr<connection> made;
   const std::uint64_t id = worker.index + 1 + std::uint64_t{worker.stride} * worker.next_id++;
   try {
-    made = connection_access::make(fd, server.connection, id, &worker, std::move(peer));
+    if (server.tls_generation.load(std::memory_order_acquire) != worker.tls_generation) {
+      std::lock_guard lock(server.mutex);  // server_state::tls
+      worker.accepted_options.tls = server.tls;
+      worker.tls_generation = server.tls_generation.load(std::memory_order_relaxed);
+    }
+    made = connection_access::make(fd, worker.accepted_options, id, &worker, std::move(peer));
   } catch (const std::exception& failure) {
     ::close(fd);
     worker.counters.closed[static_cast<std::size_t>(close_reason::error)].add(1);

@@ -4,7 +4,11 @@
 //   - cert.pem, key.pem: a server certificate it signed for localhost and 127.0.0.1 (P-256);
 //   - other_ca.pem: a second authority that signed nothing the server has;
 //   - client.pem, client-key.pem: a client certificate the test authority signed
-//     ("CN=weft test client", for mutual TLS).
+//     ("CN=weft test client", for mutual TLS);
+//   - named.pem, wild.pem (and their -key.pem): server certificates the test authority signed
+//     for other.example and exact.wild.example, and for *.wild.example (SNI);
+//   - renewed.pem, renewed-key.pem: a certificate for localhost and 127.0.0.1 that other_ca
+//     signed (a certificate replaced on a running server).
 // The directory is removed when the process exits.
 #pragma once
 
@@ -33,6 +37,12 @@ struct certificates {
   std::string other_ca;
   std::string client_cert;
   std::string client_key;
+  std::string named_cert;  // other.example, exact.wild.example
+  std::string named_key;
+  std::string wild_cert;  // *.wild.example
+  std::string wild_key;
+  std::string renewed_cert;  // localhost, 127.0.0.1, by other_ca
+  std::string renewed_key;
 };
 
 inline std::string read_file(const std::string& path) {
@@ -81,6 +91,28 @@ struct made_certificates {
                                        "extendedKeyUsage=clientAuth\n";
     run("openssl x509 -req -in " + d + "client.csr -CA " + d + "ca.pem -CAkey " + d +
         "ca.key -CAcreateserial -days 2 -out " + d + "client.pem -extfile " + d + "client.ext");
+    // A server certificate for subject_alt_name, signed by the authority `ca` (ca or other_ca):
+    // NAME.pem and NAME-key.pem.
+    const auto server_certificate = [&](const std::string& name, const std::string& common_name,
+                                        const std::string& subject_alt_name,
+                                        const std::string& ca) {
+      run("openssl req" + ec + " -keyout " + d + name + "-key.pem -out " + d + name +
+          ".csr -subj '/CN=" + common_name + "'");
+      std::ofstream(d + name + ".ext") << "subjectAltName=" << subject_alt_name
+                                       << "\nbasicConstraints=CA:FALSE\nkeyUsage="
+                                          "digitalSignature\nextendedKeyUsage=serverAuth\n";
+      run("openssl x509 -req -in " + d + name + ".csr -CA " + d + ca + ".pem -CAkey " + d + ca +
+          ".key -CAcreateserial -days 2 -out " + d + name + ".pem -extfile " + d + name + ".ext");
+    };
+    server_certificate("named", "other.example", "DNS:other.example,DNS:exact.wild.example", "ca");
+    server_certificate("wild", "wild.example", "DNS:*.wild.example", "ca");
+    server_certificate("renewed", "localhost", "DNS:localhost,IP:127.0.0.1", "other_ca");
+    files.named_cert = d + "named.pem";
+    files.named_key = d + "named-key.pem";
+    files.wild_cert = d + "wild.pem";
+    files.wild_key = d + "wild-key.pem";
+    files.renewed_cert = d + "renewed.pem";
+    files.renewed_key = d + "renewed-key.pem";
     files.client_cert = d + "client.pem";
     files.client_key = d + "client-key.pem";
     files.ca = d + "ca.pem";

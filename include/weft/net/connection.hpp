@@ -314,6 +314,12 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   std::string tls_cipher() const;
   // and the ALPN protocol agreed ("" for none).
   std::string alpn_protocol() const;
+  // Whether the handshake resumed an earlier session (a ticket: no certificate was exchanged;
+  // tls_client_options::resume_sessions); false on a plain connection.
+  bool tls_resumed() const noexcept;
+  // The host name the client sent in SNI (tls_server_options::more_certificates chose the
+  // certificate by it), or the one a client connection sent; "" for none.
+  std::string tls_server_name() const;
   // The subject of the certificate the peer presented and that was verified, as RFC 2253
   // writes it ("CN=client.example,O=Example"); "" when the peer presented none (a client of a
   // server without client_ca_file) or on a plain connection.

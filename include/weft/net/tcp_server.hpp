@@ -186,6 +186,17 @@ class tcp_server {
   // time (before serve() starts, serve() then returns at once).
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) noexcept;
 
+  // A new TLS context (a tls_context::server) for the connections every worker accepts from
+  // now on; those already open keep theirs. A renewed certificate without a restart, as
+  // nginx's reload: make the new context first (tls_context::server fails with tls_error and
+  // the running one stays). Sessions of the old context do not resume with the new one (its
+  // ticket keys are its own), so clients make one full handshake again. std::invalid_argument
+  // for a null or a client's context, and std::logic_error on a server made without tls (a
+  // port does not change protocol under its clients). Any thread, any time.
+  void set_tls(std::shared_ptr<const tls_context> context);
+  // The context new connections get now: options().tls, or set_tls's last. Any thread.
+  std::shared_ptr<const tls_context> tls() const;
+
   // stats(): the counters now (thread-safe); options(): what it was made with.
   server_stats stats() const;
   const tcp_server_options& options() const noexcept;

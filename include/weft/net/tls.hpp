@@ -25,6 +25,8 @@
 //     as a FIN does. A FIN without close_notify also ends it (most HTTPS peers send none), and
 //     a message cut short by it is logged as dropped, as on a plain connection.
 // Renegotiation is refused (TLS 1.2 clients asking for it get a no_renegotiation alert).
+// A running server takes a new context for the connections it accepts next (tcp_server::set_tls,
+// http::server::set_tls): a renewed certificate without a restart, as nginx's reload.
 // Mutual TLS: a server with client_ca_file verifies the certificates clients present (in TLS
 // 1.3 the client finishes its side of the handshake first, so a client the server refuses
 // learns it from an alert on its first read: its connection closes as protocol_error).
@@ -49,12 +51,26 @@ class tls_error : public error {
 // The lowest TLS version a context accepts.
 enum class tls_version : unsigned char { tls1_2, tls1_3 };
 
+// A certificate chain and its private key, both PEM files (the key unencrypted): the server's
+// own certificate first in the chain, then the intermediates.
+struct tls_certificate {
+  std::string certificate_file{};
+  std::string private_key_file{};
+};
+
 // A server's settings.
 struct tls_server_options {
   // PEM files: the certificate chain (the server's own certificate first, then the
   // intermediates) and its private key (unencrypted). Both are required.
   std::string certificate_file{};
   std::string private_key_file{};
+  // Virtual hosting: more chains, one chosen per connection by the host name the client sends
+  // (SNI). A chain is a candidate when its certificate is valid for that name (its DNS
+  // subjectAltNames, or its common name without them; OpenSSL's X509_check_host). A candidate
+  // naming it exactly wins over one covering it with a wildcard ("*.example.com"), then the
+  // order decides, certificate_file's chain first. A client that sends no name, or one that
+  // no chain covers, gets certificate_file's. connection::tls_server_name() is the name sent.
+  std::vector<tls_certificate> more_certificates{};
   tls_version min_version = tls_version::tls1_2;  // the lowest version accepted
   // The ALPN protocols the server speaks ("http/1.1"), in its order of preference; a client
   // offering ALPN with none of them is refused (no_application_protocol, RFC 7301). Empty: no
@@ -92,6 +108,14 @@ struct tls_client_options {
   // for one. Both or neither.
   std::string certificate_file{};
   std::string private_key_file{};  // the key of certificate_file
+  // Resume sessions: the context keeps the last session ticket each server name gave (at most
+  // 256 names, the oldest forgotten first) and offers it on the next connection to that name,
+  // which then skips the certificate exchange and its verification (connection::
+  // tls_resumed()). A ticket is offered once (RFC 8446 C.4: a reused ticket links the
+  // connections); the server sends fresh ones on every connection. Keyed by the name verified
+  // (server_name or the host), so a session is only resumed with a server that proved that
+  // name.
+  bool resume_sessions = true;
 };
 
 namespace detail {
