@@ -1,8 +1,12 @@
 // weft-httpd: weft's HTTP server as a user meets it. `make demo` builds it and starts it on
 // 127.0.0.1:8080 in the foreground; Ctrl-C stops it gracefully (a second Ctrl-C at once).
+// With --tls-cert, SIGHUP reads the certificate and key again (a renewed certificate, without a
+// restart): connections accepted afterwards use it, those open keep theirs, and files that do
+// not load are reported and leave the running certificate in place, as nginx's reload does.
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +20,8 @@
 #include "site.hpp"
 #include "weft/error.hpp"
 #include "weft/net/tls.hpp"
+#include "weft/reactor/signals.hpp"
+#include "weft/sched/task.hpp"
 
 namespace {
 
@@ -106,33 +112,64 @@ int main(int argc, char** argv) {
     options.compression.enabled = true;
     // /upload streams what it reads; no other route reads a body.
     options.limits.max_body_size = std::uint64_t{1} << 30;
+    weft::net::tls_server_options tls;
     if (!config.tls_cert.empty()) {
-      weft::net::tls_server_options tls;
       tls.certificate_file = config.tls_cert;
       tls.private_key_file = config.tls_key;
       tls.alpn = {"http/1.1"};
       options.tls = weft::net::tls_context::server(tls);
     }
-    options.on_worker_start = [&site](unsigned worker) { site.start_worker(worker); };
-    options.on_worker_stop = [&site](unsigned worker) { site.stop_worker(worker); };
+    weft::http::server* running = nullptr;
+    weft::task<void> reloader;  // worker 0's SIGHUP watcher, with --tls-cert
+    options.on_worker_start = [&](unsigned worker) {
+      site.start_worker(worker);
+      if (worker != 0 || options.tls == nullptr) {
+        return;
+      }
+      reloader = weft::spawn(
+          [&] {
+            for (;;) {
+              weft::signals::wait({SIGHUP});
+              try {
+                running->set_tls(weft::net::tls_context::server(tls));
+                std::printf("weft-httpd: SIGHUP: reloaded %s and %s\n",
+                            tls.certificate_file.c_str(), tls.private_key_file.c_str());
+              } catch (const std::exception& failure) {
+                std::printf("weft-httpd: SIGHUP: kept the running certificate: %s\n",
+                            failure.what());
+              }
+              std::fflush(stdout);  // status lines, as the startup line (a log reads them)
+            }
+          },
+          weft::spawn_options{.name = "weft-httpd reload", .background = true});
+    };
+    options.on_worker_stop = [&](unsigned worker) {
+      if (worker == 0 && reloader.valid()) {
+        reloader.cancel("weft-httpd: the server stopped");
+      }
+      site.stop_worker(worker);
+    };
     if (config.log) {
       options.log = [](std::string_view line) {
         std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
       };
     }
     weft::http::server server(options, site.make_router());
+    running = &server;
     site.set_server(&server);
     server.listen();
     const std::string shown_host =
         config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
     std::printf(
         "weft-httpd: serving %s://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
+        "%s"
         "weft-httpd: Ctrl-C stops it\n",
         config.tls_cert.empty() ? "http" : "https", shown_host.c_str(),
         static_cast<unsigned>(server.port()), site.worker_count(),
         site.worker_count() == 1 ? "" : "s",
         config.driver.empty() ? "default" : config.driver.c_str(), config.root.c_str(),
-        config.pg.empty() ? "" : ", PostgreSQL routes on");
+        config.pg.empty() ? "" : ", PostgreSQL routes on",
+        config.tls_cert.empty() ? "" : "weft-httpd: SIGHUP reloads the certificate and key\n");
     std::fflush(stdout);
     server.serve();
     std::printf("weft-httpd: stopped after %llu requests\n",

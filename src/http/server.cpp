@@ -18,6 +18,19 @@ namespace weft::http {
 
 namespace detail {
 
+// A server's context, given the 400 a plaintext request to the HTTPS port gets (as nginx and Go
+// answer it) unless it has a reply of its own.
+std::shared_ptr<const net::tls_context> with_http_reply(
+    const std::shared_ptr<const net::tls_context>& tls) {
+  if (tls == nullptr || !tls->is_server() || !tls->plaintext_reply().empty()) {
+    return tls;
+  }
+  static constexpr std::string_view body = "a plain HTTP request was sent to an HTTPS port\n";
+  return tls->with_plaintext_reply(
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + std::string(body));
+}
+
 namespace {
 
 net::tcp_server_options tcp_options_of(const server_options& o) {
@@ -38,13 +51,7 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.log = o.log;
   t.on_worker_start = o.on_worker_start;
   t.on_worker_stop = o.on_worker_stop;
-  t.tls = o.tls;
-  if (o.tls != nullptr && o.tls->plaintext_reply().empty()) {
-    static constexpr std::string_view body = "a plain HTTP request was sent to an HTTPS port\n";
-    t.tls = o.tls->with_plaintext_reply(
-        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + std::string(body));
-  }
+  t.tls = with_http_reply(o.tls);
   t.tls_handshake_timeout = o.header_timeout;
   return t;
 }
@@ -105,6 +112,10 @@ void server::serve() {
 }
 
 void server::stop(std::chrono::milliseconds grace) noexcept { state_->tcp.stop(grace); }
+
+void server::set_tls(std::shared_ptr<const net::tls_context> context) {
+  state_->tcp.set_tls(detail::with_http_reply(context));
+}
 
 const server_options& server::options() const noexcept { return state_->options; }
 

@@ -65,6 +65,11 @@ class request_spaces {
   net::detail::spare_list<std::unique_ptr<request_space>> spare_;
 };
 
+// A server's TLS context with the 400 a plaintext request to the HTTPS port gets (as nginx and
+// Go answer it), unless it has a reply of its own (server.cpp).
+std::shared_ptr<const net::tls_context> with_http_reply(
+    const std::shared_ptr<const net::tls_context>& tls);
+
 struct server_state {
   server_options options;
   handler serve_request;

@@ -105,6 +105,15 @@ class httpd {
     return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
   }
   const std::string& output() const noexcept { return output_; }
+  // Sends signal and waits up to limit for `until` in what the server prints; returns what it
+  // printed meanwhile (also added to output()).
+  std::string signal_until(int signal, std::string_view until,
+                           std::chrono::milliseconds limit = 10s) {
+    ::kill(pid_, signal);
+    std::string printed = read_until(out_, until, limit);
+    output_ += printed;
+    return printed;
+  }
 
   // Sends signal (a Ctrl-C by default) and waits up to limit for the process to exit; returns
   // its exit status (-1 when it did not exit in time and had to be killed, 128+N for a signal).

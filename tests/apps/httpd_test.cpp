@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -281,6 +283,39 @@ TEST(Httpd, HttpsServesCurlWrkAndWssWithTheCertificateGiven) {
             "ok handshake\nok deflate\nok text\nok binary\nok empty\nok fragmented\nok "
             "1MiB\nok ping\nok close\n");
   EXPECT_EQ(server.stop(), 0);
+}
+
+// SIGHUP reads --tls-cert and --tls-key again: a renewed certificate (another authority's)
+// serves the next connections; files that do not load leave the running one in place.
+TEST(Httpd, SighupReloadsTheCertificateAndKeepsTheRunningOneOnFailure) {
+  const tls_test::certificates& certs = tls_test::certs();
+  const std::string cert = certs.dir + "/httpd-reload-cert.pem";
+  const std::string key = certs.dir + "/httpd-reload-key.pem";
+  const auto install = [&](const std::string& from_cert, const std::string& from_key) {
+    std::filesystem::copy_file(from_cert, cert, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(from_key, key, std::filesystem::copy_options::overwrite_existing);
+  };
+  install(certs.cert, certs.key);
+  httpd server({"--tls-cert", cert, "--tls-key", key});
+  EXPECT_NE(server.output().find("SIGHUP reloads the certificate"), std::string::npos)
+      << server.output();
+  const std::string url = "https://localhost:" + std::to_string(server.port()) + "/hello";
+  EXPECT_EQ(run({"curl", "-sS", "--cacert", certs.ca, url}).standard_output, "hello\n");
+
+  install(certs.renewed_cert, certs.renewed_key);
+  const std::string reloaded = server.signal_until(SIGHUP, "\n");
+  EXPECT_NE(reloaded.find("SIGHUP: reloaded " + cert), std::string::npos) << reloaded;
+  EXPECT_EQ(run({"curl", "-sS", "--cacert", certs.other_ca, url}).standard_output, "hello\n");
+  EXPECT_NE(run({"curl", "-sS", "--cacert", certs.ca, url}).exit_status, 0);
+
+  std::ofstream(cert, std::ios::trunc) << "not a certificate\n";
+  const std::string kept = server.signal_until(SIGHUP, "\n");
+  EXPECT_NE(kept.find("SIGHUP: kept the running certificate"), std::string::npos) << kept;
+  EXPECT_NE(kept.find(cert), std::string::npos) << kept;
+  EXPECT_EQ(run({"curl", "-sS", "--cacert", certs.other_ca, url}).standard_output, "hello\n");
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove(cert);
+  std::filesystem::remove(key);
 }
 
 TEST(Httpd, PgRoutesAnswerFromARealPostgres) {

@@ -1,7 +1,9 @@
 // The HTTP server over TLS (server_options::tls): curl, a client no one here wrote, over HTTPS
 // with keep-alive reuse, HEAD, a range, a chunked upload with 100-continue, a 2 MiB static file
 // (which goes through memory, not sendfile); a plaintext request to the HTTPS port answered 400;
-// a stalled TLS handshake cut at the header timeout while others are served.
+// a stalled TLS handshake cut at the header timeout while others are served; a certificate
+// replaced on the running server (set_tls); the certificate curl's SNI name picks; sessions
+// weft's client resumes.
 #include <string>
 
 #include "http/server_support.hpp"
@@ -41,6 +43,10 @@ struct served {
       ex.respond(status::ok, ex.connection().secure()
                                  ? "hello over " + ex.connection().tls_version()
                                  : std::string("hello in the clear"));
+    });
+    r.get("/session", [](exchange& ex) {
+      ex.respond(status::ok, "[" + ex.connection().tls_server_name() + "] " +
+                                 (ex.connection().tls_resumed() ? "resumed" : "full"));
     });
     r.get("/whoami", [](exchange& ex) {
       ex.respond(status::ok, "[" + ex.connection().peer_certificate() + "]");
@@ -159,6 +165,68 @@ TEST(HttpServerTls, CurlsClientCertificateIsNamedAndNoneIsAnonymous) {
                         tls_test::certs().client_key + " " + https_url(server.port(), "/whoami")),
             "[CN=weft test client]");
   EXPECT_EQ(run_command(curl() + https_url(server.port(), "/whoami")), "[]");
+}
+
+// A renewed certificate on the running server: curl trusting the old authority is refused, one
+// trusting the new one is served, and a plaintext request still gets the 400.
+TEST(HttpServerTls, SetTlsServesTheRenewedCertificateAndKeepsThe400) {
+  served site;
+  running_http server(https_options(), site.routes());
+  const std::string url = https_url(server.port(), "/hello");
+  EXPECT_EQ(run_command(curl() + url), "hello over TLSv1.3");
+  weft::net::tls_server_options renewed;
+  renewed.certificate_file = tls_test::certs().renewed_cert;
+  renewed.private_key_file = tls_test::certs().renewed_key;
+  server.server().set_tls(weft::net::tls_context::server(renewed));
+  const std::string refused = run_command(curl() + url);
+  EXPECT_NE(refused.find("SSL certificate problem"), std::string::npos) << refused;
+  EXPECT_EQ(run_command("curl -sS --cacert " + tls_test::certs().other_ca + " " + url),
+            "hello over TLSv1.3");
+  const std::string plain =
+      run_command("curl -sS -i http://127.0.0.1:" + std::to_string(server.port()) + "/hello");
+  EXPECT_EQ(plain.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << plain;
+}
+
+// Virtual hosts: curl's SNI name picks the certificate it verifies (--resolve sends the name
+// to 127.0.0.1), and the handler sees the name.
+TEST(HttpServerTls, CurlsServerNamePicksTheCertificate) {
+  served site;
+  auto options = local_http();
+  weft::net::tls_server_options tls;
+  tls.more_certificates = {{tls_test::certs().named_cert, tls_test::certs().named_key}};
+  options.tls = tls_test::server_context(tls);
+  running_http server(options, site.routes());
+  const std::string port = std::to_string(server.port());
+  EXPECT_EQ(run_command(curl() + "--resolve other.example:" + port +
+                        ":127.0.0.1 https://other.example:" + port + "/session"),
+            "[other.example] full");
+  EXPECT_EQ(run_command(curl() + https_url(server.port(), "/session")), "[localhost] full");
+  const std::string refused =
+      run_command(curl() + "--resolve unknown.example:" + port +
+                  ":127.0.0.1 https://unknown.example:" + port + "/session");
+  EXPECT_NE(refused.find("SSL"), std::string::npos) << refused;
+}
+
+// weft's client keeps the server's session tickets: a connection after the first (the server
+// closes each after one response) resumes, without a certificate exchanged.
+TEST(HttpServerTls, WeftsClientResumesItsSessionOnNewConnections) {
+  served site;
+  auto options = https_options();
+  options.max_requests_per_connection = 1;
+  running_http server(options, site.routes());
+  weft::run([&] {
+    weft::net::tls_client_options tls;
+    tls.ca_file = tls_test::certs().ca;
+    weft::http::client_options client_options;
+    client_options.tls = weft::net::tls_context::client(tls);
+    weft::http::client web(client_options);
+    const std::string url = https_url(server.port(), "/session");
+    EXPECT_EQ(web.get(url).body, "[localhost] full");
+    EXPECT_EQ(web.get(url).body, "[localhost] resumed");
+    EXPECT_EQ(web.get(url).body, "[localhost] resumed");
+    EXPECT_EQ(web.stats().connections_opened, 3u);
+    web.close();
+  });
 }
 
 }  // namespace

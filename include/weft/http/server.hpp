@@ -289,6 +289,10 @@ class server {
   void serve();
   // Graceful stop (see the file comment); a second call forces. Any thread.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000)) noexcept;
+  // A new certificate (a net::tls_context::server) for the connections accepted from now on,
+  // as net::tcp_server::set_tls (which says what it refuses); a plaintext request gets the same
+  // 400 as with options().tls. Any thread.
+  void set_tls(std::shared_ptr<const net::tls_context> context);
   server_stats stats() const;
   const server_options& options() const noexcept;
 
