@@ -163,28 +163,30 @@ TEST(NetTls, FileRangesGoOutEncryptedInOrderWithMemorySends) {
     content[i] = static_cast<char>('a' + i % 26);
   }
   ASSERT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
-  running_server server(tls_options(), [&](weft::net::tcp_server& s) {
-    s.serve([&](connection& c) {
-      if (!c.receive()) {
-        return;
-      }
-      c.send("head:");
-      c.send_file(fd, 7, 250000);
-      c.send(":middle:");
-      c.send_file(fd, 0, 100);
-      c.send(":tail");
-    });
-  });
   std::string got;
-  weft::run([&] {
-    weft::net::connection_options raw = client_options();
-    raw.protocol = nullptr;
-    auto c = weft::net::connect("127.0.0.1", server.port(), raw, weft::timeout(5s));
-    c->send("go");
-    while (auto m = c->receive(weft::timeout(10s))) {
-      got += m->data;
-    }
-  });
+  {  // the server stops before fd is closed: the fd is the handler's until then
+    running_server server(tls_options(), [&](weft::net::tcp_server& s) {
+      s.serve([&](connection& c) {
+        if (!c.receive()) {
+          return;
+        }
+        c.send("head:");
+        c.send_file(fd, 7, 250000);
+        c.send(":middle:");
+        c.send_file(fd, 0, 100);
+        c.send(":tail");
+      });
+    });
+    weft::run([&] {
+      weft::net::connection_options raw = client_options();
+      raw.protocol = nullptr;
+      auto c = weft::net::connect("127.0.0.1", server.port(), raw, weft::timeout(5s));
+      c->send("go");
+      while (auto m = c->receive(weft::timeout(10s))) {
+        got += m->data;
+      }
+    });
+  }
   ::close(fd);
   ::unlink(name);
   EXPECT_EQ(got,
