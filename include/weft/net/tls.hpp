@@ -54,8 +54,8 @@ enum class tls_version : unsigned char { tls1_2, tls1_3 };
 // A certificate chain and its private key, both PEM files (the key unencrypted): the server's
 // own certificate first in the chain, then the intermediates.
 struct tls_certificate {
-  std::string certificate_file{};
-  std::string private_key_file{};
+  std::string certificate_file{};  // the chain, the server's own certificate first
+  std::string private_key_file{};  // the key of certificate_file
 };
 
 // A server's settings.
