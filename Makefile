@@ -82,13 +82,15 @@ test-chaos: build
 # an hour) for FUZZ_SECONDS, over the HTTP client's URLs and redirects (tests/http/fuzz/url_fuzz.cpp)
 # for FUZZ_URL_SECONDS, over the multipart/form-data reader (tests/http/fuzz/multipart_fuzz.cpp)
 # for FUZZ_FORM_SECONDS, then over net's framers (WebSocket in both roles, text, frame:
-# tests/net/fuzz/framer_fuzz.cpp) for FUZZ_NET_SECONDS, each from its committed seeds; new inputs
-# go to build/fuzz/corpus, build/fuzz/url-corpus, build/fuzz/multipart-corpus and
-# build/fuzz-net/corpus.
+# tests/net/fuzz/framer_fuzz.cpp) for FUZZ_NET_SECONDS and over the PROXY protocol header's
+# parser (tests/net/fuzz/proxy_header_fuzz.cpp) for FUZZ_PROXY_SECONDS, each from its committed
+# seeds; new inputs go to build/fuzz/corpus, build/fuzz/url-corpus, build/fuzz/multipart-corpus,
+# build/fuzz-net/corpus and build/fuzz-net/proxy-corpus.
 FUZZ_SECONDS ?= 45
 FUZZ_URL_SECONDS ?= 15
 FUZZ_FORM_SECONDS ?= 15
 FUZZ_NET_SECONDS ?= 30
+FUZZ_PROXY_SECONDS ?= 10
 # $(call fuzz,BINARY,DICT,SECONDS,CORPUS,SEEDS,WHAT): one bounded run; its log is CORPUS.log,
 # printed whole when the fuzzer fails (a crash or a broken invariant), its totals otherwise.
 define fuzz
@@ -108,6 +110,7 @@ test-fuzz: deps
 	cmake -S tests/net/fuzz -B build/fuzz-net -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	cmake --build build/fuzz-net -j $(JOBS)
 	$(call fuzz,build/fuzz-net/net_framer_fuzz,tests/net/fuzz/framer.dict,$(FUZZ_NET_SECONDS),build/fuzz-net/corpus,tests/net/fuzz/corpus,net's framers)
+	$(call fuzz,build/fuzz-net/net_proxy_header_fuzz,tests/net/fuzz/proxy.dict,$(FUZZ_PROXY_SECONDS),build/fuzz-net/proxy-corpus,tests/net/fuzz/proxy-corpus,the PROXY protocol header)
 
 # Installs into a scratch prefix and builds examples/consumer against it with find_package(weft)
 # and pkg-config.

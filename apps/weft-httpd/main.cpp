@@ -6,6 +6,7 @@
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
+//              [--proxy-protocol]
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -88,6 +89,9 @@ int main(int argc, char** argv) {
                    ->check(CLI::ExistingFile);
   auto* key = app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert")
                   ->check(CLI::ExistingFile);
+  app.add_flag("--proxy-protocol", config.proxy_protocol,
+               "every connection starts with a PROXY protocol header (v1 or v2) naming the "
+               "client: behind HAProxy's send-proxy, nginx's proxy_protocol, a load balancer");
   cert->needs(key);
   key->needs(cert);
   CLI11_PARSE(app, argc, argv);
@@ -108,6 +112,7 @@ int main(int argc, char** argv) {
     options.workers = site.worker_count();
     options.driver = config.driver;
     options.handle_signals = true;
+    options.proxy_protocol = config.proxy_protocol;
     // gzip for the page, /stats and the text files of --root, as nginx's "gzip on".
     options.compression.enabled = true;
     // /upload streams what it reads; no other route reads a body.

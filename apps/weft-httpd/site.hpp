@@ -26,6 +26,8 @@ struct settings {
   // PEM files: with both, the server speaks HTTPS only (weft::net TLS).
   std::string tls_cert;
   std::string tls_key;
+  // Every connection starts with a PROXY protocol header (behind HAProxy, an AWS NLB).
+  bool proxy_protocol = false;
 };
 
 // What one worker publishes about its scheduler for /stats and the page, refreshed by a

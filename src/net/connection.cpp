@@ -20,6 +20,7 @@
 
 #include "net/address.hpp"
 #include "net/hibernation.hpp"
+#include "net/proxy_header.hpp"
 #include "net/socket_calls.hpp"
 #include "net/spare_list.hpp"
 #include "net/tls_session.hpp"
@@ -522,6 +523,65 @@ bool connection::establish_tls(const timeout& limit) {
     }
   }
   return state_ == state::open && tls_->established();
+}
+
+// The PROXY protocol header (tcp_server_options::proxy_protocol), before TLS and the protocol.
+// It is parsed where the reads put their bytes (the input buffer), so nothing past it is taken:
+// what follows in the same read stays there for the protocol, or goes to the TLS session as the
+// start of its ciphertext.
+bool connection::read_proxy_header(std::chrono::milliseconds within) {
+  // The header comes before any TLS record: read it in the clear, the session set aside (and
+  // put back however this ends, an exception included).
+  struct set_aside {
+    std::unique_ptr<detail::tls_session>& slot;
+    std::unique_ptr<detail::tls_session> session;
+    ~set_aside() { slot = std::move(session); }
+  } tls{tls_, std::move(tls_)};
+  const timeout limit = within.count() > 0 ? timeout(within) : timeout::never();
+  try {
+    reader_guard guard(*this, "the PROXY protocol header");
+    while (state_ == state::open) {
+      const detail::proxy_header header =
+          detail::parse_proxy_header(in_.get() + in_begin_, buffered());
+      if (header.result == detail::proxy_header::outcome::complete) {
+        proxy_address_ = peer_address_;
+        if (header.addresses) {
+          peer_address_ = detail::format_address(reinterpret_cast<const sockaddr*>(&header.source),
+                                                 header.source_length);
+        }
+        consume_input(header.size);
+        break;
+      }
+      if (header.result == detail::proxy_header::outcome::invalid) {
+        protocol_error failure("PROXY protocol: " + header.why);
+        log(std::string("closed: ") + failure.what());
+        in_begin_ = in_end_ = 0;
+        report(failure);
+        begin_close(close_reason::protocol_error, false);
+        break;
+      }
+      if (!pull_input(limit, buffered() > 0)) {
+        break;
+      }
+    }
+  } catch (const timeout_error&) {
+    if (state_ == state::open) {
+      log("closed: no complete PROXY protocol header within " + std::to_string(within.count()) +
+          " ms");
+      begin_close(close_reason::handshake_timeout, false);
+    }
+  }
+  if (state_ != state::open || proxy_address_.empty()) {
+    return false;
+  }
+  if (tls.session != nullptr && buffered() > 0) {
+    // The client's first flight, read with the header: the session's first ciphertext.
+    tls.session->supply(in_.get() + in_begin_, buffered());
+    tls.session->keep_rest();
+    in_begin_ = in_end_ = 0;
+    read_first_ = true;  // the handshake reads the session's bytes before it waits
+  }
+  return true;
 }
 
 // Waits until the socket is readable. False when the wait was cut short (an interrupt, a server

@@ -71,7 +71,8 @@ void check_options(const tcp_server_options& options) {
                              std::pair{"close_timeout", options.close_timeout},
                              std::pair{"send_timeout", options.send_timeout},
                              std::pair{"stop_timeout", options.stop_timeout},
-                             std::pair{"tls_handshake_timeout", options.tls_handshake_timeout}}) {
+                             std::pair{"tls_handshake_timeout", options.tls_handshake_timeout},
+                             std::pair{"proxy_protocol_timeout", options.proxy_protocol_timeout}}) {
     if (value.count() < 0) {
       fail(std::string(name) + " must not be negative");
     }

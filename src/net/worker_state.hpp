@@ -118,6 +118,10 @@ struct connection_access {
   static bool establish_tls(connection& c) {
     return c.tls_ == nullptr || c.establish_tls(timeout::never());
   }
+  // The PROXY protocol header of a new connection (connection::read_proxy_header).
+  static bool read_proxy_header(connection& c, std::chrono::milliseconds within) {
+    return c.read_proxy_header(within);
+  }
   // net::connect's handshake as the client of host: returns once complete; tls_error naming
   // why the server was refused, or how the connection ended during it; timeout_error past limit.
   static void connect_tls(connection& c, std::string_view host, const timeout& limit);

@@ -69,9 +69,13 @@ struct spare_message {
                         std::shared_ptr<connection> made, bool accepted) {
   connection& c = *made;
   try {
-    // A TLS handshake that failed, timed out or met a stop has closed the connection (logged);
-    // it is never handed to on_connect or the handler.
-    const bool established = !accepted || connection_access::establish_tls(c);
+    // A PROXY header or TLS handshake that failed, timed out or met a stop has closed the
+    // connection (logged); it is never handed to on_connect or the handler.
+    const bool established =
+        !accepted ||
+        ((!server.options.proxy_protocol ||
+          connection_access::read_proxy_header(c, server.options.proxy_protocol_timeout)) &&
+         connection_access::establish_tls(c));
     if (established && accepted && server.events.on_connect) {
       server.events.on_connect(c);
     }

@@ -318,6 +318,19 @@ TEST(Httpd, SighupReloadsTheCertificateAndKeepsTheRunningOneOnFailure) {
   std::filesystem::remove(key);
 }
 
+// --proxy-protocol: behind a proxy, each connection's PROXY header is read first (curl sends
+// one with --haproxy-protocol); a client that sends none gets no answer.
+TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
+  httpd server({"--proxy-protocol"});
+  auto proxied = run({"curl", "-sS", "--haproxy-protocol", server.url("/hello")});
+  EXPECT_EQ(proxied.standard_output, "hello\n") << proxied.standard_error;
+  auto direct = run({"curl", "-sS", server.url("/hello")});
+  EXPECT_NE(direct.exit_status, 0);
+  EXPECT_NE(direct.standard_error.find("Empty reply from server"), std::string::npos)
+      << direct.standard_error;
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Httpd, PgRoutesAnswerFromARealPostgres) {
   std::string conninfo;
   try {

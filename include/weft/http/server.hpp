@@ -135,6 +135,10 @@ struct server_options {
   // plaintext request to the port is answered 400 and closed (as nginx and Go answer it), unless
   // the context has a plaintext_reply of its own. Null: plain HTTP.
   std::shared_ptr<const net::tls_context> tls{};
+  // Behind a proxy that sends the PROXY protocol (net::tcp_server_options::proxy_protocol says
+  // what it does): ex.connection().peer_address() is the client the header names. A connection
+  // without a valid header within header_timeout is closed unanswered.
+  bool proxy_protocol = false;
 };
 
 // Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too

@@ -292,6 +292,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   std::size_t worker_connections() const noexcept;
   // "127.0.0.1:5000", "[::1]:5000"; "" when unknown.
   const std::string& peer_address() const noexcept { return peer_address_; }
+  // With tcp_server_options::proxy_protocol: the address of the proxy that sent the PROXY
+  // header (the socket's peer), while peer_address() is the client the header named (or the
+  // proxy's too, for a header without addresses: v1 UNKNOWN, v2 LOCAL). "" otherwise.
+  const std::string& proxy_address() const noexcept { return proxy_address_; }
   std::string local_address() const;
   // Anything the application wants to keep with the connection.
   std::any& context() noexcept { return context_; }
@@ -362,6 +366,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   [[gnu::cold]] bool flush_tls() noexcept;
   bool encrypt_file_piece() noexcept;
   bool establish_tls(const timeout& limit);
+  // The PROXY protocol header (tcp_server_options::proxy_protocol), before TLS and the protocol:
+  // true once read (peer_address_ is the client it names); false when the connection closed
+  // instead (an invalid header, none within `within`, a stop), logged.
+  bool read_proxy_header(std::chrono::milliseconds within);
   void start_tls_client(std::string_view host);
   void send_tls_output();
   void tls_failed(bool graceful = true) noexcept;
@@ -486,6 +494,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // --- the rest ---
   std::uint64_t id_;
   std::string peer_address_;
+  std::string proxy_address_;  // tcp_server_options::proxy_protocol's proxy
   fd_registration registration_;
   link link_{*this};
   task<void> flusher_;

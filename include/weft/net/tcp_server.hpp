@@ -96,6 +96,16 @@ struct tcp_server_options {
   // that is on). Null: plaintext.
   std::shared_ptr<const tls_context> tls{};
   std::chrono::milliseconds tls_handshake_timeout{10000};
+  // Behind a proxy or load balancer (HAProxy's send-proxy / send-proxy-v2, nginx's
+  // proxy_protocol, AWS NLB, Envoy): every connection starts with a PROXY protocol header,
+  // version 1 (text) or 2 (binary), which names the client the proxy accepted. It is read
+  // before TLS and the protocol: connection::peer_address() is then the client's address and
+  // proxy_address() the proxy's. A connection whose first bytes are not a valid header, or
+  // that sends none within proxy_protocol_timeout (0: no limit), is closed and logged
+  // (protocol_error, handshake_timeout) and never reaches on_connect or the handler. Only for
+  // a port that proxies alone can reach: a client that connects directly can name any address.
+  bool proxy_protocol = false;
+  std::chrono::milliseconds proxy_protocol_timeout{10000};
   // Callback style: between messages a connection's read loop waits in its own coroutine while
   // its worker has at most this many connections, and above it the connection hibernates
   // (connection::hibernate: no coroutine and no stack until its next bytes, its peer's close or
