@@ -197,6 +197,18 @@ inline void small_send_buffer(int fd, int bytes = 16384) {
   ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
 }
 
+// From a coroutine: connects to an echo server on 127.0.0.1:port, sends text, and returns whether
+// the same text came back; closes gracefully either way.
+inline bool echoes(std::uint16_t port, const weft::net::connection_options& options,
+                   const std::string& text) {
+  auto c = weft::net::connect("127.0.0.1", port, options, weft::timeout(std::chrono::seconds(10)));
+  c->send(text);
+  auto m = c->receive(weft::timeout(std::chrono::seconds(10)));
+  c->close();
+  c->wait_closed(weft::timeout(std::chrono::seconds(5)));
+  return m && m->data == text;
+}
+
 inline std::string frame_of(std::string_view payload) {
   const auto length = static_cast<std::uint32_t>(payload.size());
   std::string out = {static_cast<char>(length >> 24), static_cast<char>(length >> 16),

@@ -438,15 +438,10 @@ TEST(NetTls, TwoWorkersShareOneContextUnderConcurrentHandshakes) {
         std::vector<weft::task<void>> running;
         for (int i = 0; i < clients / 2; ++i) {
           running.push_back(weft::spawn([&, i] {
-            auto c = weft::net::connect("127.0.0.1", server.port(), shared, weft::timeout(10s));
-            const std::string text = "client " + std::to_string(t) + "/" + std::to_string(i);
-            c->send(text);
-            auto m = c->receive(weft::timeout(10s));
-            if (m && m->data == text) {
+            if (echoes(server.port(), shared,
+                       "client " + std::to_string(t) + "/" + std::to_string(i))) {
               ++echoed;
             }
-            c->close();
-            c->wait_closed(weft::timeout(5s));
           }));
         }
         for (auto& task : running) {
