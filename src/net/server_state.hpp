@@ -18,7 +18,6 @@ namespace weft::net::detail {
 
 struct server_state {
   tcp_server_options options;
-  connection_options connection;  // what each accepted connection gets
   // One per worker, made with the server and never resized: stats() reads them from any thread.
   std::vector<std::unique_ptr<worker_state>> workers;
   // Listening sockets, one per worker (-1 once that worker stopped accepting). Written by

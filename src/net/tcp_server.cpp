@@ -105,7 +105,9 @@ tcp_server::tcp_server(tcp_server_options options)
   auto& state = *state_;
   state.options = std::move(options);
   const tcp_server_options& o = state.options;
-  state.connection = connection_options{
+  // What each accepted connection gets: every worker keeps its own copy, whose TLS context
+  // set_tls replaces (server_state::tls).
+  const connection_options accepted{
       .protocol = o.protocol,
       .max_message_size = o.max_message_size,
       .send_buffer_limit = o.send_buffer_limit,
@@ -125,7 +127,7 @@ tcp_server::tcp_server(tcp_server_options options)
     worker->log = &state.options.log;
     worker->stride = o.workers;
     worker->server = &state;
-    worker->accepted_options = state.connection;
+    worker->accepted_options = accepted;
     state.workers.push_back(std::move(worker));
   }
   state.tls = o.tls;

@@ -103,11 +103,6 @@ class session_cache {
     return true;
   }
 
-  std::size_t size() {
-    std::lock_guard lock(mutex_);
-    return by_name_.size();
-  }
-
  private:
   std::mutex mutex_;
   std::list<std::string> order_;  // oldest first
@@ -404,9 +399,6 @@ bool tls_context_access::verifies(const tls_context& context) noexcept {
 }
 std::shared_ptr<session_cache> tls_context_access::sessions(const tls_context& context) {
   return context.state_->sessions;
-}
-std::size_t tls_context_access::resumable(const tls_context& context) {
-  return context.state_->sessions != nullptr ? context.state_->sessions->size() : 0;
 }
 
 // The BIO's calls (see tls_session.hpp): reads serve the stash, then the fresh bytes; writes

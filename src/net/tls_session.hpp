@@ -34,8 +34,6 @@ struct tls_context_access {
   static bool verifies(const tls_context& context) noexcept;
   // A client context's session cache (nullptr without resume_sessions).
   static std::shared_ptr<session_cache> sessions(const tls_context& context);
-  // How many server names a client context keeps a session for (tests).
-  static std::size_t resumable(const tls_context& context);
 };
 
 class tls_session {
