@@ -12,6 +12,7 @@
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
 #include "weft/http/protocol.hpp"
+#include "weft/http/proxy.hpp"
 #include "weft/http/router.hpp"
 #include "weft/http/server.hpp"
 #include "weft/http/static_files.hpp"

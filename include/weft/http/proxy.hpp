@@ -1,0 +1,164 @@
+// weft::http::reverse_proxy: a handler that forwards requests to an upstream HTTP server and
+// streams its responses back, as nginx's proxy_pass and Go's httputil.ReverseProxy do.
+//
+//   weft::http::reverse_proxy api("http://127.0.0.1:9000/v1", {.strip_prefix = "/api"});
+//   weft::http::server_options options;
+//   api.attach(options);                       // one upstream client per worker
+//   weft::http::router routes;
+//   routes.any("/api/*rest", api.handler());   // GET /api/users?id=7 -> GET /v1/users?id=7
+//   weft::http::server server(options, std::move(routes));
+//
+// Contract:
+//   - Workers: each worker has its own http::client (its keep-alive connections to the upstream,
+//     at most max_connections, reused across requests), made by the on_worker_start hook that
+//     attach() installs and closed by its on_worker_stop (after the worker's last connection).
+//     attach() keeps the hooks the options already had and runs them first. A request on a
+//     worker without a client (attach() was not called, or not on the options the server was
+//     made with) is a std::logic_error: the server answers 500 and logs it.
+//   - The target: the request's path as received (still percent-encoded), less strip_prefix
+//     when it starts with it at a segment boundary ("/api" takes "/api" and "/api/x", not
+//     "/apis"), appended to the upstream URL's path, and the query kept: upstream
+//     "http://b:9000/v1", strip_prefix "/api", "/api/users?id=7" -> "/v1/users?id=7". A target
+//     that is not a path (CONNECT's authority, OPTIONS "*") is answered 400 here.
+//   - Request fields go upstream as they came, except the hop-by-hop ones (RFC 9110 7.6.1:
+//     Connection and every field it names, Keep-Alive, Proxy-Connection, Proxy-Authenticate,
+//     Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade) and Expect. Host is the
+//     upstream's unless preserve_host. With forwarded_headers (the default), X-Forwarded-For
+//     gets the client's address appended (after any proxies before this one),
+//     X-Forwarded-Proto says http or https (whether the client's connection is TLS) and
+//     X-Forwarded-Host carries the client's Host. A body is read whole first (within the
+//     server's limits.max_body_size: 413 past it; "Expect: 100-continue" is answered here) and
+//     sent with Content-Length, as nginx's proxy_request_buffering does.
+//   - The response: status, reason and fields as the upstream sent them, less the hop-by-hop
+//     ones; Server and Date are the upstream's when it sent them. The body is streamed as it
+//     arrives (nothing is held beyond one read), with the upstream's Content-Length when it gave
+//     one, else chunked to HTTP/1.1 clients and delimited by the close for HTTP/1.0 ones; a slow
+//     client slows the upstream read (backpressure through the send buffer). Bodies are passed
+//     as they are: no decompression, and the server's compression does not apply to them.
+//     Upstream trailer fields are not forwarded.
+//   - Failures before the response head went out are answered here and counted: the upstream
+//     refusing or failing the connection, TLS failing, or a malformed response -> 502 Bad
+//     Gateway; no response head within `timeout` -> 504 Gateway Timeout; a closed client (the
+//     worker stopping) -> 503. After the head went out, a failure of either side aborts the
+//     client's connection (the server logs it), since a status can no longer be given.
+//   - `timeout` bounds each upstream exchange whole (connecting, sending, the head and the
+//     streamed body, as http::client's request_timeout); connect_timeout each connect in it.
+//   - Not tunnelled: Upgrade (WebSocket) and CONNECT. Upgrade is hop-by-hop and is dropped, so
+//     the upstream sees a plain request.
+//   - Threads: the handler runs on every worker at once; stats() is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/http/client.hpp"
+#include "weft/http/server.hpp"
+#include "weft/net/tls.hpp"
+
+namespace weft::http {
+
+// The settings of a reverse_proxy (the file comment says what each does).
+struct proxy_options {
+  // Taken off the front of the request's path before it is appended to the upstream's path
+  // ("/api"); empty: the whole path is appended.
+  std::string strip_prefix{};
+  // Keep-alive connections each worker holds to the upstream at most; requests beyond them
+  // wait for one (within timeout).
+  std::size_t max_connections = 64;
+  // Each TCP connect (and TLS handshake) to the upstream, within timeout.
+  std::chrono::milliseconds connect_timeout{5000};
+  // One upstream exchange, the streamed body included: 504 when no head came within it.
+  std::chrono::milliseconds timeout{60000};
+  // An upstream connection unused this long is closed.
+  std::chrono::milliseconds idle_timeout{30000};
+  // Sends the client's Host upstream instead of the upstream URL's authority.
+  bool preserve_host = false;
+  // X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host (see the file comment).
+  bool forwarded_headers = true;
+  // Bounds on the upstream's response head (its body streams, unbounded).
+  std::size_t max_response_header_size = 64 * 1024;
+  // The TLS context of an https upstream (net::tls_context::client: its authorities, checks);
+  // null: the system's authorities, the upstream's name verified.
+  std::shared_ptr<const net::tls_context> tls{};
+  // A line for each request answered 502, 503 or 504, naming the upstream URL and what failed
+  // (the client gets the status and its phrase only); called on the worker's thread. Null: none.
+  std::function<void(std::string_view)> log{};
+};
+
+// Counters since the proxy was made, over every worker.
+struct proxy_stats {
+  std::uint64_t requests = 0;         // requests the handler took
+  std::uint64_t responses = 0;        // upstream responses passed on whole
+  std::uint64_t bad_gateway = 0;      // answered 502
+  std::uint64_t gateway_timeout = 0;  // answered 504
+  std::uint64_t unavailable = 0;      // answered 503 (the worker's client closed)
+  std::uint64_t aborted = 0;          // failures after the head went out (connection aborted)
+};
+
+// The proxy: its options, the upstream, a client per worker and the counters.
+class reverse_proxy {
+ public:
+  // upstream: "http://host[:port][/path]" or "https://..." (no query, no fragment);
+  // std::invalid_argument naming it otherwise, or naming a bad option.
+  explicit reverse_proxy(std::string_view upstream, proxy_options options = {});
+  reverse_proxy(const reverse_proxy&) = delete;
+  reverse_proxy& operator=(const reverse_proxy&) = delete;
+  ~reverse_proxy();
+
+  // Installs the per-worker hooks (see the file comment) into the server's options.
+  void attach(server_options& options);
+  // The handler for a route: forwards ex's request (see the file comment). The proxy must
+  // outlive the server.
+  http::handler handler();
+  // The handler's work, for a handler of one's own that does something first (a check, a
+  // changed field) and then forwards.
+  void forward(exchange& ex);
+
+  proxy_stats stats() const;
+  const proxy_options& options() const noexcept { return options_; }
+  // The upstream URL as given.
+  const std::string& upstream() const noexcept { return upstream_; }
+
+ private:
+  struct counters {
+    std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> responses{0};
+    std::atomic<std::uint64_t> bad_gateway{0};
+    std::atomic<std::uint64_t> gateway_timeout{0};
+    std::atomic<std::uint64_t> unavailable{0};
+    std::atomic<std::uint64_t> aborted{0};
+  };
+  void start_worker(unsigned worker);
+  void stop_worker(unsigned worker);
+  client* client_of(unsigned worker);
+  // The upstream URL for a request's target; nullopt when the target is not a path.
+  std::optional<std::string> url_for(const request& r) const;
+  // The request to send upstream: fields filtered and added, the body read.
+  request upstream_request(exchange& ex) const;
+  // Answers a failure before the response head went out, counts and logs it.
+  void fail(exchange& ex, status answer, std::atomic<std::uint64_t>& counter,
+            const std::string& url, const std::exception& e);
+
+  std::string upstream_;
+  std::string origin_;     // "http://host:port" as the URL gave it
+  std::string base_path_;  // the upstream URL's path without a trailing '/' ("" for "/")
+  proxy_options options_;
+  counters counters_;
+  // Per worker, made and closed on its thread (a client belongs to one scheduler, so another
+  // worker's is never touched); the mutex guards the vector itself, which a starting worker
+  // may grow while others look their own slot up.
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<client>> clients_;
+};
+
+}  // namespace weft::http

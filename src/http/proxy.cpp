@@ -1,0 +1,328 @@
+// reverse_proxy: a request rewritten for the upstream, sent through the worker's own
+// http::client, and its response streamed back through the exchange (proxy.hpp has the
+// contract).
+#include "weft/http/proxy.hpp"
+
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "http/chars.hpp"
+#include "http/client_url.hpp"
+
+namespace weft::http {
+
+namespace {
+
+// RFC 9110 7.6.1's hop-by-hop fields, with Proxy-Connection (sent by old clients) and the proxy
+// authentication pair, which are meant for the proxy they reach, as Go's ReverseProxy drops them.
+bool hop_by_hop(std::string_view name) noexcept {
+  for (std::string_view hop :
+       {"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+        "TE", "Trailer", "Transfer-Encoding", "Upgrade"}) {
+    if (detail::iequals(name, hop)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether a field of a message with these fields goes no further than this hop: a hop-by-hop
+// name, or a name its Connection field lists.
+bool stays_on_hop(const headers& fields, std::string_view name) noexcept {
+  return hop_by_hop(name) || fields.has_token("Connection", name);
+}
+
+// The address part of net::connection::peer_address(): "127.0.0.1:5000" -> "127.0.0.1",
+// "[::1]:5000" -> "::1" (as nginx's $remote_addr writes it).
+std::string_view address_of(std::string_view peer) noexcept {
+  if (!peer.empty() && peer.front() == '[') {
+    const std::size_t end = peer.find(']');
+    return end == std::string_view::npos ? peer : peer.substr(1, end - 1);
+  }
+  const std::size_t colon = peer.rfind(':');
+  return colon == std::string_view::npos ? peer : peer.substr(0, colon);
+}
+
+// Statuses whose response has no body whatever its fields say (RFC 9110 6.4.1).
+bool bodiless(status s) noexcept {
+  return is_informational(s) || code_of(s) == 204 || code_of(s) == 304;
+}
+
+}  // namespace
+
+reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
+    : upstream_(upstream), options_(std::move(options)) {
+  detail::client_url url;
+  try {
+    url = detail::parse_client_url(upstream);
+  } catch (const error& e) {
+    throw std::invalid_argument(std::string("weft::http::reverse_proxy: the upstream '") +
+                                std::string(upstream) + "' is not an http or https URL (" +
+                                e.what() + ")");
+  }
+  if (url.target.find('?') != std::string::npos || url.text.size() != upstream.size()) {
+    throw std::invalid_argument(std::string("weft::http::reverse_proxy: the upstream '") +
+                                std::string(upstream) +
+                                "' has a query or a fragment; give scheme, host, port and path");
+  }
+  if (options_.max_connections == 0) {
+    throw std::invalid_argument("weft::http::reverse_proxy: max_connections must be at least 1");
+  }
+  if (options_.timeout.count() <= 0 || options_.connect_timeout.count() <= 0) {
+    throw std::invalid_argument(
+        "weft::http::reverse_proxy: timeout and connect_timeout must be positive");
+  }
+  if (options_.idle_timeout.count() < 0) {
+    throw std::invalid_argument("weft::http::reverse_proxy: idle_timeout may not be negative");
+  }
+  if (!options_.strip_prefix.empty() && options_.strip_prefix.front() != '/') {
+    throw std::invalid_argument("weft::http::reverse_proxy: strip_prefix '" +
+                                options_.strip_prefix + "' does not start with '/'");
+  }
+  while (!options_.strip_prefix.empty() && options_.strip_prefix.back() == '/') {
+    options_.strip_prefix.pop_back();
+  }
+  origin_ = std::string(url.scheme()) + "://" + url.authority;
+  base_path_ = url.target;
+  while (!base_path_.empty() && base_path_.back() == '/') {
+    base_path_.pop_back();
+  }
+}
+
+reverse_proxy::~reverse_proxy() = default;
+
+void reverse_proxy::attach(server_options& options) {
+  options.on_worker_start = [this, before = std::move(options.on_worker_start)](unsigned worker) {
+    if (before) {
+      before(worker);
+    }
+    start_worker(worker);
+  };
+  options.on_worker_stop = [this, before = std::move(options.on_worker_stop)](unsigned worker) {
+    if (before) {
+      before(worker);
+    }
+    stop_worker(worker);
+  };
+}
+
+http::handler reverse_proxy::handler() {
+  return [this](exchange& ex) { forward(ex); };
+}
+
+void reverse_proxy::start_worker(unsigned worker) {
+  client_options settings;
+  settings.max_connections_per_host = options_.max_connections;
+  settings.connect_timeout = options_.connect_timeout;
+  settings.request_timeout = options_.timeout;
+  settings.idle_timeout = options_.idle_timeout;
+  settings.max_redirects = 0;
+  settings.limits.max_header_size = options_.max_response_header_size;
+  settings.limits.max_body_size = std::numeric_limits<std::uint64_t>::max();
+  settings.user_agent.clear();
+  settings.decompress = false;
+  settings.tls = options_.tls;
+  auto made = std::make_unique<client>(std::move(settings));
+  std::lock_guard lock(mutex_);
+  if (clients_.size() <= worker) {
+    clients_.resize(worker + 1);
+  }
+  clients_[worker] = std::move(made);
+}
+
+void reverse_proxy::stop_worker(unsigned worker) {
+  std::unique_ptr<client> done;
+  {
+    std::lock_guard lock(mutex_);
+    if (worker < clients_.size()) {
+      done = std::move(clients_[worker]);
+    }
+  }
+  if (done != nullptr) {
+    done->close();
+  }
+}
+
+client* reverse_proxy::client_of(unsigned worker) {
+  std::lock_guard lock(mutex_);
+  return worker < clients_.size() ? clients_[worker].get() : nullptr;
+}
+
+std::optional<std::string> reverse_proxy::url_for(const request& r) const {
+  std::string_view path = r.raw_path();
+  if (path.empty() || path.front() != '/') {
+    return std::nullopt;
+  }
+  const std::string_view prefix = options_.strip_prefix;
+  if (!prefix.empty() && path.substr(0, prefix.size()) == prefix &&
+      (path.size() == prefix.size() || path[prefix.size()] == '/')) {
+    path.remove_prefix(prefix.size());
+  }
+  std::string url = origin_;
+  url += base_path_;
+  url += path;
+  if (path.empty() && base_path_.empty()) {
+    url += '/';
+  }
+  if (const std::string_view query = r.raw_query(); !query.empty()) {
+    url += '?';
+    url += query;
+  }
+  return url;
+}
+
+request reverse_proxy::upstream_request(exchange& ex) const {
+  request& r = ex.request();
+  request up;
+  up.method = r.method;
+  up.version_minor = 1;
+  std::string forwarded_for;
+  for (const auto field : r.headers) {
+    const std::string_view name = field.name;
+    if (stays_on_hop(r.headers, name) || detail::iequals(name, "Expect") ||
+        detail::iequals(name, "Content-Length") || detail::iequals(name, "Host")) {
+      continue;
+    }
+    if (options_.forwarded_headers) {
+      if (detail::iequals(name, "X-Forwarded-For")) {
+        if (!forwarded_for.empty()) {
+          forwarded_for += ", ";
+        }
+        forwarded_for += detail::trim_ows(field.value);
+        continue;
+      }
+      if (detail::iequals(name, "X-Forwarded-Proto") || detail::iequals(name, "X-Forwarded-Host")) {
+        continue;
+      }
+    }
+    up.headers.add(name, field.value);
+  }
+  if (options_.preserve_host && !r.host().empty()) {
+    up.headers.add("Host", r.host());
+  }
+  if (options_.forwarded_headers) {
+    const std::string_view client = address_of(ex.connection().peer_address());
+    if (!client.empty()) {
+      if (!forwarded_for.empty()) {
+        forwarded_for += ", ";
+      }
+      forwarded_for += client;
+    }
+    if (!forwarded_for.empty()) {
+      up.headers.add("X-Forwarded-For", forwarded_for);
+    }
+    up.headers.add("X-Forwarded-Proto", ex.connection().secure() ? "https" : "http");
+    if (!r.host().empty()) {
+      up.headers.add("X-Forwarded-Host", r.host());
+    }
+  }
+  if (r.headers.contains("Content-Length") || r.headers.contains("Transfer-Encoding")) {
+    up.body = ex.read_body();
+  }
+  return up;
+}
+
+void reverse_proxy::forward(exchange& ex) {
+  counters_.requests.fetch_add(1, std::memory_order_relaxed);
+  client* upstream = client_of(ex.worker());
+  if (upstream == nullptr) {
+    throw std::logic_error("weft::http::reverse_proxy: worker " + std::to_string(ex.worker()) +
+                           " has no upstream client for " + upstream_ +
+                           "; call attach() on the server's options before making the server");
+  }
+  const std::optional<std::string> url = url_for(ex.request());
+  if (!url) {
+    ex.respond(status::bad_request, "the request target is not a path this proxy forwards\n");
+    return;
+  }
+  const bool head = ex.request().method == method::head;
+  request up = upstream_request(ex);
+  std::optional<exchange::body_writer> writer;
+  const auto on_head = [&](const response& answer) {
+    response back;
+    back.status = answer.status;
+    back.reason = answer.reason;
+    for (const auto field : answer.headers) {
+      if (stays_on_hop(answer.headers, field.name)) {
+        continue;
+      }
+      // Content-Length frames the body for the client too (for HEAD it says the size GET's
+      // body has); 204 and 304 go without it.
+      if (bodiless(answer.status) && detail::iequals(field.name, "Content-Length")) {
+        continue;
+      }
+      back.headers.add(field.name, field.value);
+    }
+    // Without a body to stream: respond() (its serialiser keeps a HEAD's Content-Length as the
+    // size GET's body has). A HEAD answered without one (GET's would be chunked) takes the
+    // streaming path, which writes the head alone.
+    if (bodiless(answer.status) || (head && back.headers.contains("Content-Length"))) {
+      ex.respond(std::move(back));
+    } else {
+      writer.emplace(ex.start_response(std::move(back)));
+    }
+  };
+  const auto on_body = [&](std::string_view piece) {
+    if (writer) {
+      writer->write(piece);
+    }
+  };
+  try {
+    upstream->request_streaming(std::move(up), *url, on_head, on_body);
+    if (writer) {
+      writer->finish();
+    }
+  } catch (const weft::error& e) {  // not http::error, which `error` names here
+    if (ex.responded()) {
+      // The head is out (or the client went away while the body streamed): no status can be
+      // given any more, and the connection must not end as if the body were whole. The server
+      // aborts it and logs this.
+      counters_.aborted.fetch_add(1, std::memory_order_relaxed);
+      throw;
+    }
+    if (dynamic_cast<const cancelled_error*>(&e) != nullptr) {
+      throw;
+    }
+    if (dynamic_cast<const timeout_error*>(&e) != nullptr) {
+      fail(ex, status::gateway_timeout, counters_.gateway_timeout, *url, e);
+    } else if (dynamic_cast<const pool_closed_error*>(&e) != nullptr) {
+      fail(ex, status::service_unavailable, counters_.unavailable, *url, e);
+    } else {
+      // io_error (connect, send, read), net::tls_error, http::error (a malformed response).
+      fail(ex, status::bad_gateway, counters_.bad_gateway, *url, e);
+    }
+    return;
+  } catch (...) {
+    if (ex.responded()) {
+      counters_.aborted.fetch_add(1, std::memory_order_relaxed);
+    }
+    throw;
+  }
+  counters_.responses.fetch_add(1, std::memory_order_relaxed);
+}
+
+void reverse_proxy::fail(exchange& ex, status answer, std::atomic<std::uint64_t>& counter,
+                         const std::string& url, const std::exception& e) {
+  counter.fetch_add(1, std::memory_order_relaxed);
+  if (options_.log) {
+    options_.log("reverse_proxy: upstream " + std::string(method_name(ex.request().method)) + " " +
+                 url + ": " + e.what() + " -> " + std::to_string(code_of(answer)));
+  }
+  // The reason goes to the log only: the upstream's addresses are not the client's business.
+  ex.respond(answer, std::string(reason_phrase(answer)) + " (upstream)\n");
+}
+
+proxy_stats reverse_proxy::stats() const {
+  proxy_stats s;
+  s.requests = counters_.requests.load(std::memory_order_relaxed);
+  s.responses = counters_.responses.load(std::memory_order_relaxed);
+  s.bad_gateway = counters_.bad_gateway.load(std::memory_order_relaxed);
+  s.gateway_timeout = counters_.gateway_timeout.load(std::memory_order_relaxed);
+  s.unavailable = counters_.unavailable.load(std::memory_order_relaxed);
+  s.aborted = counters_.aborted.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace weft::http

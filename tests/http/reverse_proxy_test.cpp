@@ -1,0 +1,554 @@
+// http::reverse_proxy in front of a weft server, a scripted raw-socket upstream and nginx-less
+// failures (nothing listening, silence, malformed and cut responses): the target and the fields
+// as the upstream sees them, hop-by-hop fields dropped both ways, bodies streamed in both
+// framings and to HTTP/1.0, HEAD/204/304, upstream keep-alive, 502/503/504, and curl through it.
+#include <netinet/in.h>
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/server_support.hpp"
+#include "weft/http/proxy.hpp"
+
+namespace {
+
+using namespace http_test;
+using weft::http::proxy_options;
+using weft::http::reverse_proxy;
+
+// The upstream: /v1/big streams 900 KiB chunked, /v1/sized answers 512 KiB with Content-Length,
+// /v1/fresh answers 304, /v1/empty 204; anything else echoes the request: its request line,
+// every field as "name: value", an empty line and the body.
+std::string pattern(std::size_t size) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) {
+    bytes[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  }
+  return bytes;
+}
+
+void upstream_handler(exchange& ex) {
+  const weft::http::request& r = ex.request();
+  const std::string_view path = r.raw_path();
+  if (path == "/v1/big") {
+    weft::http::response head;
+    head.headers.add("Content-Type", "application/octet-stream");
+    auto writer = ex.start_response(std::move(head));
+    const std::string all = pattern(900 << 10);
+    for (std::size_t at = 0; at < all.size(); at += 65536) {
+      writer.write(std::string_view(all).substr(at, 65536));
+    }
+    writer.finish();
+    return;
+  }
+  if (path == "/v1/sized") {
+    ex.respond(status::ok, pattern(512 << 10), "application/octet-stream");
+    return;
+  }
+  if (path == "/v1/fresh") {
+    weft::http::response answer;
+    answer.status = status::not_modified;
+    answer.headers.add("ETag", "\"v7\"");
+    ex.respond(std::move(answer));
+    return;
+  }
+  if (path == "/v1/empty") {
+    ex.respond(status::no_content, "");
+    return;
+  }
+  std::string out = std::string(weft::http::method_name(r.method)) + " " + r.target + "\n";
+  for (const auto field : r.headers) {
+    out += std::string(field.name) + ": " + std::string(field.value) + "\n";
+  }
+  out += "\n";
+  out += ex.read_body();
+  ex.respond(status::ok, out);
+}
+
+// The value of a field line in an echoed request ("" when absent; "<twice>" when repeated).
+std::string echoed(const std::string& echo, std::string_view name) {
+  std::string found;
+  bool seen = false;
+  std::size_t at = echo.find('\n') + 1;
+  while (at < echo.size()) {
+    const std::size_t end = echo.find('\n', at);
+    const std::string line = echo.substr(at, end - at);
+    if (line.empty()) {
+      break;
+    }
+    const std::size_t colon = line.find(": ");
+    if (colon != std::string::npos && colon == name.size() &&
+        ::strncasecmp(line.data(), name.data(), colon) == 0) {
+      found = seen ? "<twice>" : line.substr(colon + 2);
+      seen = true;
+    }
+    at = end + 1;
+  }
+  return found;
+}
+
+std::string request_line(const std::string& echo) { return echo.substr(0, echo.find('\n')); }
+
+std::string echoed_body(const std::string& echo) {
+  const std::size_t blank = echo.find("\n\n");
+  return blank == std::string::npos ? "<none>" : echo.substr(blank + 2);
+}
+
+weft::http::server_options attached(reverse_proxy& proxy) {
+  weft::http::server_options options = local_http();
+  proxy.attach(options);
+  return options;
+}
+
+weft::http::router proxy_routes(reverse_proxy& proxy) {
+  weft::http::router routes;
+  routes.any("/api", proxy.handler());
+  routes.any("/api/*rest", proxy.handler());
+  routes.get("/local", [](exchange& ex) { ex.respond(status::ok, "served here\n"); });
+  return routes;
+}
+
+// A proxy at /api in front of upstream_url, on its own thread; log lines kept.
+struct front {
+  explicit front(const std::string& upstream_url, proxy_options options = {})
+      : proxy(upstream_url, with_log(std::move(options))),
+        server(attached(proxy), proxy_routes(proxy)) {}
+
+  proxy_options with_log(proxy_options options) {
+    options.log = [this](std::string_view line) {
+      std::lock_guard lock(mutex);
+      lines.emplace_back(line);
+    };
+    return options;
+  }
+  std::vector<std::string> log() {
+    std::lock_guard lock(mutex);
+    return lines;
+  }
+
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  reverse_proxy proxy;
+  running_http server;
+};
+
+std::optional<weft::http::response> get(client& c, const std::string& target,
+                                        const std::string& fields = "") {
+  c.send("GET " + target + " HTTP/1.1\r\nHost: front.example\r\n" + fields + "\r\n");
+  return c.response();
+}
+
+// A raw upstream on a blocking socket: after each request head (read to its empty line) it
+// writes `reply`, then closes the connection, or with hold keeps it open (unanswered when the
+// reply is empty) until it is destroyed. The heads it read are kept.
+class raw_upstream {
+ public:
+  explicit raw_upstream(std::string reply, bool hold = false)
+      : reply_(std::move(reply)), hold_(hold) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      throw std::runtime_error("raw_upstream: cannot listen");
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~raw_upstream() {
+    stop_ = true;
+    thread_.join();
+    for (int fd : held_) {
+      ::close(fd);
+    }
+    ::close(listener_);
+  }
+  std::uint16_t port() const { return port_; }
+  std::string url(std::string_view path = "") const {
+    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  }
+  std::vector<std::string> heads() {
+    std::lock_guard lock(mutex_);
+    return heads_;
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd ready{.fd = listener_, .events = POLLIN, .revents = 0};
+      if (::poll(&ready, 1, 20) <= 0) {
+        continue;
+      }
+      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        continue;
+      }
+      std::string head;
+      char chunk[4096];
+      while (head.find("\r\n\r\n") == std::string::npos && !stop_) {
+        pollfd in{.fd = fd, .events = POLLIN, .revents = 0};
+        if (::poll(&in, 1, 20) <= 0) {
+          continue;
+        }
+        const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        if (n <= 0) {
+          break;
+        }
+        head.append(chunk, static_cast<std::size_t>(n));
+      }
+      {
+        std::lock_guard lock(mutex_);
+        heads_.push_back(head);
+      }
+      if (!reply_.empty()) {
+        ::send(fd, reply_.data(), reply_.size(), MSG_NOSIGNAL);
+      }
+      if (hold_) {
+        held_.push_back(fd);
+      } else {
+        ::close(fd);
+      }
+    }
+  }
+
+  std::string reply_;
+  bool hold_;
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<std::string> heads_;
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+TEST(HttpReverseProxy, ForwardsTheTargetMethodAndBody) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client c(f.server.port());
+  c.send(
+      "POST /api/echo/a%20b?x=1&y=%2F HTTP/1.1\r\nHost: front.example\r\nContent-Type: "
+      "text/plain\r\nContent-Length: 5\r\n\r\nhello");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(request_line(r->body), "POST /v1/echo/a%20b?x=1&y=%2F");
+  EXPECT_EQ(echoed(r->body, "Content-Type"), "text/plain");
+  EXPECT_EQ(echoed(r->body, "Content-Length"), "5");
+  EXPECT_EQ(echoed_body(r->body), "hello");
+
+  // The prefix alone, a path outside it, and a prefix that is only the start of a segment.
+  r = get(c, "/api");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(request_line(r->body), "GET /v1");
+  r = get(c, "/api/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(request_line(r->body), "GET /v1/");
+  r = get(c, "/local");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "served here\n");
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.requests, 3u);
+  EXPECT_EQ(stats.responses, 3u);
+  EXPECT_EQ(stats.bad_gateway, 0u);
+}
+
+TEST(HttpReverseProxy, WithoutAPrefixTheWholePathGoesToTheUpstreamRoot) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), ""));
+  client c(f.server.port());
+  auto r = get(c, "/api/x?q=1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(request_line(r->body), "GET /api/x?q=1");
+}
+
+TEST(HttpReverseProxy, SetsHostAndTheForwardedFields) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client c(f.server.port());
+  auto r = get(c, "/api/who",
+               "X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: gopher\r\nX-Forwarded-Host: "
+               "forged\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(echoed(r->body, "Host"), "127.0.0.1:" + std::to_string(upstream.port()));
+  EXPECT_EQ(echoed(r->body, "X-Forwarded-For"), "10.0.0.1, 127.0.0.1");
+  EXPECT_EQ(echoed(r->body, "X-Forwarded-Proto"), "http");
+  EXPECT_EQ(echoed(r->body, "X-Forwarded-Host"), "front.example");
+
+  front kept(url(upstream.port(), "/v1"),
+             {.strip_prefix = "/api", .preserve_host = true, .forwarded_headers = false});
+  client k(kept.server.port());
+  r = get(k, "/api/who", "X-Forwarded-For: 10.0.0.1\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(echoed(r->body, "Host"), "front.example");
+  EXPECT_EQ(echoed(r->body, "X-Forwarded-For"), "10.0.0.1");
+  EXPECT_EQ(echoed(r->body, "X-Forwarded-Proto"), "");
+}
+
+TEST(HttpReverseProxy, HopByHopFieldsStayOnTheirHop) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client c(f.server.port());
+  auto r = get(c, "/api/hop",
+               "Connection: keep-alive, X-Secret\r\nX-Secret: s\r\nKeep-Alive: timeout=5\r\nTE: "
+               "trailers\r\nProxy-Authorization: Basic eDp5\r\nUpgrade: websocket\r\nX-Kept: "
+               "k\r\n");
+  ASSERT_TRUE(r);
+  for (const char* name :
+       {"Connection", "X-Secret", "Keep-Alive", "TE", "Proxy-Authorization", "Upgrade", "Expect"}) {
+    EXPECT_EQ(echoed(r->body, name), "") << name;
+  }
+  EXPECT_EQ(echoed(r->body, "X-Kept"), "k");
+
+  raw_upstream raw(
+      "HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Kept: "
+      "yes\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\nok");
+  front g(raw.url());
+  client d(g.server.port());
+  r = get(d, "/api/x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "ok");
+  EXPECT_EQ(r->headers.get("X-Kept"), "yes");
+  EXPECT_FALSE(r->headers.contains("X-Hop"));
+  EXPECT_FALSE(r->headers.contains("Keep-Alive"));
+  EXPECT_EQ(r->headers.get_all("Set-Cookie"), (std::vector<std::string_view>{"a=1", "b=2"}));
+  EXPECT_FALSE(r->headers.contains("Connection"));  // the front's own keep-alive
+}
+
+TEST(HttpReverseProxy, StreamsBodiesInTheirFraming) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client c(f.server.port());
+  auto r = get(c, "/api/big");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Transfer-Encoding"), "chunked");
+  EXPECT_EQ(r->headers.get("Content-Type"), "application/octet-stream");
+  EXPECT_TRUE(r->body == pattern(900 << 10)) << r->body.size();
+  r = get(c, "/api/sized");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Content-Length"), std::to_string(512 << 10));
+  EXPECT_FALSE(r->headers.contains("Transfer-Encoding"));
+  EXPECT_TRUE(r->body == pattern(512 << 10)) << r->body.size();
+
+  // HTTP/1.0 cannot take chunks: the body ends with the connection.
+  client old(f.server.port());
+  old.send("GET /api/big HTTP/1.0\r\nHost: front.example\r\n\r\n");
+  const std::string all = old.rest(std::chrono::milliseconds(10000));
+  const std::size_t blank = all.find("\r\n\r\n");
+  ASSERT_NE(blank, std::string::npos);
+  EXPECT_EQ(all.find("Transfer-Encoding"), std::string::npos);
+  EXPECT_TRUE(all.substr(blank + 4) == pattern(900 << 10)) << all.size();
+  EXPECT_EQ(f.proxy.stats().responses, 3u);
+}
+
+TEST(HttpReverseProxy, AClientThatDoesNotReadHoldsTheUpstreamBack) {
+  running_http upstream(local_http(), upstream_handler);
+  reverse_proxy proxy(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  weft::http::server_options options = attached(proxy);
+  options.send_buffer_limit = 64 << 10;
+  weft::http::router routes;
+  routes.any("/api/*rest", [&proxy](exchange& ex) {
+    small_send_buffer(ex.connection().native_handle());  // little fits in the kernel
+    proxy.forward(ex);
+  });
+  running_http front(std::move(options), std::move(routes));
+  const int fd = connect_to(front.port(), 4096);
+  ASSERT_GE(fd, 0);
+  send_all(fd, "GET /api/big HTTP/1.1\r\nHost: front.example\r\nConnection: close\r\n\r\n");
+  // Unread, the response fills the sockets and then the front's send buffer, which stops there:
+  // the proxy waits in write() instead of reading on from the upstream.
+  ASSERT_TRUE(
+      eventually([&] { return front.server().stats().total.net.send_buffer_high >= 32 << 10; }));
+  const std::string all = read_to_end(fd);
+  ::close(fd);
+  const std::size_t blank = all.find("\r\n\r\n");
+  ASSERT_NE(blank, std::string::npos);
+  weft::http::response_parser parser;
+  std::string body;
+  for (std::string_view rest = all;;) {
+    weft::http::parse_result r = parser.parse(rest);
+    rest.remove_prefix(r.consumed);
+    if (r.event == weft::http::parse_event::body) {
+      body.append(r.body);
+    } else if (r.event == weft::http::parse_event::message_complete ||
+               r.event == weft::http::parse_event::error || r.consumed == 0) {
+      ASSERT_EQ(r.event, weft::http::parse_event::message_complete) << parser.error_reason();
+      break;
+    }
+  }
+  EXPECT_TRUE(body == pattern(900 << 10)) << body.size();
+  // The limit plus at most one piece of the body (64 KiB) and its chunk framing.
+  EXPECT_LE(front.server().stats().total.net.send_buffer_high, (64u << 10) * 2 + 64);
+  EXPECT_EQ(proxy.stats().responses, 1u);
+}
+
+TEST(HttpReverseProxy, HeadAndBodilessStatusesKeepTheConnectionInStep) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client c(f.server.port());
+  c.send("HEAD /api/sized HTTP/1.1\r\nHost: front.example\r\n\r\n");
+  auto r = c.response(weft::http::method::head);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Content-Length"), std::to_string(512 << 10));
+  EXPECT_TRUE(r->body.empty());
+  c.send("HEAD /api/big HTTP/1.1\r\nHost: front.example\r\n\r\n");
+  r = c.response(weft::http::method::head);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Transfer-Encoding"), "chunked");
+  EXPECT_FALSE(r->headers.contains("Content-Length"));
+  EXPECT_TRUE(r->body.empty());
+  r = get(c, "/api/fresh", "If-None-Match: \"v7\"\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::not_modified);
+  EXPECT_EQ(r->headers.get("ETag"), "\"v7\"");
+  r = get(c, "/api/empty");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::no_content);
+  EXPECT_FALSE(r->headers.contains("Content-Length"));
+  r = get(c, "/api/after");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(request_line(r->body), "GET /v1/after");
+}
+
+TEST(HttpReverseProxy, UpstreamConnectionsAreKeptAlive) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  for (int round = 0; round < 3; ++round) {
+    client c(f.server.port());
+    for (int i = 0; i < 10; ++i) {
+      auto r = get(c, "/api/n" + std::to_string(i));
+      ASSERT_TRUE(r);
+      EXPECT_EQ(request_line(r->body), "GET /v1/n" + std::to_string(i));
+    }
+  }
+  // Three client connections, thirty requests, one upstream connection.
+  EXPECT_EQ(upstream.server().stats().total.requests, 30u);
+  EXPECT_EQ(upstream.server().stats().total.net.accepted, 1u);
+  EXPECT_EQ(f.server.server().stats().total.net.accepted, 3u);
+}
+
+TEST(HttpReverseProxy, AnUpstreamThatRefusesIsABadGateway) {
+  std::uint16_t closed_port = 0;
+  {
+    raw_upstream gone("");
+    closed_port = gone.port();
+  }
+  front f("http://127.0.0.1:" + std::to_string(closed_port));
+  client c(f.server.port());
+  auto r = get(c, "/api/x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::bad_gateway);
+  EXPECT_EQ(r->body, "Bad Gateway (upstream)\n");
+  EXPECT_EQ(r->body.find("127.0.0.1"), std::string::npos);
+  // The connection to the client stays usable.
+  r = get(c, "/local");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(f.proxy.stats().bad_gateway, 1u);
+  const auto lines = f.log();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("GET http://127.0.0.1:" + std::to_string(closed_port) + "/api/x"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("Connection refused"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("-> 502"), std::string::npos) << lines[0];
+}
+
+TEST(HttpReverseProxy, ASilentUpstreamIsAGatewayTimeout) {
+  raw_upstream silent("", true);
+  front f(silent.url(), {.timeout = std::chrono::milliseconds(300)});
+  client c(f.server.port());
+  const auto started = std::chrono::steady_clock::now();
+  auto r = get(c, "/api/slow");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::gateway_timeout);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(250));
+  EXPECT_EQ(f.proxy.stats().gateway_timeout, 1u);
+  ASSERT_EQ(silent.heads().size(), 1u);
+  EXPECT_EQ(silent.heads()[0].rfind("GET /api/slow HTTP/1.1\r\n", 0), 0u) << silent.heads()[0];
+}
+
+TEST(HttpReverseProxy, AMalformedResponseIsABadGateway) {
+  raw_upstream broken("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\nx");
+  front f(broken.url());
+  client c(f.server.port());
+  auto r = get(c, "/api/x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::bad_gateway);
+  EXPECT_EQ(f.proxy.stats().bad_gateway, 1u);
+  const auto lines = f.log();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("malformed response"), std::string::npos) << lines[0];
+}
+
+TEST(HttpReverseProxy, AnUpstreamCutMidBodyAbortsTheClientsConnection) {
+  raw_upstream cut("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789");
+  front f(cut.url());
+  client c(f.server.port());
+  c.send("GET /api/x HTTP/1.1\r\nHost: front.example\r\n\r\n");
+  const std::string got = c.rest();
+  EXPECT_NE(got.find("Content-Length: 1000\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), "0123456789");
+  EXPECT_TRUE(eventually([&] { return f.proxy.stats().aborted == 1; }));
+  EXPECT_EQ(f.proxy.stats().responses, 0u);
+}
+
+TEST(HttpReverseProxy, AHandlerWithoutAttachAnswers500) {
+  reverse_proxy proxy("http://127.0.0.1:9");
+  weft::http::router routes;
+  routes.any("/api/*rest", proxy.handler());
+  running_http server(local_http(), std::move(routes));
+  client c(server.port());
+  auto r = get(c, "/api/x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::internal_server_error);
+}
+
+TEST(HttpReverseProxy, BadUpstreamsAndOptionsAreRefusedByName) {
+  const auto refused = [](std::string_view upstream, proxy_options options, std::string_view says) {
+    try {
+      reverse_proxy proxy(upstream, std::move(options));
+      ADD_FAILURE() << upstream << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused("ftp://h/", {}, "'ftp://h/' is not an http or https URL");
+  refused("http://h/a?b=1", {}, "has a query or a fragment");
+  refused("http://h/a#top", {}, "has a query or a fragment");
+  refused("http://h", {.strip_prefix = "api"}, "strip_prefix 'api' does not start with '/'");
+  refused("http://h", {.max_connections = 0}, "max_connections");
+  refused("http://h", {.timeout = std::chrono::milliseconds(0)}, "timeout");
+}
+
+TEST(HttpReverseProxy, CurlUploadsChunkedAndReusesItsConnection) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  const std::string front_url = url(f.server.port(), "/api/up");
+  const std::string out = run_command(
+      "sh -c \"printf 'chunked body' | curl -sS -H 'Transfer-Encoding: chunked' --data-binary @- "
+      "'" +
+      front_url + "' && curl -sS -v '" + front_url + "?a' '" + front_url + "?b'\"");
+  EXPECT_NE(out.find("POST /v1/up\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Content-Length: 12\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Transfer-Encoding"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n\nchunked body"), std::string::npos) << out;
+  EXPECT_NE(out.find("GET /v1/up?a\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("GET /v1/up?b\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Re-using existing connection"), std::string::npos) << out;
+  EXPECT_EQ(f.proxy.stats().responses, 3u);
+}
+
+}  // namespace
