@@ -6,7 +6,7 @@
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
-//              [--proxy-protocol]
+//              [--proxy-protocol] [--proxy PREFIX=URL ...]
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -17,6 +17,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "site.hpp"
 #include "weft/error.hpp"
@@ -60,6 +61,15 @@ void raise_descriptor_limit() {
   }
 }
 
+// "weft-httpd: /api/ -> http://127.0.0.1:9000/v1/" for each --proxy.
+std::string proxy_lines(const weft_httpd::settings& config) {
+  std::string lines;
+  for (const auto& route : config.proxies) {
+    lines += "weft-httpd: " + route.prefix + "/ -> " + route.upstream + "\n";
+  }
+  return lines;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +102,11 @@ int main(int argc, char** argv) {
   app.add_flag("--proxy-protocol", config.proxy_protocol,
                "every connection starts with a PROXY protocol header (v1 or v2) naming the "
                "client: behind HAProxy's send-proxy, nginx's proxy_protocol, a load balancer");
+  std::vector<std::string> proxies;
+  app.add_option("--proxy", proxies,
+                 "PREFIX=URL: forward requests under PREFIX to an upstream HTTP server, PREFIX "
+                 "taken off the path (/api=http://127.0.0.1:9000/v1); repeatable")
+      ->type_name("PREFIX=URL");
   cert->needs(key);
   key->needs(cert);
   CLI11_PARSE(app, argc, argv);
@@ -100,6 +115,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weft-httpd: --listen %s is not HOST:PORT, [V6]:PORT or :PORT\n",
                  listen.c_str());
     return 2;
+  }
+  for (const std::string& proxy : proxies) {
+    const std::size_t equals = proxy.find('=');
+    std::string prefix = equals == std::string::npos ? std::string() : proxy.substr(0, equals);
+    while (!prefix.empty() && prefix.back() == '/') {
+      prefix.pop_back();
+    }
+    if (equals == std::string::npos || proxy.front() != '/') {
+      std::fprintf(stderr, "weft-httpd: --proxy %s is not PREFIX=URL with PREFIX a path (/api)\n",
+                   proxy.c_str());
+      return 2;
+    }
+    config.proxies.push_back({prefix, proxy.substr(equals + 1)});
   }
   config.root = std::filesystem::absolute(config.root).lexically_normal().string();
   raise_descriptor_limit();
@@ -159,6 +187,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
       };
     }
+    site.attach_proxies(options);
     weft::http::server server(options, site.make_router());
     running = &server;
     site.set_server(&server);
@@ -167,14 +196,15 @@ int main(int argc, char** argv) {
         config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
     std::printf(
         "weft-httpd: serving %s://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
-        "%s"
+        "%s%s"
         "weft-httpd: Ctrl-C stops it\n",
         config.tls_cert.empty() ? "http" : "https", shown_host.c_str(),
         static_cast<unsigned>(server.port()), site.worker_count(),
         site.worker_count() == 1 ? "" : "s",
         config.driver.empty() ? "default" : config.driver.c_str(), config.root.c_str(),
         config.pg.empty() ? "" : ", PostgreSQL routes on",
-        config.tls_cert.empty() ? "" : "weft-httpd: SIGHUP reloads the certificate and key\n");
+        config.tls_cert.empty() ? "" : "weft-httpd: SIGHUP reloads the certificate and key\n",
+        proxy_lines(config).c_str());
     std::fflush(stdout);
     server.serve();
     std::printf("weft-httpd: stopped after %llu requests\n",

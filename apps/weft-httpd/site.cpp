@@ -73,6 +73,22 @@ site::site(settings config)
   for (unsigned index = 0; index < workers; ++index) {
     slots_.push_back(std::make_unique<worker_slot>());
   }
+  for (const settings::proxy_route& route : config_.proxies) {
+    http::proxy_options options;
+    options.strip_prefix = route.prefix;
+    if (config_.log) {
+      options.log = [](std::string_view line) {
+        std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
+      };
+    }
+    proxies_.push_back(std::make_unique<http::reverse_proxy>(route.upstream, std::move(options)));
+  }
+}
+
+void site::attach_proxies(http::server_options& options) {
+  for (auto& proxy : proxies_) {
+    proxy->attach(options);
+  }
 }
 
 void site::publish(unsigned worker) {
@@ -234,6 +250,15 @@ http::router site::make_router() {
   if (!config_.pg.empty()) {
     routes.get("/pg/now", [this](http::exchange& ex) { pg_now(ex); });
     routes.get("/pg/query", [this](http::exchange& ex) { pg_query(ex); });
+  }
+  // Last, so that a proxy of "/" takes only what no route above serves (nginx's location /).
+  for (std::size_t i = 0; i < proxies_.size(); ++i) {
+    const std::string& prefix = proxies_[i]->options().strip_prefix;
+    http::reverse_proxy& proxy = *proxies_[i];
+    if (!prefix.empty()) {
+      routes.any(prefix, proxy.handler());
+    }
+    routes.any(prefix + "/*rest", proxy.handler());
   }
   return routes;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/http/proxy.hpp"
 #include "weft/http/router.hpp"
 #include "weft/http/server.hpp"
 #include "weft/pg/pool.hpp"
@@ -28,6 +29,12 @@ struct settings {
   std::string tls_key;
   // Every connection starts with a PROXY protocol header (behind HAProxy, an AWS NLB).
   bool proxy_protocol = false;
+  // --proxy PREFIX=URL: requests under PREFIX go to the upstream URL, PREFIX taken off.
+  struct proxy_route {
+    std::string prefix;
+    std::string upstream;
+  };
+  std::vector<proxy_route> proxies;
 };
 
 // What one worker publishes about its scheduler for /stats and the page, refreshed by a
@@ -56,6 +63,8 @@ class site {
 
   // The router with every route; the handlers refer to this site.
   weft::http::router make_router();
+  // The per-worker hooks of the --proxy routes' upstream clients, after those options has.
+  void attach_proxies(weft::http::server_options& options);
 
   // The per-worker hooks (server_options::on_worker_start / on_worker_stop).
   void start_worker(unsigned worker);
@@ -98,6 +107,8 @@ class site {
   std::chrono::steady_clock::time_point started_;
   std::vector<std::unique_ptr<worker_slot>> slots_;
   weft::http::server* server_ = nullptr;
+  // One per --proxy, made (and its URL checked) by the constructor.
+  std::vector<std::unique_ptr<weft::http::reverse_proxy>> proxies_;
   std::atomic<std::uint64_t> sleepers_{0};
   std::atomic<std::uint64_t> max_sleepers_{0};
 };

@@ -331,6 +331,32 @@ TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+TEST(Httpd, ProxyForwardsAPrefixToAnUpstreamServer) {
+  httpd upstream;
+  httpd front({"--proxy", "/up=" + upstream.url(""), "--proxy", "/gone/=http://127.0.0.1:1"});
+  EXPECT_NE(front.output().find("/up/ -> " + upstream.url("")), std::string::npos)
+      << front.output();
+  // The upstream's routes under /up: a fixed reply, a static file with its validators, and a
+  // range; the front's own routes stay.
+  auto hello = curl({"-v", front.url("/up/hello"), front.url("/hello")});
+  EXPECT_EQ(hello.standard_output, "hello\nhello\n") << hello.standard_error;
+  EXPECT_NE(hello.standard_error.find("Re-using existing connection"), std::string::npos);
+  auto file = curl({"-D", "-", "-r", "0-9", front.url("/up/static/index.html")});
+  EXPECT_NE(file.standard_output.find("HTTP/1.1 206 Partial Content\r\n"), std::string::npos)
+      << file.standard_output;
+  EXPECT_NE(file.standard_output.find("ETag: "), std::string::npos);
+  EXPECT_NE(file.standard_output.find("\r\n\r\n<!doctype "), std::string::npos);
+  // A form upload goes through to the upstream's /upload, which counts its bytes.
+  auto upload = curl({"-F", "part=0123456789", front.url("/up/upload")});
+  EXPECT_NE(upload.standard_output.find("part - "), std::string::npos) << upload.standard_output;
+  EXPECT_NE(upload.standard_output.find(" 10 bytes crc32 "), std::string::npos)
+      << upload.standard_output;
+  auto gone = curl({"-o", "/dev/null", "-w", "%{http_code}", front.url("/gone/x")});
+  EXPECT_EQ(gone.standard_output, "502");
+  EXPECT_EQ(front.stop(), 0);
+  EXPECT_EQ(upstream.stop(), 0);
+}
+
 TEST(Httpd, PgRoutesAnswerFromARealPostgres) {
   std::string conninfo;
   try {
@@ -381,6 +407,16 @@ TEST(Httpd, BadFlagsExitWithAMessageNamingThem) {
   auto half = run({WEFT_TEST_HTTPD, "--tls-cert", tls_test::certs().cert});
   EXPECT_NE(half.exit_status, 0);
   EXPECT_NE(half.standard_error.find("--tls-key"), std::string::npos) << half.standard_error;
+  auto proxy = run({WEFT_TEST_HTTPD, "--proxy", "api=http://127.0.0.1:9000"});
+  EXPECT_EQ(proxy.exit_status, 2);
+  EXPECT_NE(proxy.standard_error.find("--proxy api=http://127.0.0.1:9000 is not PREFIX=URL"),
+            std::string::npos)
+      << proxy.standard_error;
+  auto upstream = run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--proxy", "/a=ftp://h/"});
+  EXPECT_EQ(upstream.exit_status, 1);
+  EXPECT_NE(upstream.standard_error.find("'ftp://h/' is not an http or https URL"),
+            std::string::npos)
+      << upstream.standard_error;
   auto wrong_key = run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--tls-cert",
                         tls_test::certs().cert, "--tls-key", tls_test::certs().ca});
   EXPECT_EQ(wrong_key.exit_status, 1);
