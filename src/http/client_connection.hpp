@@ -68,9 +68,11 @@ class client_connection {
   void clear_input() noexcept { begin_ = end_ = 0; }
 
   // Whether an idle connection can carry a request: open, idle less than idle_limit (zero:
-  // no limit), and the server neither closed it nor sent anything unasked (one recv with
-  // MSG_PEEK | MSG_DONTWAIT).
+  // no limit), and, when it has been idle for a second or more, quiet().
   bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
+  // Whether the server neither closed the connection nor sent anything unasked (one recv with
+  // MSG_PEEK | MSG_DONTWAIT).
+  bool quiet() const noexcept;
   void mark_idle() noexcept { idle_since_ = std::chrono::steady_clock::now(); }
   // Exchanges completed on this connection since it was connected.
   std::uint64_t exchanges() const noexcept { return exchanges_; }

@@ -52,14 +52,39 @@ TEST(HttpClientKeepAlive, ConnectionTheServerClosedWhileIdleIsNotReused) {
     weft::http::client web;
     EXPECT_EQ(web.get(server.url("/")).body, "first");
     closed.wait(weft::timeout(5s));
-    // The pooled connection's peek sees the FIN: it is dropped before the request goes out,
-    // so even a POST (never retried) goes through.
+    // The peek before a POST sees the FIN: the connection is dropped before the request goes
+    // out, so the POST (never retried) goes through.
     weft::http::response r = web.post(server.url("/"), "data", "text/plain");
     EXPECT_EQ(r.body, "first");
     const weft::http::client_stats stats = web.stats();
     EXPECT_EQ(stats.connections_opened, 2u);
     EXPECT_EQ(stats.retries, 0u);
     EXPECT_EQ(stats.connections_reused, 0u);
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientKeepAlive, AGetOnAConnectionClosedWithinASecondIsSentAgainNotPeekedFor) {
+  run_clean([] {
+    weft::event closed;
+    script_server server([&](weft::tcp::stream& s, const received& r) {
+      s.write_all(ok("c" + std::to_string(r.connection)));
+      if (r.connection == 0) {
+        s.close();
+        closed.set();
+      }
+    });
+    weft::http::client web;
+    EXPECT_EQ(web.get(server.url("/")).body, "c0");
+    closed.wait(weft::timeout(5s));
+    // Back in the pool for less than a second: taken without a peek, the GET finds the
+    // connection closed and goes once more on a new one.
+    EXPECT_EQ(web.get(server.url("/")).body, "c1");
+    const weft::http::client_stats stats = web.stats();
+    EXPECT_EQ(stats.connections_opened, 2u);
+    EXPECT_EQ(stats.connections_reused, 1u);
+    EXPECT_EQ(stats.retries, 1u);
     web.close();
     server.close();
   });

@@ -30,8 +30,10 @@
 //     (HTTP/1.1 without "Connection: close", or HTTP/1.0 with "Connection: keep-alive", and a
 //     body that did not end with the connection); otherwise it is closed. A pooled connection
 //     unused for idle_timeout is closed (checked when it is next taken and by the pool's
-//     periodic healthcheck). Before a pooled connection is reused, one non-blocking peek
-//     checks that the server has not closed it (or sent something unasked, such as a 408).
+//     periodic healthcheck). Before a pooled connection idle for a second or more is reused,
+//     one non-blocking peek checks that the server has not closed it (or sent something
+//     unasked, such as a 408); one idle for less is reused without it (servers close idle
+//     connections after seconds, and say Connection: close when they close sooner).
 //   - Stale connections: the server may close a kept-alive connection just as a request goes
 //     out on it. When a reused connection fails on the write (EPIPE, ECONNRESET) or ends
 //     (EOF, ECONNRESET) before the first byte of a response, the request is sent again ONCE on
