@@ -3,6 +3,7 @@
 // contract).
 #include "weft/http/proxy.hpp"
 
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -44,6 +45,13 @@ std::string_view address_of(std::string_view peer) noexcept {
   const std::size_t colon = peer.rfind(':');
   return colon == std::string_view::npos ? peer : peer.substr(0, colon);
 }
+
+// A response body of a declared size up to this is held until it is whole and answered with
+// respond(): one write with its head, batched with the connection's other responses, where a
+// streamed one costs a write for the head and another per piece. Larger ones, and those without
+// a Content-Length (chunked: an event stream may send its first piece long before its last),
+// stream as they come.
+constexpr std::uint64_t whole_body_limit = 64 * 1024;
 
 // Statuses whose response has no body whatever its fields say (RFC 9110 6.4.1).
 bool bodiless(status s) noexcept {
@@ -239,27 +247,41 @@ void reverse_proxy::forward(exchange& ex) {
   }
   const bool head = ex.request().method == method::head;
   request up = upstream_request(ex);
+  // The response either streams through a writer, or, when its Content-Length is at most
+  // whole_body_limit, is held with its body until that has come and then made whole.
   std::optional<exchange::body_writer> writer;
+  std::optional<response> held;
   const auto on_head = [&](const response& answer) {
     response back;
     back.status = answer.status;
     back.reason = answer.reason;
+    std::optional<std::uint64_t> length;
     for (const auto field : answer.headers) {
       if (stays_on_hop(answer.headers, field.name)) {
         continue;
       }
-      // Content-Length frames the body for the client too (for HEAD it says the size GET's
-      // body has); 204 and 304 go without it.
-      if (bodiless(answer.status) && detail::iequals(field.name, "Content-Length")) {
-        continue;
+      if (detail::iequals(field.name, "Content-Length")) {
+        // 204 and 304 go without it; a body held whole gets it from the body.
+        std::uint64_t n = 0;
+        const auto [end, failure] =
+            std::from_chars(field.value.data(), field.value.data() + field.value.size(), n);
+        if (failure == std::errc() && end == field.value.data() + field.value.size()) {
+          length = n;
+        }
+        if (bodiless(answer.status) || (!head && n <= whole_body_limit)) {
+          continue;
+        }
       }
       back.headers.add(field.name, field.value);
     }
     // Without a body to stream: respond() (its serialiser keeps a HEAD's Content-Length as the
     // size GET's body has). A HEAD answered without one (GET's would be chunked) takes the
     // streaming path, which writes the head alone.
-    if (bodiless(answer.status) || (head && back.headers.contains("Content-Length"))) {
+    if (bodiless(answer.status) || (head && length)) {
       ex.respond(std::move(back));
+    } else if (!head && length && *length <= whole_body_limit) {
+      back.body.reserve(static_cast<std::size_t>(*length));
+      held = std::move(back);
     } else {
       writer.emplace(ex.start_response(std::move(back)));
     }
@@ -267,12 +289,16 @@ void reverse_proxy::forward(exchange& ex) {
   const auto on_body = [&](std::string_view piece) {
     if (writer) {
       writer->write(piece);
+    } else if (held) {
+      held->body.append(piece);
     }
   };
   try {
     upstream->request_streaming(std::move(up), *url, on_head, on_body);
     if (writer) {
       writer->finish();
+    } else if (held) {
+      ex.respond(std::move(*held));
     }
   } catch (const weft::error& e) {  // not http::error, which `error` names here
     if (ex.responded()) {

@@ -494,15 +494,43 @@ TEST(HttpReverseProxy, AMalformedResponseIsABadGateway) {
 }
 
 TEST(HttpReverseProxy, AnUpstreamCutMidBodyAbortsTheClientsConnection) {
-  raw_upstream cut("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789");
+  // Past 64 KiB the body streams: the head is out when the upstream stops.
+  raw_upstream cut("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n0123456789");
   front f(cut.url());
   client c(f.server.port());
   c.send("GET /api/x HTTP/1.1\r\nHost: front.example\r\n\r\n");
   const std::string got = c.rest();
-  EXPECT_NE(got.find("Content-Length: 1000\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("Content-Length: 1000000\r\n"), std::string::npos) << got;
   EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), "0123456789");
   EXPECT_TRUE(eventually([&] { return f.proxy.stats().aborted == 1; }));
   EXPECT_EQ(f.proxy.stats().responses, 0u);
+}
+
+TEST(HttpReverseProxy, ASmallBodyIsSentWholeOrNotAtAll) {
+  // Up to 64 KiB the body is held until whole: cut short, it is a 502, and the client's
+  // connection stays usable.
+  raw_upstream cut("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789");
+  front f(cut.url());
+  client c(f.server.port());
+  auto r = get(c, "/api/x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::bad_gateway);
+  EXPECT_EQ(f.proxy.stats().bad_gateway, 1u);
+  EXPECT_EQ(f.proxy.stats().aborted, 0u);
+  r = get(c, "/local");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+
+  // Whole, it leaves in one write with its head (the front's net counters: one message out).
+  running_http upstream(local_http(), upstream_handler);
+  front g(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client d(g.server.port());
+  r = get(d, "/api/one");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(request_line(r->body), "GET /v1/one");
+  EXPECT_EQ(r->headers.get("Content-Length"), std::to_string(r->body.size()));
+  ASSERT_TRUE(eventually([&] { return g.server.server().stats().total.net.messages_out >= 1; }));
+  EXPECT_EQ(g.server.server().stats().total.net.messages_out, 1u);
 }
 
 TEST(HttpReverseProxy, AHandlerWithoutAttachAnswers500) {

@@ -30,14 +30,17 @@
 //     server's limits.max_body_size: 413 past it; "Expect: 100-continue" is answered here) and
 //     sent with Content-Length, as nginx's proxy_request_buffering does.
 //   - The response: status, reason and fields as the upstream sent them, less the hop-by-hop
-//     ones; Server and Date are the upstream's when it sent them. The body is streamed as it
-//     arrives (nothing is held beyond one read), with the upstream's Content-Length when it gave
-//     one, else chunked to HTTP/1.1 clients and delimited by the close for HTTP/1.0 ones; a slow
-//     client slows the upstream read (backpressure through the send buffer). Bodies are passed
-//     as they are: no decompression, and the server's compression does not apply to them.
-//     Upstream trailer fields are not forwarded.
-//   - Failures before the response head went out are answered here and counted: the upstream
-//     refusing or failing the connection, TLS failing, or a malformed response -> 502 Bad
+//     ones; Server and Date are the upstream's when it sent them. A body whose Content-Length
+//     is at most 64 KiB is held until it is whole and goes out with its head in one write (as
+//     respond() makes it: the server's compression applies to it when on). Any other body is
+//     streamed as it arrives (nothing is held beyond one read), with the upstream's
+//     Content-Length when it gave one, else chunked to HTTP/1.1 clients and delimited by the
+//     close for HTTP/1.0 ones (an event stream's pieces go out as they come); a slow client
+//     slows the upstream read (backpressure through the send buffer). Bodies are not
+//     decompressed. Upstream trailer fields are not forwarded.
+//   - Failures before the response head went out (for a body held whole: before the body was)
+//     are answered here and counted: the upstream refusing or failing the connection, TLS
+//     failing, a malformed or cut response -> 502 Bad
 //     Gateway; no response head within `timeout` -> 504 Gateway Timeout; a closed client (the
 //     worker stopping) -> 503. After the head went out, a failure of either side aborts the
 //     client's connection (the server logs it), since a status can no longer be given.
