@@ -20,6 +20,10 @@
 // certificate and key (PEM) with ALPN {"http/1.1"} and the context's defaults otherwise (TLS 1.2
 // and 1.3, OpenSSL's default cipher suites and groups, stateless session tickets).
 //
+// `--upstream HOST:PORT` (not used by run.py; bench/http/README.md, "A reverse proxy"): every
+// request goes to http://HOST:PORT through weft::http::reverse_proxy (router::any("/*rest")),
+// with proxy_options' defaults (X-Forwarded-* added, upstream keep-alive), instead of --mode.
+//
 // `--hibernate-above N` (not used by run.py) sets server_options::hibernate_above, for the A/B
 // rounds of bench/http/README.md ("Fewer instructions in a keep-alive request").
 #include <sys/stat.h>
@@ -29,6 +33,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "bench_util.hpp"
@@ -39,7 +44,7 @@ namespace {
 [[noreturn]] void usage(const char* program, const char* why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s --port N --mode hello|static --root DIR "
-               "[--tls-cert FILE --tls-key FILE] [--hibernate-above N]\n",
+               "[--tls-cert FILE --tls-key FILE] [--upstream HOST:PORT] [--hibernate-above N]\n",
                program, why, program);
   std::exit(2);
 }
@@ -70,6 +75,7 @@ int main(int argc, char** argv) {
   std::string tls_cert;
   std::string tls_key;
   long hibernate_above = -1;  // -1: the server's default
+  std::string upstream;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) {
@@ -89,6 +95,8 @@ int main(int argc, char** argv) {
       tls_cert = argv[++i];
     } else if (arg == "--tls-key") {
       tls_key = argv[++i];
+    } else if (arg == "--upstream") {
+      upstream = argv[++i];
     } else if (arg == "--hibernate-above") {
       if (!bench::parse_count(argv[++i], LONG_MAX, hibernate_above)) {
         usage(argv[0], "--hibernate-above takes a count of connections");
@@ -97,7 +105,7 @@ int main(int argc, char** argv) {
       usage(argv[0], ("unknown argument " + arg).c_str());
     }
   }
-  if (port < 0 || port > 65535 || (mode != "hello" && mode != "static")) {
+  if (port < 0 || port > 65535 || (upstream.empty() && mode != "hello" && mode != "static")) {
     usage(argv[0], "--port and --mode hello|static are required");
   }
   if (tls_cert.empty() != tls_key.empty()) {
@@ -105,7 +113,16 @@ int main(int argc, char** argv) {
   }
 
   weft::http::router routes;
-  if (mode == "hello") {
+  std::unique_ptr<weft::http::reverse_proxy> proxy;
+  if (!upstream.empty()) {
+    try {
+      proxy = std::make_unique<weft::http::reverse_proxy>("http://" + upstream);
+    } catch (const std::exception& failure) {
+      std::fprintf(stderr, "bench_http_weft: %s\n", failure.what());
+      return 1;
+    }
+    routes.any("/*rest", proxy->handler());
+  } else if (mode == "hello") {
     routes.get("/hello", [](weft::http::exchange& ex) {
       ex.respond(weft::http::status::ok, "hello\n", "text/plain");
     });
@@ -122,6 +139,9 @@ int main(int argc, char** argv) {
   options.host = "127.0.0.1";
   options.port = static_cast<std::uint16_t>(port);
   options.workers = 1;
+  if (proxy != nullptr) {
+    proxy->attach(options);
+  }
   if (hibernate_above >= 0) {
     options.hibernate_above = static_cast<std::size_t>(hibernate_above);
   }

@@ -13,6 +13,9 @@ benchmark: no access log, max-connections 4096 (the default 1024 is too close to
 1000-connection row). Its error log is in DIR (no pid file: as root h2o switches to nobody
 before it writes one, and nobody may not write in DIR).
 
+With --upstream HOST:PORT (not used by run.py): a reverse proxy to it instead (proxy.reverse.url,
+upstream connections kept alive, h2o's default).
+
 With --tls-cert and --tls-key (suite http's https_keepalive row): the listener's `ssl` map
 with certificate-file and key-file, and h2o's TLS defaults otherwise (its cipher-suite list
 applies to TLS 1.2 only, TLS 1.3's suites are OpenSSL's; the client's order of preference;
@@ -34,7 +37,12 @@ def configure(arguments) -> list[str]:
     h2o = shutil.which("h2o") or "/usr/bin/h2o"
     work = arguments.work_dir
     (work / "hello.txt").write_text("hello\n")
-    if arguments.mode == "hello":
+    if arguments.upstream is not None:
+        # h2o's proxy handler (it keeps upstream connections alive by default) and its
+        # X-Forwarded-For.
+        paths = (f'      "/":\n        proxy.reverse.url: http://{arguments.upstream}/\n'
+                 '        proxy.preserve-host: OFF\n')
+    elif arguments.mode == "hello":
         paths = f'      "/hello":\n        file.file: {work}/hello.txt\n'
     else:
         paths = f'      "/":\n        file.dir: {arguments.root}\n'

@@ -5,6 +5,10 @@ started by launcher.py (the contract of bench/http/README.md).
     python3 nginx.py --work-dir DIR --port N --mode hello|static --root ROOT
                      [--tls-cert FILE --tls-key FILE]
 
+With --upstream HOST:PORT (not used by run.py): a reverse proxy to it instead, proxy_pass to an
+upstream block with keepalive 64, proxy_http_version 1.1 and Connection cleared (so that
+upstream connections are reused), X-Forwarded-For and X-Forwarded-Proto set.
+
 hello: `location / { return 200 "hello\\n"; }` with default_type text/plain. static: `root
 ROOT` with nginx's defaults for files (sendfile on, no open_file_cache: each request opens
 and fstat()s the file). Changed from nginx's defaults for a benchmark, the usual tuning:
@@ -32,7 +36,17 @@ def configure(arguments) -> list[str]:
     work = arguments.work_dir
     for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (work / folder).mkdir(exist_ok=True)
-    if arguments.mode == "hello":
+    upstream = ""
+    if arguments.upstream is not None:
+        # nginx's idiom for a keep-alive upstream: an upstream block with keepalive, HTTP/1.1 and
+        # the Connection field cleared; X-Forwarded-For as weft's proxy sends it.
+        upstream = (f"upstream backend {{\n    server {arguments.upstream};\n    keepalive 64;\n  }}\n"
+                    "  ")
+        location = ("location / {\n      proxy_pass http://backend;\n      proxy_http_version 1.1;"
+                    '\n      proxy_set_header Connection "";'
+                    "\n      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;"
+                    "\n      proxy_set_header X-Forwarded-Proto $scheme;\n    }")
+    elif arguments.mode == "hello":
         location = 'location / {\n      return 200 "hello\\n";\n    }'
     else:
         location = f"root {arguments.root};\n    location / {{\n    }}"
@@ -66,7 +80,7 @@ http {{
   fastcgi_temp_path {work}/fastcgi;
   uwsgi_temp_path {work}/uwsgi;
   scgi_temp_path {work}/scgi;
-  server {{
+  {upstream}server {{
     listen {listen} backlog=4096;
     server_name localhost;{tls}
     {location}

@@ -3,6 +3,12 @@
 // builds it with `go build`.
 //
 //	main --port N --mode hello|static --root DIR [--tls-cert FILE --tls-key FILE]
+//	     [--upstream HOST:PORT]
+//
+// With --upstream (not used by run.py: bench/http/README.md, "A reverse proxy"): every request
+// goes to http://HOST:PORT through net/http/httputil's ReverseProxy, its Transport keeping up
+// to 64 idle connections to it (the default keeps 2 per host, and 64 client connections
+// would then open and close upstream connections all the time).
 //
 // Contract (READY line, stdin EOF): bench/http/README.md. An http.Server on 127.0.0.1:N, one
 // goroutine per connection (net/http's own), keep-alive on. hello: a handler that sets
@@ -24,6 +30,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -31,14 +39,14 @@ import (
 
 func usage() {
 	fmt.Fprintln(os.Stderr,
-		"usage: main --port N --mode hello|static --root DIR [--tls-cert FILE --tls-key FILE]")
+		"usage: main --port N --mode hello|static --root DIR [--tls-cert FILE --tls-key FILE] [--upstream HOST:PORT]")
 	os.Exit(2)
 }
 
 func main() {
 	runtime.GOMAXPROCS(1)
 	port, mode, root := -1, "", ""
-	tlsCert, tlsKey := "", ""
+	tlsCert, tlsKey, upstream := "", "", ""
 	arguments := os.Args[1:]
 	for index := 0; index+1 < len(arguments); index += 2 {
 		value := arguments[index+1]
@@ -57,6 +65,8 @@ func main() {
 			tlsCert = value
 		case "--tls-key":
 			tlsKey = value
+		case "--upstream":
+			upstream = value
 		default:
 			usage()
 		}
@@ -68,7 +78,13 @@ func main() {
 
 	hello := []byte("hello\n")
 	var handler http.Handler
-	if mode == "hello" {
+	if upstream != "" {
+		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: upstream})
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.MaxIdleConnsPerHost = 64
+		proxy.Transport = transport
+		handler = proxy
+	} else if mode == "hello" {
 		handler = http.HandlerFunc(func(writer http.ResponseWriter, _ *http.Request) {
 			writer.Header().Set("Content-Type", "text/plain")
 			writer.Write(hello)
