@@ -102,6 +102,10 @@ reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
 reverse_proxy::~reverse_proxy() = default;
 
 void reverse_proxy::attach(server_options& options) {
+  if (attached_.exchange(true)) {
+    throw std::logic_error("weft::http::reverse_proxy::attach: the proxy for " + upstream_ +
+                           " is attached already; its clients are per worker of one server");
+  }
   options.on_worker_start = [this, before = std::move(options.on_worker_start)](unsigned worker) {
     if (before) {
       before(worker);

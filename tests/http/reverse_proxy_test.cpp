@@ -439,31 +439,36 @@ TEST(HttpReverseProxy, UpstreamConnectionsAreKeptAlive) {
   EXPECT_EQ(f.server.server().stats().total.net.accepted, 3u);
 }
 
+// GET /api/x through a front to upstream_url: answered 502 with the bare phrase (the reason
+// is logged, not sent), counted, on a connection that stays usable. Returns the log line.
+std::string bad_gateway_through(const std::string& upstream_url) {
+  front f(upstream_url);
+  client c(f.server.port());
+  auto r = get(c, "/api/x");
+  EXPECT_TRUE(r && r->status == status::bad_gateway && r->body == "Bad Gateway (upstream)\n")
+      << body_of(r);
+  r = get(c, "/local");
+  EXPECT_TRUE(r && r->status == status::ok);
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.bad_gateway, 1u);
+  EXPECT_EQ(stats.aborted, 0u);
+  const auto lines = f.log();
+  EXPECT_EQ(lines.size(), 1u);
+  return lines.empty() ? std::string() : lines[0];
+}
+
 TEST(HttpReverseProxy, AnUpstreamThatRefusesIsABadGateway) {
   std::uint16_t closed_port = 0;
   {
     raw_upstream gone("");
     closed_port = gone.port();
   }
-  front f("http://127.0.0.1:" + std::to_string(closed_port));
-  client c(f.server.port());
-  auto r = get(c, "/api/x");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, status::bad_gateway);
-  EXPECT_EQ(r->body, "Bad Gateway (upstream)\n");
-  EXPECT_EQ(r->body.find("127.0.0.1"), std::string::npos);
-  // The connection to the client stays usable.
-  r = get(c, "/local");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, status::ok);
-  EXPECT_EQ(f.proxy.stats().bad_gateway, 1u);
-  const auto lines = f.log();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("GET http://127.0.0.1:" + std::to_string(closed_port) + "/api/x"),
+  const std::string line = bad_gateway_through("http://127.0.0.1:" + std::to_string(closed_port));
+  EXPECT_NE(line.find("GET http://127.0.0.1:" + std::to_string(closed_port) + "/api/x"),
             std::string::npos)
-      << lines[0];
-  EXPECT_NE(lines[0].find("Connection refused"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("-> 502"), std::string::npos) << lines[0];
+      << line;
+  EXPECT_NE(line.find("Connection refused"), std::string::npos) << line;
+  EXPECT_NE(line.find("-> 502"), std::string::npos) << line;
 }
 
 TEST(HttpReverseProxy, ASilentUpstreamIsAGatewayTimeout) {
@@ -482,15 +487,8 @@ TEST(HttpReverseProxy, ASilentUpstreamIsAGatewayTimeout) {
 
 TEST(HttpReverseProxy, AMalformedResponseIsABadGateway) {
   raw_upstream broken("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\nx");
-  front f(broken.url());
-  client c(f.server.port());
-  auto r = get(c, "/api/x");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, status::bad_gateway);
-  EXPECT_EQ(f.proxy.stats().bad_gateway, 1u);
-  const auto lines = f.log();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("malformed response"), std::string::npos) << lines[0];
+  const std::string line = bad_gateway_through(broken.url());
+  EXPECT_NE(line.find("malformed response"), std::string::npos) << line;
 }
 
 TEST(HttpReverseProxy, AnUpstreamCutMidBodyAbortsTheClientsConnection) {
@@ -510,22 +508,13 @@ TEST(HttpReverseProxy, ASmallBodyIsSentWholeOrNotAtAll) {
   // Up to 64 KiB the body is held until whole: cut short, it is a 502, and the client's
   // connection stays usable.
   raw_upstream cut("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789");
-  front f(cut.url());
-  client c(f.server.port());
-  auto r = get(c, "/api/x");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, status::bad_gateway);
-  EXPECT_EQ(f.proxy.stats().bad_gateway, 1u);
-  EXPECT_EQ(f.proxy.stats().aborted, 0u);
-  r = get(c, "/local");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, status::ok);
+  bad_gateway_through(cut.url());
 
   // Whole, it leaves in one write with its head (the front's net counters: one message out).
   running_http upstream(local_http(), upstream_handler);
   front g(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
   client d(g.server.port());
-  r = get(d, "/api/one");
+  auto r = get(d, "/api/one");
   ASSERT_TRUE(r);
   EXPECT_EQ(request_line(r->body), "GET /v1/one");
   EXPECT_EQ(r->headers.get("Content-Length"), std::to_string(r->body.size()));
@@ -559,6 +548,12 @@ TEST(HttpReverseProxy, BadUpstreamsAndOptionsAreRefusedByName) {
   refused("http://h", {.strip_prefix = "api"}, "strip_prefix 'api' does not start with '/'");
   refused("http://h", {.max_connections = 0}, "max_connections");
   refused("http://h", {.timeout = std::chrono::milliseconds(0)}, "timeout");
+
+  reverse_proxy once("http://h");
+  weft::http::server_options first;
+  weft::http::server_options second;
+  once.attach(first);
+  EXPECT_THROW(once.attach(second), std::logic_error);
 }
 
 TEST(HttpReverseProxy, CurlUploadsChunkedAndReusesItsConnection) {

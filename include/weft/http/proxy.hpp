@@ -118,7 +118,9 @@ class reverse_proxy {
   reverse_proxy& operator=(const reverse_proxy&) = delete;
   ~reverse_proxy();
 
-  // Installs the per-worker hooks (see the file comment) into the server's options.
+  // Installs the per-worker hooks (see the file comment) into the server's options. Once: a
+  // second call is a std::logic_error (a proxy serves the workers of one server; give another
+  // server a proxy of its own).
   void attach(server_options& options);
   // The handler for a route: forwards ex's request (see the file comment). The proxy must
   // outlive the server.
@@ -157,6 +159,7 @@ class reverse_proxy {
   std::string base_path_;  // the upstream URL's path without a trailing '/' ("" for "/")
   proxy_options options_;
   counters counters_;
+  std::atomic<bool> attached_{false};
   // Per worker, made and closed on its thread (a client belongs to one scheduler, so another
   // worker's is never touched); the mutex guards the vector itself, which a starting worker
   // may grow while others look their own slot up.
