@@ -183,9 +183,7 @@ int main(int argc, char** argv) {
       site.stop_worker(worker);
     };
     if (config.log) {
-      options.log = [](std::string_view line) {
-        std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
-      };
+      options.log = weft_httpd::log_line;
     }
     site.attach_proxies(options);
     weft::http::server server(options, site.make_router());

@@ -77,12 +77,14 @@ site::site(settings config)
     http::proxy_options options;
     options.strip_prefix = route.prefix;
     if (config_.log) {
-      options.log = [](std::string_view line) {
-        std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
-      };
+      options.log = log_line;
     }
     proxies_.push_back(std::make_unique<http::reverse_proxy>(route.upstream, std::move(options)));
   }
+}
+
+void log_line(std::string_view line) {
+  std::fprintf(stderr, "weft-httpd: %.*s\n", static_cast<int>(line.size()), line.data());
 }
 
 void site::attach_proxies(http::server_options& options) {
@@ -252,13 +254,12 @@ http::router site::make_router() {
     routes.get("/pg/query", [this](http::exchange& ex) { pg_query(ex); });
   }
   // Last, so that a proxy of "/" takes only what no route above serves (nginx's location /).
-  for (std::size_t i = 0; i < proxies_.size(); ++i) {
-    const std::string& prefix = proxies_[i]->options().strip_prefix;
-    http::reverse_proxy& proxy = *proxies_[i];
+  for (const auto& proxy : proxies_) {
+    const std::string& prefix = proxy->options().strip_prefix;
     if (!prefix.empty()) {
-      routes.any(prefix, proxy.handler());
+      routes.any(prefix, proxy->handler());
     }
-    routes.any(prefix + "/*rest", proxy.handler());
+    routes.any(prefix + "/*rest", proxy->handler());
   }
   return routes;
 }

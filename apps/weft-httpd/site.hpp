@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/http/proxy.hpp"
@@ -121,6 +122,9 @@ std::string render_page(const site::snapshot& numbers, std::string_view authorit
 std::string render_stats_json(const site::snapshot& numbers);
 // A JSON string literal (quotes included) for text.
 std::string json_string(std::string_view text);
+
+// A --log line on stderr ("weft-httpd: " and the line): the server's and the proxies' log.
+void log_line(std::string_view line);
 
 // This thread's worker resources.
 worker_local& local();

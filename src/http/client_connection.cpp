@@ -46,6 +46,7 @@ client_connection::client_connection(client_connection&& other) noexcept
       end_(std::exchange(other.end_, 0)),
       read_first_(other.read_first_),
       idle_since_(other.idle_since_),
+      peeked_(other.peeked_),
       exchanges_(other.exchanges_),
       parser_(std::move(other.parser_)),
       output_(std::move(other.output_)) {}
@@ -259,8 +260,8 @@ bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noe
   // are reused within milliseconds. What it would have caught in that second, a server that
   // closed without saying so, the retry of an idempotent request answers, and the call peeks
   // itself before sending any other method (client_call::attempt).
-  constexpr auto peek_after = std::chrono::seconds(1);
-  return idle < peek_after || quiet();
+  peeked_ = idle >= peek_after;
+  return !peeked_ || quiet();
 }
 
 bool client_connection::quiet() const noexcept {

@@ -67,9 +67,14 @@ class client_connection {
   void consume(std::size_t n) noexcept;
   void clear_input() noexcept { begin_ = end_ = 0; }
 
+  // An idle connection back in the pool for less than this is reused without quiet() (see
+  // reusable() in client_connection.cpp for why).
+  static constexpr std::chrono::seconds peek_after{1};
   // Whether an idle connection can carry a request: open, idle less than idle_limit (zero:
-  // no limit), and, when it has been idle for a second or more, quiet().
+  // no limit), and, when it has been idle for peek_after or more, quiet().
   bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
+  // Whether the last reusable() took it without quiet() (idle for less than peek_after).
+  bool taken_unpeeked() const noexcept { return !peeked_; }
   // Whether the server neither closed the connection nor sent anything unasked (one recv with
   // MSG_PEEK | MSG_DONTWAIT).
   bool quiet() const noexcept;
@@ -102,6 +107,9 @@ class client_connection {
   std::size_t end_ = 0;
   bool read_first_ = false;  // the last read filled its room: more may be waiting
   std::chrono::steady_clock::time_point idle_since_{};
+  // Whether the last reusable() called quiet() (the pool's check; reusable() is its const
+  // predicate, hence mutable).
+  mutable bool peeked_ = false;
   std::uint64_t exchanges_ = 0;
   response_parser parser_;
   std::string output_;

@@ -171,9 +171,10 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   client_connection& connection = *held;
   bool reused = connection.connected();
   // A request that is never sent twice must not go out on a connection the server already
-  // closed: the pool's check peeks only at connections idle for a second (reusable()), so this
-  // one asks the kernel itself.
-  if (reused && (fresh || (!idempotent(request.method) && !connection.quiet()))) {
+  // closed: the pool's check peeks only at connections idle for a second (reusable()), so for
+  // one it took unpeeked this asks the kernel itself.
+  if (reused && (fresh || (!idempotent(request.method) && connection.taken_unpeeked() &&
+                           !connection.quiet()))) {
     connection.close();
     ++counters.connections_closed;
     reused = false;
