@@ -17,7 +17,7 @@ using namespace net_test;
 using weft::http::exchange;
 using weft::http::status;
 
-// WEFT_TEST_HTTP_HIBERNATE=1 (the "hibernate:" pass of the server tests, tests/CMakeLists.txt):
+// WEFT_TEST_HIBERNATE=1 (the "hibernate:" pass of the server tests, tests/CMakeLists.txt):
 // every connection hibernates between requests, however few there are
 // (server_options::hibernate_above 0), so that the whole server suite also runs the hibernating
 // path the default takes above 512.
@@ -25,7 +25,7 @@ inline weft::http::server_options local_http() {
   weft::http::server_options options;
   options.host = "127.0.0.1";
   options.port = 0;
-  if (const char* hibernate = std::getenv("WEFT_TEST_HTTP_HIBERNATE");
+  if (const char* hibernate = std::getenv("WEFT_TEST_HIBERNATE");
       hibernate != nullptr && hibernate[0] == '1') {
     options.hibernate_above = 0;
   }

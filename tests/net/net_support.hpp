@@ -30,14 +30,14 @@ namespace net_test {
 
 using namespace std::chrono_literals;
 
-// WEFT_TEST_NET_HIBERNATE=1 (the "hibernate:" pass, tests/CMakeLists.txt): callback-style
+// WEFT_TEST_HIBERNATE=1 (the "hibernate:" pass, tests/CMakeLists.txt): callback-style
 // connections hibernate between messages however few there are (hibernate_above 0), so that the
 // net suite also runs the path the default takes above 512 connections.
 inline weft::net::tcp_server_options local_options() {
   weft::net::tcp_server_options options;
   options.host = "127.0.0.1";
   options.port = 0;
-  if (const char* hibernate = std::getenv("WEFT_TEST_NET_HIBERNATE");
+  if (const char* hibernate = std::getenv("WEFT_TEST_HIBERNATE");
       hibernate != nullptr && hibernate[0] == '1') {
     options.hibernate_above = 0;
   }

@@ -2,7 +2,7 @@
 //
 // Started lazily by the first test that asks for it (other tests of the binary never pay for
 // it), on a unix socket in /tmp/weft-pg-15-<version>-uid<uid>/ (listen_addresses='', so no TCP
-// port is taken). ctest runs every test in its own process, so the server is shared between
+// port is taken). ctest runs every suite in a process of its own, so the server is shared between
 // processes: the first one initdb's the data dir (once per machine) and starts the server under
 // an flock; every user holds a shared flock while it runs, and the last one to leave stops the
 // server (if that process crashed, the server stays up and the next run reuses it). Tests must
