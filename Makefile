@@ -2,6 +2,10 @@
 # Every target installs the Debian packages it needs first (scripts/install-deps is idempotent).
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
+# ctest runs twice as many test processes as there are cores: a test spends much of its time
+# waiting (on curl, nginx, PostgreSQL, a timer), and at -j2 on CI's two cores they used 61% of the
+# CPU (release, 2026-12-06); at -j4 the release suite took 193 s instead of 285.
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 CHAOS_SEEDS ?= 1 2 3
 
 .PHONY: all deps build demo tour test check-layers test-release test-asan test-chaos test-install test-guide test-fuzz docs tsan bench bench-smoke format clean
@@ -55,7 +59,7 @@ check-layers:
 # registers every test as DRIVER:Suite.Test with WEFT_DRIVER=DRIVER and the label driver-DRIVER
 # (run one driver alone with `ctest --preset release -L '^driver-poll$$'`).
 test-release: build
-	ctest --preset release
+	ctest --preset release -j $(TEST_JOBS)
 
 # ASan+UBSan on the libuv driver, on the epoll and poll drivers (no library under them: their
 # own dispatch, which must not touch a watch a callback of the same turn freed) and on the uring
@@ -63,19 +67,19 @@ test-release: build
 # driver-independent tests (tests/CMakeLists.txt: run once, label driver-independent).
 test-asan: deps build/asan/build.ninja
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -L '^driver-(uv|epoll|poll|uring|independent)$$'
+	ctest --preset asan -j $(TEST_JOBS) -L '^driver-(uv|epoll|poll|uring|independent)$$'
 
 # The whole suite again with a random choice of the next ready coroutine, several seeds, on the
 # libuv driver (the default), the poll driver (no library under it) and the uring driver (slots
 # that outlive their watches). ev and event are the poll driver's pattern over a library and run
-# in FIFO order in test-release; leaving them out keeps CI under 45 minutes (about 3 minutes on
-# two cores). The driver-independent tests run no scheduler, so chaos order changes nothing for
+# in FIFO order in test-release; leaving them out keeps CI under 45 minutes (a seed took 130 s on
+# two cores at -j2, 2026-12-06). The driver-independent tests run no scheduler, so chaos order changes nothing for
 # them.
 test-chaos: build
 	@for seed in $(CHAOS_SEEDS); do \
 	  echo "== chaos order, seed $$seed"; \
-	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release -L '^driver-(uv|poll|uring)$$' \
-	    || exit 1; \
+	  WEFT_SCHED=random WEFT_SEED=$$seed ctest --preset release -j $(TEST_JOBS) \
+	    -L '^driver-(uv|poll|uring)$$' || exit 1; \
 	done
 
 # libFuzzer over the HTTP parsers (tests/http/fuzz/parser_fuzz.cpp, which says how to run it for
