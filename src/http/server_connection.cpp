@@ -65,7 +65,12 @@ connection_state::connection_state(server_state& s, net::connection& c)
       params(space->params),
       captured(space->captured) {}
 
-connection_state::~connection_state() { server.spaces[conn.worker()].give(std::move(space)); }
+connection_state::~connection_state() {
+  if (stream != stream_mode::none && !stream_logged) {
+    end_stream_log(true);
+  }
+  server.spaces[conn.worker()].give(std::move(space));
+}
 
 void connection_state::log(std::string_view line) const noexcept {
   if (!server.options.log) {
@@ -111,7 +116,25 @@ void connection_state::log(std::string_view line) const noexcept {
   }
 }
 
-void connection_state::log_response(status s, std::uint64_t body_bytes) {
+void connection_state::note_stream_response(status s) {
+  const unsigned hundreds = code_of(s) / 100;
+  if (hundreds >= 1 && hundreds <= 5) {
+    counters.responses[hundreds - 1].add(1);
+  }
+  stream_status = s;
+}
+
+void connection_state::end_stream_log(bool aborted) {
+  if (stream_logged) {
+    return;
+  }
+  stream_logged = true;
+  if (server.options.log) {
+    log_response(stream_status, head_request ? 0 : stream_written, aborted);
+  }
+}
+
+void connection_state::log_response(status s, std::uint64_t body_bytes, bool aborted) {
   const request& r = parser.message();
   std::string line;
   line.reserve(64 + r.target.size());
@@ -125,6 +148,9 @@ void connection_state::log_response(status s, std::uint64_t body_bytes) {
   line += std::to_string(code_of(s));
   line += ' ';
   line += std::to_string(body_bytes);
+  if (aborted) {
+    line += " aborted";
+  }
   log(line);
 }
 
@@ -152,6 +178,7 @@ void connection_state::fail_request(status s, std::string_view reason) {
   log(std::string("error ") + std::to_string(code_of(s)) + ": " + std::string(reason));
   if (responded) {
     if (stream != stream_mode::none && !stream_finished) {
+      end_stream_log(true);
       conn.destroy();  // a body is under way: only an abort tells the client it is broken
     }
     return;  // the response made stands; the connection closes after it
@@ -351,6 +378,7 @@ bool connection_state::discard_body() {
   body_done = false;
   stream = stream_mode::none;
   stream_finished = false;
+  stream_logged = false;
   stream_expected = stream_written = 0;
   params.clear();
   if (!parser.body_expected()) {
@@ -397,6 +425,7 @@ void connection_state::handler_failed(std::string_view what, http::status answer
   log(std::string(what) + " (" + std::string(method_name(r.method)) + " " + r.target + ")");
   if (responded) {
     if (stream != stream_mode::none && !stream_finished) {
+      end_stream_log(true);
       failed = true;
       conn.destroy();  // the head went out: only an abort tells the client the body is broken
     }
@@ -421,6 +450,7 @@ bool connection_state::finish_stream() {
         std::to_string(stream_expected) +
         " body bytes its Content-Length announced; "
         "connection aborted");
+    end_stream_log(true);
     failed = true;
     conn.destroy();
     return false;

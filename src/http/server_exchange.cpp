@@ -539,7 +539,7 @@ exchange::body_writer exchange::start_response(http::response head) {
     throw;
   }
   state_.responded = true;
-  state_.note_response(head.status, 0);
+  state_.note_stream_response(head.status);
   state_.flush();
   return body_writer(*this);
 }
@@ -602,6 +602,7 @@ void exchange::body_writer::finish(const headers& trailers) {
   if (state.stream == detail::stream_mode::chunked && !state.head_request) {
     append_last_chunk(state.out, trailers);
   }
+  state.end_stream_log(false);
 }
 
 namespace {

@@ -105,9 +105,16 @@ struct connection_state {
   void flush();
   // Counts a response of that status and writes an access line.
   void note_response(status s, std::uint64_t body_bytes);
+  // Counts a streamed response's status; its access line waits for the body's end
+  // (end_stream_log), when the bytes it carried are known.
+  void note_stream_response(status s);
+  // The access line of the streamed response (once): the bytes written, and "aborted" when the
+  // body did not end as its framing says. Called by body_writer::finish, by the paths that abort
+  // the stream, and by the destructor for a stream the server's forced stop cut.
+  void end_stream_log(bool aborted);
   // note_response's access line (options.log), out of line: 3 KiB of code that only a logging
   // server runs, kept out of the hot text.
-  [[gnu::noinline]] void log_response(status s, std::uint64_t body_bytes);
+  [[gnu::noinline]] void log_response(status s, std::uint64_t body_bytes, bool aborted = false);
   // Sends 100 Continue if the client waits for it and it was not sent.
   void send_continue();
   // The next body piece (nullopt at the end). Throws body_error.
@@ -147,6 +154,8 @@ struct connection_state {
   // The streamed body of the current response.
   stream_mode stream = stream_mode::none;
   bool stream_finished = false;
+  bool stream_logged = false;  // end_stream_log wrote its access line
+  status stream_status = status::ok;
   std::uint64_t stream_expected = 0;
   std::uint64_t stream_written = 0;
 

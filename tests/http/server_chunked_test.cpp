@@ -114,6 +114,57 @@ TEST(HttpServerChunked, ContentLengthStreamAndShortStreamAborts) {
   c.send("GET /short HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_FALSE(c.response(weft::http::method::get, true));
   EXPECT_TRUE(log.contains("4 of the 8 body bytes")) << log.all();
+  EXPECT_EQ(log.count("\"GET /full HTTP/1.1\" 200 8"), 1u) << log.all();
+  EXPECT_EQ(log.count("\"GET /short HTTP/1.1\" 200 4 aborted"), 1u) << log.all();
+}
+
+// A streamed response's access line comes once, when the body ends, with the bytes written
+// (it said 0, written when the head went out, until 2026-12-06); a body cut short says so.
+TEST(HttpServerChunked, AStreamedResponsesAccessLineHasTheBytesItCarried) {
+  log_lines log;
+  {
+    auto options = local_http();
+    options.log = log.sink();
+    running_http server(options, [](exchange& ex) {
+      auto writer = ex.start_response(weft::http::response{});
+      writer.write("abc");
+      if (ex.request().target == "/throw") {
+        throw std::runtime_error("cut short");
+      }
+      if (ex.request().target == "/endless") {
+        const std::string piece(64 * 1024, 'x');
+        for (;;) {
+          writer.write(piece);  // throws once the client has gone
+        }
+      }
+      writer.write("defg");
+      writer.finish();
+    });
+    client c(server.port());
+    c.send("GET /chunks HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(body_of(c.response()), "abcdefg");
+    c.send("HEAD /chunks HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_TRUE(c.response(weft::http::method::head));
+    c.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_FALSE(c.response(weft::http::method::get, true));
+    client gone(server.port());
+    gone.send("GET /endless HTTP/1.1\r\nHost: x\r\n\r\n");
+    char first[1];
+    ASSERT_EQ(::recv(gone.fd(), first, 1, MSG_WAITALL), 1);
+  }  // `gone` closes first; the server's stop waits for the handler that writes to it
+  EXPECT_EQ(log.count("\"GET /chunks HTTP/1.1\" 200 7"), 1u) << log.all();
+  EXPECT_EQ(log.count("\"GET /chunks HTTP/1.1\""), 1u) << log.all();
+  EXPECT_EQ(log.count("\"HEAD /chunks HTTP/1.1\" 200 0"), 1u) << log.all();
+  EXPECT_EQ(log.count("\"GET /throw HTTP/1.1\" 200 3 aborted"), 1u) << log.all();
+  // The client left after its first byte: the line has what was written before the write that
+  // failed, pieces beyond the first 3 bytes.
+  EXPECT_EQ(log.count("\"GET /endless HTTP/1.1\" 200 "), 1u) << log.all();
+  const std::string all = log.all();
+  const std::size_t at = all.find("\"GET /endless HTTP/1.1\" 200 ");
+  ASSERT_NE(at, std::string::npos) << all;
+  const std::string line = all.substr(at, all.find('\n', at) - at);
+  EXPECT_TRUE(line.ends_with(" aborted")) << line;
+  EXPECT_NE(line, "\"GET /endless HTTP/1.1\" 200 3 aborted");
 }
 
 TEST(HttpServerChunked, SendFileServesARangeAndHeadOnlyTheHead) {

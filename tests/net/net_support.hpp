@@ -235,6 +235,15 @@ class log_lines {
     }
     return false;
   }
+  // The number of lines that contain needle.
+  std::size_t count(std::string_view needle) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t n = 0;
+    for (const std::string& line : lines_) {
+      n += line.find(needle) != std::string::npos ? 1 : 0;
+    }
+    return n;
+  }
   std::string all() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::string out;

@@ -120,7 +120,11 @@ struct server_options {
   bool handle_signals = false;                 // SIGINT/SIGTERM -> graceful stop
   std::chrono::milliseconds stop_grace{5000};  // of a stop by signal
   // Access lines (one per response) and error lines (the server's own errors, handler
-  // failures, the net layer's closes for errors), on the workers' threads; null: none.
+  // failures, the net layer's closes for errors), on the workers' threads; null: none. An access
+  // line reads `weft.http worker W PEER: "GET /path HTTP/1.1" STATUS BYTES`, BYTES the body's
+  // (0 for HEAD). A streamed body's line comes when it ends, with the bytes written, followed by
+  // " aborted" when the body was cut short (the handler failed, the client left, the server's
+  // stop forced it).
   std::function<void(std::string_view)> log{};
   // Per-worker resources (a pg::pool, a cache), as net::tcp_server_options' hooks of the same
   // names: run on the worker's thread, in its main coroutine (they may suspend), before its
