@@ -161,7 +161,59 @@ router& router::files(std::string_view prefix, static_options options) {
     dispatch_by_method(ex, path, escaped);
     return;
   }
+  if (req.method == method::options && path == "*") {
+    answer_server_options(ex);
+    return;
+  }
   ex.respond(status::not_found, "Not Found\n");
+}
+
+namespace {
+
+// The Allow field of a 405 or an OPTIONS answer: allowed, then HEAD when GET is in it, then
+// OPTIONS (which the router answers for every path).
+std::string allow_field(std::vector<method> allowed) {
+  for (method implied : {method::head, method::options}) {
+    const bool has_get = std::find(allowed.begin(), allowed.end(), method::get) != allowed.end();
+    if ((implied == method::options || has_get) &&
+        std::find(allowed.begin(), allowed.end(), implied) == allowed.end()) {
+      allowed.push_back(implied);
+    }
+  }
+  std::string allow;
+  for (method m : allowed) {
+    if (!allow.empty()) {
+      allow += ", ";
+    }
+    allow += method_name(m);
+  }
+  return allow;
+}
+
+// 200 with Allow and no content (RFC 9110 9.3.7: Content-Length: 0).
+void answer_options(exchange& ex, std::string allow) {
+  response r;
+  r.status = status::ok;
+  r.headers.add("Allow", std::move(allow));
+  ex.respond(std::move(r));
+}
+
+}  // namespace
+
+void router::answer_server_options(exchange& ex) const {
+  std::vector<method> allowed;
+  for (const route& r : routes_) {
+    if (r.any_method) {
+      // A route of every method: every method a request line can name for a path.
+      allowed = {method::get,     method::head,    method::post,  method::put,
+                 method::delete_, method::options, method::trace, method::patch};
+      break;
+    }
+    if (std::find(allowed.begin(), allowed.end(), r.m) == allowed.end()) {
+      allowed.push_back(r.m);
+    }
+  }
+  answer_options(ex, allow_field(std::move(allowed)));
 }
 
 void router::dispatch_by_method(exchange& ex, std::string_view path, bool escaped) const {
@@ -190,21 +242,15 @@ void router::dispatch_by_method(exchange& ex, std::string_view path, bool escape
     run(*fallback, ex, fallback_captured);
     return;
   }
-  // dispatch calls this only once some route's path matched: never a 404 here.
-  if (std::find(allowed.begin(), allowed.end(), method::get) != allowed.end() &&
-      std::find(allowed.begin(), allowed.end(), method::head) == allowed.end()) {
-    allowed.push_back(method::head);
-  }
-  std::string allow;
-  for (method m : allowed) {
-    if (!allow.empty()) {
-      allow += ", ";
-    }
-    allow += method_name(m);
+  // dispatch calls this only once some route's path matched: never a 404 here. An OPTIONS
+  // that no route takes is answered with what the path allows.
+  if (req.method == method::options) {
+    answer_options(ex, allow_field(std::move(allowed)));
+    return;
   }
   response r;
   r.status = status::method_not_allowed;
-  r.headers.add("Allow", allow);
+  r.headers.add("Allow", allow_field(std::move(allowed)));
   r.headers.add("Content-Type", "text/plain; charset=utf-8");
   r.body = "Method Not Allowed\n";
   ex.respond(std::move(r));

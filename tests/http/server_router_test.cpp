@@ -1,5 +1,5 @@
 // The router: literal and parameter segments, the trailing wildcard, 404, 405 with Allow, HEAD
-// served by GET, and malformed patterns refused by name.
+// served by GET, OPTIONS answered with Allow, and malformed patterns refused by name.
 #include "http/server_support.hpp"
 #include "weft/http/router.hpp"
 
@@ -91,7 +91,7 @@ TEST(HttpServerRouter, WrongMethodGets405WithAllowAndHeadUsesGet) {
   auto r = c.response();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::method_not_allowed);
-  EXPECT_EQ(r->headers.get("Allow"), "GET, POST, DELETE, HEAD");
+  EXPECT_EQ(r->headers.get("Allow"), "GET, POST, DELETE, HEAD, OPTIONS");
   c.send("HEAD /users/3 HTTP/1.1\r\nHost: x\r\n\r\n");
   auto head = c.response(weft::http::method::head);
   ASSERT_TRUE(head);
@@ -102,6 +102,62 @@ TEST(HttpServerRouter, WrongMethodGets405WithAllowAndHeadUsesGet) {
   auto deleted = c.response();
   ASSERT_TRUE(deleted);
   EXPECT_EQ(deleted->status, status::no_content);
+}
+
+// OPTIONS that no route takes: 200, no content, Allow naming what the path allows; "OPTIONS *"
+// (the server as a whole) what any route allows. It was a 405 for a path, a 404 for "*".
+TEST(HttpServerRouter, OptionsIsAnsweredWithAllowForAPathAndForTheServer) {
+  router plain;
+  plain.get("/a", [](exchange& ex) { ex.respond(status::ok, "a"); });
+  plain.post("/b", [](exchange& ex) { ex.respond(status::ok, "b"); });
+  plain.add(weft::http::method::options, "/cors", [](exchange& ex) {
+    weft::http::response r;
+    r.status = status::no_content;
+    r.headers.add("Access-Control-Allow-Methods", "GET");
+    ex.respond(std::move(r));
+  });
+  running_http server(local_http(), std::move(plain));
+  client c(server.port());
+  const auto options = [&](std::string_view target) {
+    c.send("OPTIONS " + std::string(target) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    return c.response();
+  };
+  auto path = options("/a");
+  ASSERT_TRUE(path);
+  EXPECT_EQ(path->status, status::ok);
+  EXPECT_EQ(path->headers.get("Allow"), "GET, HEAD, OPTIONS");
+  EXPECT_EQ(path->headers.get("Content-Length"), "0");
+  EXPECT_EQ(path->body, "");
+  auto whole = options("*");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->status, status::ok);
+  EXPECT_EQ(whole->headers.get("Allow"), "GET, POST, OPTIONS, HEAD");
+  EXPECT_EQ(whole->headers.get("Content-Length"), "0");
+  auto own = options("/cors");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, status::no_content);
+  EXPECT_EQ(own->headers.get("Access-Control-Allow-Methods"), "GET");
+  auto nowhere = options("/nowhere");
+  ASSERT_TRUE(nowhere);
+  EXPECT_EQ(nowhere->status, status::not_found);
+  // The connection went on through all of them.
+  EXPECT_EQ(get(c, "/a"), "a");
+}
+
+TEST(HttpServerRouter, OptionsOfTheServerListsEveryMethodWhenARouteTakesAny) {
+  running_http server(local_http(), make_routes());
+  client c(server.port());
+  c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(r->headers.get("Allow"), "GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH");
+  c.send("OPTIONS /users/7 HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.get("Allow"), "GET, POST, DELETE, HEAD, OPTIONS");
+  c.send("OPTIONS /any HTTP/1.1\r\nHost: x\r\n\r\n");  // the any route takes it itself
+  EXPECT_EQ(body_of(c.response()), "OPTIONS");
 }
 
 TEST(HttpServerRouter, MalformedPatternsAreRefusedByName) {

@@ -10,7 +10,10 @@
 // order they were added; the first whose method and pattern match serves the request.
 // dispatch() answers 404 when no pattern matches the path, and 405 with an Allow field naming the
 // methods of the routes whose pattern matches when none has the request's method. HEAD is served
-// by a GET route when no HEAD route matches (the server sends the head only).
+// by a GET route when no HEAD route matches (the server sends the head only). An OPTIONS request
+// that no route takes is answered 200 with no content and an Allow field: the methods of the
+// routes that match its path, or for "OPTIONS *" (the server as a whole, RFC 9110 9.3.7) of
+// every route; HEAD with GET, and OPTIONS, are always in it.
 //
 // Contract: add() and its shorthands throw std::invalid_argument naming the pattern for a
 // malformed one (not starting with '/', an empty or duplicate parameter name, '*' not last).
@@ -97,6 +100,8 @@ class router {
   // the usual request does not pay for its frame.
   [[gnu::cold, gnu::noinline]] void dispatch_by_method(exchange& ex, std::string_view path,
                                                        bool escaped) const;
+  // "OPTIONS *": 200 with the Allow of every route.
+  [[gnu::cold, gnu::noinline]] void answer_server_options(exchange& ex) const;
   std::vector<route> routes_;
 };
 
