@@ -3,6 +3,7 @@
 // With --tls-cert, SIGHUP reads the certificate and key again (a renewed certificate, without a
 // restart): connections accepted afterwards use it, those open keep theirs, and files that do
 // not load are reported and leave the running certificate in place, as nginx's reload does.
+// Without it SIGHUP is reported and ignored.
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
   }
   config.root = std::filesystem::absolute(config.root).lexically_normal().string();
   raise_descriptor_limit();
+  // Until worker 0's watcher waits on SIGHUP (which catches it from then on), one ignored rather
+  // than fatal.
+  ::signal(SIGHUP, SIG_IGN);
 
   try {
     weft_httpd::site site(config);
@@ -153,16 +157,23 @@ int main(int argc, char** argv) {
       options.tls = weft::net::tls_context::server(tls);
     }
     weft::http::server* running = nullptr;
-    weft::task<void> reloader;  // worker 0's SIGHUP watcher, with --tls-cert
+    weft::task<void> reloader;  // worker 0's SIGHUP watcher
     options.on_worker_start = [&](unsigned worker) {
       site.start_worker(worker);
-      if (worker != 0 || options.tls == nullptr) {
+      if (worker != 0) {
         return;
       }
+      // Without --tls-cert there is nothing to read again, but a SIGHUP (a closed terminal, a
+      // reload by habit) must not end the server, as its default action would.
       reloader = weft::spawn(
           [&] {
             for (;;) {
               weft::signals::wait({SIGHUP});
+              if (options.tls == nullptr) {
+                std::printf("weft-httpd: SIGHUP: nothing to reload (no --tls-cert)\n");
+                std::fflush(stdout);
+                continue;
+              }
               try {
                 running->set_tls(weft::net::tls_context::server(tls));
                 std::printf("weft-httpd: SIGHUP: reloaded %s and %s\n",

@@ -318,6 +318,26 @@ TEST(Httpd, SighupReloadsTheCertificateAndKeepsTheRunningOneOnFailure) {
   std::filesystem::remove(key);
 }
 
+// Without --tls-cert a SIGHUP (a closed terminal, a reload by habit) is reported and the server
+// goes on; its default action ended the server until 2026-12-06.
+TEST(Httpd, SighupWithoutTlsIsReportedAndTheServerGoesOn) {
+  httpd server;
+  // Between the startup line and worker 0's watcher a SIGHUP is ignored: send it again until
+  // the watcher answers (at once, but for that window).
+  const std::string_view answer = "SIGHUP: nothing to reload (no --tls-cert)";
+  std::string said;
+  for (int attempt = 0; attempt < 20 && said.find(answer) == std::string::npos; ++attempt) {
+    said += server.signal_until(SIGHUP, answer, 500ms);
+  }
+  EXPECT_NE(said.find(answer), std::string::npos) << server.output();
+  EXPECT_EQ(curl({server.url("/hello")}).standard_output, "hello\n");
+  // From then on each one is answered.
+  said = server.signal_until(SIGHUP, answer);
+  EXPECT_NE(said.find(answer), std::string::npos) << server.output();
+  EXPECT_EQ(curl({server.url("/hello")}).standard_output, "hello\n");
+  EXPECT_EQ(server.stop(), 0);
+}
+
 // --proxy-protocol: behind a proxy, each connection's PROXY header is read first (curl sends
 // one with --haproxy-protocol); a client that sends none gets no answer.
 TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
