@@ -106,31 +106,42 @@ void connection_state::log(std::string_view line) const noexcept {
   out.clear();
 }
 
-[[gnu::hot]] void connection_state::note_response(status s, std::uint64_t body_bytes) {
+namespace {
+
+// Counts a response of status s in its class (1xx to 5xx).
+[[gnu::always_inline]] inline void count_response(worker_counters& counters, status s) {
   const unsigned hundreds = code_of(s) / 100;
   if (hundreds >= 1 && hundreds <= 5) {
     counters.responses[hundreds - 1].add(1);
   }
+}
+
+}  // namespace
+
+[[gnu::hot]] void connection_state::note_response(status s, std::uint64_t body_bytes) {
+  count_response(counters, s);
   if (server.options.log) {
     log_response(s, body_bytes);
   }
 }
 
 void connection_state::note_stream_response(status s) {
-  const unsigned hundreds = code_of(s) / 100;
-  if (hundreds >= 1 && hundreds <= 5) {
-    counters.responses[hundreds - 1].add(1);
-  }
+  count_response(counters, s);
   stream_status = s;
 }
 
-void connection_state::end_stream_log(bool aborted) {
+void connection_state::end_stream_log(bool aborted) noexcept {
   if (stream_logged) {
     return;
   }
   stream_logged = true;
-  if (server.options.log) {
+  if (!server.options.log) {
+    return;
+  }
+  try {
     log_response(stream_status, head_request ? 0 : stream_written, aborted);
+  } catch (...) {
+    // Out of memory for the line: the destructor calls this too, and must not throw.
   }
 }
 

@@ -111,7 +111,7 @@ struct connection_state {
   // The access line of the streamed response (once): the bytes written, and "aborted" when the
   // body did not end as its framing says. Called by body_writer::finish, by the paths that abort
   // the stream, and by the destructor for a stream the server's forced stop cut.
-  void end_stream_log(bool aborted);
+  void end_stream_log(bool aborted) noexcept;
   // note_response's access line (options.log), out of line: 3 KiB of code that only a logging
   // server runs, kept out of the hot text.
   [[gnu::noinline]] void log_response(status s, std::uint64_t body_bytes, bool aborted = false);

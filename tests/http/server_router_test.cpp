@@ -84,6 +84,11 @@ TEST(HttpServerRouter, LiteralRoutesMatchEscapedAndAbsoluteFormPathsAlike) {
   EXPECT_EQ(get(c, "/a/b", status::not_found), "Not Found\n");
 }
 
+std::optional<weft::http::response> options_of(client& c, std::string_view target) {
+  c.send("OPTIONS " + std::string(target) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  return c.response();
+}
+
 TEST(HttpServerRouter, WrongMethodGets405WithAllowAndHeadUsesGet) {
   running_http server(local_http(), make_routes());
   client c(server.port());
@@ -118,26 +123,22 @@ TEST(HttpServerRouter, OptionsIsAnsweredWithAllowForAPathAndForTheServer) {
   });
   running_http server(local_http(), std::move(plain));
   client c(server.port());
-  const auto options = [&](std::string_view target) {
-    c.send("OPTIONS " + std::string(target) + " HTTP/1.1\r\nHost: x\r\n\r\n");
-    return c.response();
-  };
-  auto path = options("/a");
+  auto path = options_of(c, "/a");
   ASSERT_TRUE(path);
   EXPECT_EQ(path->status, status::ok);
   EXPECT_EQ(path->headers.get("Allow"), "GET, HEAD, OPTIONS");
   EXPECT_EQ(path->headers.get("Content-Length"), "0");
   EXPECT_EQ(path->body, "");
-  auto whole = options("*");
+  auto whole = options_of(c, "*");
   ASSERT_TRUE(whole);
   EXPECT_EQ(whole->status, status::ok);
   EXPECT_EQ(whole->headers.get("Allow"), "GET, POST, OPTIONS, HEAD");
   EXPECT_EQ(whole->headers.get("Content-Length"), "0");
-  auto own = options("/cors");
+  auto own = options_of(c, "/cors");
   ASSERT_TRUE(own);
   EXPECT_EQ(own->status, status::no_content);
   EXPECT_EQ(own->headers.get("Access-Control-Allow-Methods"), "GET");
-  auto nowhere = options("/nowhere");
+  auto nowhere = options_of(c, "/nowhere");
   ASSERT_TRUE(nowhere);
   EXPECT_EQ(nowhere->status, status::not_found);
   // The connection went on through all of them.
@@ -147,17 +148,14 @@ TEST(HttpServerRouter, OptionsIsAnsweredWithAllowForAPathAndForTheServer) {
 TEST(HttpServerRouter, OptionsOfTheServerListsEveryMethodWhenARouteTakesAny) {
   running_http server(local_http(), make_routes());
   client c(server.port());
-  c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
-  auto r = c.response();
+  auto r = options_of(c, "*");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::ok);
   EXPECT_EQ(r->headers.get("Allow"), "GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH");
-  c.send("OPTIONS /users/7 HTTP/1.1\r\nHost: x\r\n\r\n");
-  r = c.response();
+  r = options_of(c, "/users/7");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->headers.get("Allow"), "GET, POST, DELETE, HEAD, OPTIONS");
-  c.send("OPTIONS /any HTTP/1.1\r\nHost: x\r\n\r\n");  // the any route takes it itself
-  EXPECT_EQ(body_of(c.response()), "OPTIONS");
+  EXPECT_EQ(body_of(options_of(c, "/any")), "OPTIONS");  // the any route takes it itself
 }
 
 TEST(HttpServerRouter, MalformedPatternsAreRefusedByName) {
