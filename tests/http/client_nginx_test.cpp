@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "http/client_support.hpp"
@@ -31,18 +32,33 @@ namespace fs = std::filesystem;
 
 const char* const nginx_program = "/usr/sbin/nginx";
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    throw std::runtime_error(std::string("free_port: ") + std::strerror(errno));
+// Two distinct free loopback ports: both sockets stay bound until both are known (one socket
+// at a time, the kernel handed out the same port twice under ctest -j4, 2026-12-06, and nginx
+// refused its "duplicate listen").
+std::pair<std::uint16_t, std::uint16_t> free_ports() {
+  std::uint16_t ports[2] = {0, 0};
+  int fds[2] = {-1, -1};
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (fds[i] < 0 || ::bind(fds[i], reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      const std::string reason = std::strerror(errno);
+      for (int fd : fds) {
+        if (fd >= 0) {
+          ::close(fd);
+        }
+      }
+      throw std::runtime_error("free_ports: " + reason);
+    }
+    ports[i] = ntohs(address.sin_port);
   }
-  ::close(fd);
-  return ntohs(address.sin_port);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  return {ports[0], ports[1]};
 }
 
 bool accepts_connections(std::uint16_t port) {
@@ -63,7 +79,7 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-// nginx in one process (daemon off, master_process off), on a free loopback port; stopped and
+// nginx in one process (daemon off, master_process off), on free loopback ports; stopped and
 // reaped, and its directory removed, by the destructor.
 class nginx_server {
  public:
@@ -73,10 +89,59 @@ class nginx_server {
       throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
     }
     dir_ = pattern;
-    fs::create_directories(dir_ / "root" / "static");
-    std::ofstream(dir_ / "root" / "static" / "file.txt") << file_body();
-    port_ = free_port();
-    tls_port_ = free_port();
+    try {
+      fs::create_directories(dir_ / "root" / "static");
+      std::ofstream(dir_ / "root" / "static" / "file.txt") << file_body();
+      // A port found free can be taken by another test's process before nginx binds it: then
+      // nginx exits saying so, and it starts again on two other ports.
+      for (int attempt = 1;; ++attempt) {
+        std::tie(port_, tls_port_) = free_ports();
+        write_config();
+        const std::string failure = start();
+        if (failure.empty()) {
+          break;
+        }
+        if (attempt == 5 || failure.find("Address already in use") == std::string::npos) {
+          throw std::runtime_error(failure);
+        }
+      }
+    } catch (...) {
+      stop();
+      throw;
+    }
+  }
+  ~nginx_server() { stop(); }
+  nginx_server(const nginx_server&) = delete;
+  nginx_server& operator=(const nginx_server&) = delete;
+
+  std::string url(std::string_view path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  }
+  // The HTTPS listener, by the name its certificate carries.
+  std::string https_url(std::string_view path) const {
+    return "https://localhost:" + std::to_string(tls_port_) + std::string(path);
+  }
+  static std::string file_body() {
+    std::string body;
+    for (int i = 0; body.size() < 100000; ++i) {
+      body += "line " + std::to_string(i) + " of the static file\n";
+    }
+    return body;
+  }
+
+ private:
+  // Stops and reaps nginx, if it runs, and removes its directory.
+  void stop() noexcept {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  void write_config() {
     std::ofstream(dir_ / "nginx.conf")
         << "daemon off;\n"
         << "master_process off;\n"
@@ -127,9 +192,15 @@ class nginx_server {
         << "    }\n"
         << "  }\n"
         << "}\n";
+  }
+  // Starts nginx on the configuration written; "" once it accepts connections, else why it
+  // exited (the error log). Throws when it neither exits nor accepts within 10 s.
+  std::string start() {
     const std::string prefix = dir_.string() + "/";
     const std::string conf = (dir_ / "nginx.conf").string();
     const std::string log = (dir_ / "error.log").string();
+    std::error_code ignored;
+    fs::remove(log, ignored);  // an earlier attempt's
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setsid();
@@ -144,7 +215,7 @@ class nginx_server {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        throw std::runtime_error("nginx exited at start: " + read_file(dir_ / "error.log"));
+        return "nginx exited at start: " + read_file(dir_ / "error.log");
       }
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("nginx did not accept connections within 10 s: " +
@@ -152,35 +223,9 @@ class nginx_server {
       }
       std::this_thread::sleep_for(5ms);  // a readiness poll of another process, bounded above
     }
-  }
-  ~nginx_server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  nginx_server(const nginx_server&) = delete;
-  nginx_server& operator=(const nginx_server&) = delete;
-
-  std::string url(std::string_view path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
-  }
-  // The HTTPS listener, by the name its certificate carries.
-  std::string https_url(std::string_view path) const {
-    return "https://localhost:" + std::to_string(tls_port_) + std::string(path);
-  }
-  static std::string file_body() {
-    std::string body;
-    for (int i = 0; body.size() < 100000; ++i) {
-      body += "line " + std::to_string(i) + " of the static file\n";
-    }
-    return body;
+    return {};
   }
 
- private:
   fs::path dir_;
   std::uint16_t port_ = 0;
   std::uint16_t tls_port_ = 0;
