@@ -18,9 +18,23 @@
 #if defined(WEFT_SANITIZE_THREAD)
 #include <sanitizer/tsan_interface.h>
 #endif
+#if defined(WEFT_SANITIZE_ADDRESS)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace weft::detail {
 namespace {
+
+// Unmaps stack memory. Under ASan its shadow is cleared first: a coroutine's frames abandoned
+// mid-call leave their redzones poisoned, ASan's munmap keeps the poison, and the kernel hands
+// the addresses to the next mapping. The CI run of b45f8ff (suites sharing a process) hit it: an
+// io_uring submission ring mapped there, and writing an SQE was a "stack-buffer-underflow".
+void unmap_stack_memory(void* start, std::size_t bytes) noexcept {
+#if defined(WEFT_SANITIZE_ADDRESS)
+  ASAN_UNPOISON_MEMORY_REGION(start, bytes);
+#endif
+  ::munmap(start, bytes);
+}
 
 // Guarded stacks alive in the whole process (all schedulers), against the budget.
 std::atomic<std::size_t> guarded_in_process{0};
@@ -98,7 +112,7 @@ stack_pool::~stack_pool() {
   cold_.clear();
   if (outstanding_ == 0) {
     for (const slab& each : slabs_) {
-      ::munmap(each.base, each.bytes);
+      unmap_stack_memory(each.base, each.bytes);
     }
   }
   // With stacks still outstanding (a coroutine that never ended) the slabs stay mapped rather
@@ -197,7 +211,8 @@ void stack_pool::trim_oldest() noexcept {
   // Guarded stacks are unmapped with their guard page. mmap hands out neighbouring addresses,
   // so stacks mapped one after another usually sit back to back and go in one munmap.
   for_each_run(
-      guarded_stacks, page, [](void* start, std::size_t bytes) { ::munmap(start, bytes); },
+      guarded_stacks, page,
+      [](void* start, std::size_t bytes) { unmap_stack_memory(start, bytes); },
       [this](stack& victim) {
         deregister_for_tools(victim);
         guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
@@ -235,7 +250,7 @@ void stack_pool::for_each_run(std::vector<stack>& stacks, std::size_t guard, Rel
 void stack_pool::unmap(stack& victim) noexcept {
   deregister_for_tools(victim);
   std::size_t page = page_size();
-  ::munmap(static_cast<char*>(victim.base) - page, victim.size + page);
+  unmap_stack_memory(static_cast<char*>(victim.base) - page, victim.size + page);
   guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
   --guarded_;
   victim = stack{};
