@@ -56,7 +56,7 @@ check-layers:
 	scripts/check-layers
 
 # The whole suite once per driver this build has (uv, ev, event, epoll, poll, uring): ctest
-# registers every test as DRIVER:Suite.Test with WEFT_DRIVER=DRIVER and the label driver-DRIVER
+# registers every GoogleTest suite as DRIVER:Suite with WEFT_DRIVER=DRIVER and the label driver-DRIVER
 # (run one driver alone with `ctest --preset release -L '^driver-poll$$'`).
 test-release: build
 	ctest --preset release -j $(TEST_JOBS)
@@ -72,9 +72,9 @@ test-asan: deps build/asan/build.ninja
 # The whole suite again with a random choice of the next ready coroutine, several seeds, on the
 # libuv driver (the default), the poll driver (no library under it) and the uring driver (slots
 # that outlive their watches). ev and event are the poll driver's pattern over a library and run
-# in FIFO order in test-release; leaving them out keeps CI under 45 minutes (a seed took 130 s on
-# two cores at -j2, 2026-12-06). The driver-independent tests run no scheduler, so chaos order changes nothing for
-# them.
+# in FIFO order in test-release; leaving them out keeps CI under 45 minutes (a seed took 95 to
+# 106 s on two cores, 2026-12-06). The driver-independent tests run no scheduler, so chaos order
+# changes nothing for them.
 test-chaos: build
 	@for seed in $(CHAOS_SEEDS); do \
 	  echo "== chaos order, seed $$seed"; \
