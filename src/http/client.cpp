@@ -67,6 +67,19 @@ void refuse_closed(std::string_view url) {
                          " after close(); make a new client");
 }
 
+// The request as upgrade() sends it: std::invalid_argument without an Upgrade field, and
+// "Connection: Upgrade" added unless a Connection field lists the token already.
+void prepare_upgrade(http::request& request, std::string_view url) {
+  const auto offered = request.headers.get("Upgrade");
+  if (!offered || offered->find_first_not_of(" \t,") == std::string_view::npos) {
+    throw std::invalid_argument("weft::http::client::upgrade " + std::string(url) +
+                                ": the request has no Upgrade field naming a protocol");
+  }
+  if (!request.headers.has_token("Connection", "upgrade")) {
+    request.headers.add("Connection", "Upgrade");
+  }
+}
+
 }  // namespace
 
 response client::request(http::request request, std::string_view url) {
@@ -94,6 +107,40 @@ void client::request_streaming(http::request request, std::string_view url,
   call.on_head = &on_head;
   call.on_body = &on_body;
   call.run();
+}
+
+upgrade_result client::upgrade(http::request request, std::string_view url) {
+  if (closed_) {
+    refuse_closed(url);
+  }
+  prepare_upgrade(request, url);
+  upgrade_result result;
+  detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
+  call.result = &result.response;
+  call.upgrade_into = &result.connection;
+  call.run();
+  return result;
+}
+
+std::unique_ptr<upgraded_connection> client::upgrade_streaming(
+    http::request request, std::string_view url,
+    const std::function<void(const response& head)>& on_head,
+    const std::function<void(std::string_view piece)>& on_body) {
+  if (closed_) {
+    refuse_closed(url);
+  }
+  if (!on_head || !on_body) {
+    throw std::invalid_argument(
+        "weft::http::client::upgrade_streaming: on_head and on_body must both be set");
+  }
+  prepare_upgrade(request, url);
+  std::unique_ptr<upgraded_connection> connection;
+  detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
+  call.on_head = &on_head;
+  call.on_body = &on_body;
+  call.upgrade_into = &connection;
+  call.run();
+  return connection;
 }
 
 detail::client_origin& client::origin_for(const std::string& key, const std::string& host,

@@ -40,6 +40,9 @@ struct client_call {
   response* result = nullptr;
   const std::function<void(const response&)>* on_head = nullptr;
   const std::function<void(std::string_view)>* on_body = nullptr;
+  // upgrade(): a 101 hands the connection over into here (and its head goes to result or
+  // on_head); null: a 101 is an unexpected_response.
+  std::unique_ptr<upgraded_connection>* upgrade_into = nullptr;
 
   std::chrono::steady_clock::time_point started{};
   timeout limit;  // request_timeout from started

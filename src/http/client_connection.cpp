@@ -45,6 +45,7 @@ client_connection::client_connection(client_connection&& other) noexcept
       begin_(std::exchange(other.begin_, 0)),
       end_(std::exchange(other.end_, 0)),
       read_first_(other.read_first_),
+      sending_records_(other.sending_records_),
       idle_since_(other.idle_since_),
       peeked_(other.peeked_),
       exchanges_(other.exchanges_),
@@ -303,9 +304,49 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
 }
 
 void client_connection::send_records(const timeout& limit, const std::string& subject) {
-  const std::string& records = tls_->outgoing();
-  send_bytes(std::string_view(records).substr(tls_->outgoing_head()), limit, subject);
+  // An upgraded connection is read by one coroutine while another writes: reading may make the
+  // session add records (a TLS 1.3 key update) while a writer waits for the socket in here. That
+  // writer sends them too (the loop looks at outgoing() again after every wait, never keeping a
+  // view of it across one: appending may move it), and the reader leaves them to it.
+  if (sending_records_) {
+    return;
+  }
+  sending_records_ = true;
+  struct done {
+    bool& flag;
+    ~done() { flag = false; }
+  } reset{sending_records_};
+  while (tls_->outgoing_size() > 0) {
+    const std::string& records = tls_->outgoing();
+    std::size_t& head = tls_->outgoing_head();
+    const ssize_t sent = ::send(fd_, records.data() + head, records.size() - head, MSG_NOSIGNAL);
+    if (sent >= 0) {
+      head += static_cast<std::size_t>(sent);
+      continue;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait_writable(fd_, limit);
+      continue;
+    }
+    throw_errno(errno, "send", subject);
+  }
   tls_->outgoing_sent();
+}
+
+void client_connection::shutdown_write(const timeout& limit, const std::string& subject) {
+  if (fd_ < 0) {
+    return;
+  }
+  if (tls_ != nullptr) {
+    tls_->close_notify();
+    send_records(limit, subject);
+  }
+  if (::shutdown(fd_, SHUT_WR) != 0) {
+    throw_errno(errno, "shutdown", subject);
+  }
 }
 
 // One recv(2) of records into the session, waiting for the socket first: the bytes received, 0

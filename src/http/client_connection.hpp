@@ -58,6 +58,9 @@ class client_connection {
 
   // Sends every byte; io_error with the errno (EPIPE, ECONNRESET, ...) naming subject.
   void write_all(std::string_view data, const timeout& limit, const std::string& subject);
+  // Ends the client's direction of the stream (an upgraded connection's shutdown_write): TLS
+  // close_notify sent first, then shutdown(2) SHUT_WR. io_error naming subject.
+  void shutdown_write(const timeout& limit, const std::string& subject);
   // Reads once into the input buffer (waiting for readability first unless the last read
   // filled its room). Returns the bytes read, 0 when the peer ended the stream. io_error with
   // the errno naming subject.
@@ -106,6 +109,9 @@ class client_connection {
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   bool read_first_ = false;  // the last read filled its room: more may be waiting
+  // A coroutine is in send_records(): one writing while another reads (an upgraded connection's
+  // two directions) sends the records the reader's session produced too (see send_records).
+  bool sending_records_ = false;
   std::chrono::steady_clock::time_point idle_since_{};
   // Whether the last reusable() called quiet() (the pool's check; reusable() is its const
   // predicate, hence mutable).

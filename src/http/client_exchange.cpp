@@ -10,6 +10,7 @@
 
 #include "http/chars.hpp"
 #include "http/client_call.hpp"
+#include "http/upgrade_offer.hpp"
 #include "weft/error.hpp"
 
 namespace weft::http::detail {
@@ -294,8 +295,35 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       case parse_event::headers_complete: {
         const response& head = parser.message();
         if (head.status == status::switching_protocols) {
-          throw error(error_kind::unexpected_response, url.text,
-                      "101 Switching Protocols: this client does not switch protocols");
+          if (upgrade_into == nullptr) {
+            throw error(error_kind::unexpected_response, url.text,
+                        "101 Switching Protocols: this client does not switch protocols here "
+                        "(client::upgrade() does)");
+          }
+          // RFC 9110 7.8: the server switches to a protocol the client offered, and names it.
+          const auto offered = request.headers.get("Upgrade");
+          const auto chosen = head.headers.get("Upgrade");
+          if (!chosen || !upgrade_offered(request.headers, *chosen)) {
+            throw error(error_kind::malformed_response, url.text,
+                        "101 Switching Protocols to " +
+                            (chosen ? "'" + std::string(*chosen) + "'" : std::string("nothing")) +
+                            ", not to a protocol the request's Upgrade field offered ('" +
+                            std::string(offered ? *offered : "") + "')");
+          }
+          result_status_ = head.status;
+          if (options.cookies != nullptr) {
+            options.cookies->store(url.host, path_of(url.target), url.secure, head.headers);
+          }
+          if (on_head != nullptr) {
+            (*on_head)(head);
+          } else if (result != nullptr) {
+            *result = std::move(parser.message());
+          }
+          // The bytes behind the head, still in the input, are the new protocol's first; the
+          // connection (its parser with it) leaves the pool slot, which the guard then frees.
+          upgrade_into->reset(new upgraded_connection(std::move(connection), url.text));
+          ++counters.upgrades;
+          return outcome::complete;
         }
         interim = is_informational(head.status);
         if (interim) {

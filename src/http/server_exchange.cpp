@@ -14,6 +14,7 @@
 #include "http/fields_builder.hpp"
 #include "http/scan.hpp"
 #include "http/server_state.hpp"
+#include "http/upgrade_offer.hpp"
 
 namespace weft::http {
 
@@ -311,6 +312,61 @@ net::connection& exchange::upgrade(std::shared_ptr<const net::protocol> p) {
   s.keep_alive = false;
   s.upgraded = true;
   s.log("upgraded to " + name);
+  return s.conn;
+}
+
+net::connection& exchange::switch_protocols(const http::response& head) {
+  detail::connection_state& s = state_;
+  s.check_not_responded("switch_protocols");
+  const http::request& r = s.parser.message();
+  const auto refuse = [&r](const std::string& why) {
+    return std::string("weft::http::exchange::switch_protocols: ") + method_name(r.method).data() +
+           " " + r.target + ": " + why;
+  };
+  const auto offered = r.headers.get("Upgrade");
+  if (!offered) {
+    throw std::logic_error(refuse("the request has no Upgrade field; nothing was offered"));
+  }
+  if (!s.body_done) {
+    throw std::logic_error(refuse("its body was not read to the end"));
+  }
+  const auto chosen = head.headers.get("Upgrade");
+  if (!chosen || !detail::upgrade_offered(r.headers, *chosen)) {
+    throw std::invalid_argument(
+        refuse("the 101 must name in its Upgrade field protocols the request offered ('" +
+               std::string(*offered) + "'), not " +
+               (chosen ? "'" + std::string(*chosen) + "'" : std::string("nothing"))));
+  }
+  if (head.headers.contains("Content-Length") || head.headers.contains("Transfer-Encoding")) {
+    throw std::invalid_argument(
+        refuse("a 101 has no body; Content-Length or Transfer-Encoding "
+               "in its fields cannot be sent"));
+  }
+  for (const char c : head.reason) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F) {
+      throw std::invalid_argument(refuse("the reason phrase has a control character"));
+    }
+  }
+  s.flush();  // the answers to earlier pipelined requests go first
+  std::string wire = "HTTP/1.1 101 ";
+  wire += head.reason.empty() ? reason_phrase(status::switching_protocols) : head.reason;
+  wire += "\r\n";
+  for (const auto field : head.headers) {
+    wire += field.name;
+    wire += ": ";
+    wire += field.value;
+    wire += "\r\n";
+  }
+  if (!head.headers.has_token("Connection", "upgrade")) {
+    wire += "Connection: Upgrade\r\n";
+  }
+  wire += "\r\n";
+  s.responded = true;
+  s.keep_alive = false;
+  s.upgraded = true;
+  s.conn.send(wire);
+  s.note_response(status::switching_protocols, 0);
+  s.log("switched protocols to " + std::string(*chosen));
   return s.conn;
 }
 

@@ -40,7 +40,7 @@
 //     a fresh connection if its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, TRACE;
 //     RFC 9110 9.2.2); for any other method the io_error surfaces, saying it was not retried.
 //   - Responses: 1xx responses before the final one are skipped (101 Switching Protocols is an
-//     http::error: this client does not switch protocols); chunked, Content-Length and
+//     http::error, except for upgrade(), which asked for it); chunked, Content-Length and
 //     close-delimited bodies; no body for HEAD, 204 and 304. Trailer fields of a chunked
 //     response are in response::trailers. Limits (parser_limits) bound the header section and
 //     the body; going past one is an http::error of kind response_too_large.
@@ -68,6 +68,14 @@
 //     streaming callback included.
 //   - Ownership: the client owns its pools and their connections; a response is a plain value
 //     the caller owns. The client must outlive its calls (they refer to it while they run).
+//   - Upgrades (RFC 9110 7.8): upgrade() sends a request with an Upgrade field and, when the
+//     server answers 101 Switching Protocols, hands the connection over as an
+//     upgraded_connection: the bytes of the protocol switched to, both ways, on the same socket
+//     (and TLS session). The connection leaves its pool for good (stats().upgrades counts it; it
+//     is not in connections_closed). Any other final response is returned whole, as request()
+//     returns it, and the connection goes back to its pool as usual. The 101 must name in its
+//     Upgrade field a protocol the request offered (malformed_response otherwise). Go's
+//     http.Client hands a 101's body over as a read-write stream the same way.
 //   - After close(), every request call is a std::logic_error; close() is idempotent.
 #pragma once
 
@@ -77,6 +85,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,6 +94,7 @@
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
 #include "weft/net/tls.hpp"
+#include "weft/sched/timeout.hpp"
 
 namespace weft::http {
 
@@ -161,6 +171,7 @@ struct client_stats {
   std::uint64_t connections_closed = 0;  // connections closed (by either side, or discarded)
   std::uint64_t retries = 0;             // requests sent again after a stale connection
   std::uint64_t redirects = 0;           // redirect hops followed
+  std::uint64_t upgrades = 0;            // connections handed over by a 101 (upgrade())
   std::size_t origins = 0;               // host:port pools made
   std::size_t idle_connections = 0;      // pooled, open and unused now
   std::size_t active_connections = 0;    // in an exchange now
@@ -170,7 +181,59 @@ struct client_stats {
 namespace detail {
 struct client_origin;
 struct client_call;
+class client_connection;
 }  // namespace detail
+
+// A connection that 101 Switching Protocols handed over (client::upgrade()): the raw bytes of the
+// protocol switched to, both ways, on the socket (and TLS session) the request went out on. For
+// coroutines of the client's scheduler thread. One coroutine may read while another writes (a
+// proxy's two directions); two reads, or two writes, at once are not allowed. Closed by close()
+// or by the destructor (on that thread, before run() returns); it does not need the client.
+class upgraded_connection {
+ public:
+  ~upgraded_connection();
+  upgraded_connection(const upgraded_connection&) = delete;
+  upgraded_connection& operator=(const upgraded_connection&) = delete;
+
+  // The next bytes from the server, first those that came right behind the 101's head: a view
+  // valid until the next read() or close(). nullopt once the server ended its direction (FIN, or
+  // TLS close_notify) and on a closed connection. io_error naming the URL when the read fails;
+  // timeout_error past limit and cancelled_error from its token leave the connection usable.
+  std::optional<std::string_view> read(const timeout& limit = timeout::never());
+  // Sends every byte, waiting for the socket as it drains. io_error naming the URL (EPIPE,
+  // ECONNRESET) when it fails, EBADF on a closed connection, EPIPE after shutdown_write();
+  // timeout_error past limit (some of the bytes may have gone).
+  void write(std::string_view bytes, const timeout& limit = timeout::never());
+  // Ends this side's direction (TLS: close_notify first), as shutdown(2) SHUT_WR; read() goes on
+  // until the server ends its own. Once; nothing on a closed connection. io_error as write().
+  void shutdown_write(const timeout& limit = timeout::never());
+  // Closes the socket at once (TLS: close_notify if the socket takes it now). Idempotent. A
+  // coroutine reading or writing meanwhile must have been stopped first (cancel it): its wait
+  // would otherwise last until its own limit.
+  void close() noexcept;
+  bool is_open() const noexcept;
+  // The URL of the request that was upgraded (what errors name).
+  const std::string& url() const noexcept { return url_; }
+
+ private:
+  friend struct detail::client_call;
+  upgraded_connection(detail::client_connection&& connection, std::string url);
+
+  std::unique_ptr<detail::client_connection> connection_;
+  std::string url_;
+  std::size_t handed_ = 0;  // bytes of the last read() still in the input buffer
+  bool write_shut_ = false;
+};
+
+// What client::upgrade() returns: the 101 and its connection, or the response that came instead.
+struct upgrade_result {
+  // The 101's head (status, reason, fields; no body), or the whole final response when the
+  // server did not switch (a 426, a 200 that ignored the Upgrade field, ...).
+  http::response response;
+  // Set for a 101 only.
+  std::unique_ptr<upgraded_connection> connection;
+  bool switched() const noexcept { return connection != nullptr; }
+};
 
 // The client: its pools, connections and counters (see the file comment for the contract).
 class client {
@@ -200,6 +263,19 @@ class client {
   void request_streaming(http::request request, std::string_view url,
                          const std::function<void(const response& head)>& on_head,
                          const std::function<void(std::string_view piece)>& on_body);
+
+  // Sends request with its Upgrade field (std::invalid_argument without one: a request without it
+  // asks for no switch) to url, with "Connection: Upgrade" added unless its Connection field
+  // already lists upgrade, and returns the 101 with its connection, or the final response that
+  // came instead (see the file comment). Errors, limits, retries and redirects as request().
+  upgrade_result upgrade(http::request request, std::string_view url);
+  // The same, with the answer streamed as request_streaming() does: on_head receives the 101's
+  // head or the final response's; for a 101 on_body is never called and the connection is
+  // returned, otherwise the body goes to on_body and the result is null.
+  std::unique_ptr<upgraded_connection> upgrade_streaming(
+      http::request request, std::string_view url,
+      const std::function<void(const response& head)>& on_head,
+      const std::function<void(std::string_view piece)>& on_body);
 
   // The counters and the pools' current figures (see client_stats).
   client_stats stats() const;

@@ -245,6 +245,18 @@ class exchange {
   //     while (auto m = c.receive()) c.send(m->data, m->kind);
   //   });
   net::connection& upgrade(std::shared_ptr<const net::protocol> p);
+  // Switches the connection to a protocol the handler speaks itself, as raw bytes (RFC 9110 7.8;
+  // a reverse proxy's tunnel, h2c, a protocol of one's own): the responses made so far are
+  // written, then head as the 101 Switching Protocols: its reason (empty: the standard one) and
+  // fields in their order, "Connection: Upgrade" added unless a Connection field lists upgrade.
+  // head.status and head.body are ignored. Returns the connection, without a protocol: input()
+  // and receive() start with what the client sent after the request's head; send() and
+  // send_raw() write as they are. The HTTP exchange is over (the 101 is counted and logged), and
+  // when the handler returns the connection closes gracefully. std::invalid_argument when head
+  // has no Upgrade field, names a protocol the request's Upgrade did not offer, or has
+  // Content-Length or Transfer-Encoding; std::logic_error after a response was made, for a
+  // request without an Upgrade field, or with a body not read to its end.
+  net::connection& switch_protocols(const http::response& head);
   // The index of the worker serving the connection (0..workers-1).
   unsigned worker() const noexcept;
 
