@@ -4,6 +4,7 @@
 #include "weft/http/proxy.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -11,6 +12,8 @@
 
 #include "http/chars.hpp"
 #include "http/client_url.hpp"
+#include "weft/net/connection.hpp"
+#include "weft/sync/scope.hpp"
 
 namespace weft::http {
 
@@ -53,6 +56,13 @@ std::string_view address_of(std::string_view peer) noexcept {
 // stream as they come.
 constexpr std::uint64_t whole_body_limit = 64 * 1024;
 
+// An HTTP/1.1 request asking to switch protocols: an Upgrade field that its Connection field
+// lists (RFC 9110 7.8: without the listing the field is ignored, and HTTP/1.0 cannot upgrade).
+bool asks_upgrade(const request& r) noexcept {
+  return r.version_minor == 1 && r.method != method::connect && r.headers.contains("Upgrade") &&
+         r.headers.has_token("Connection", "upgrade");
+}
+
 // Statuses whose response has no body whatever its fields say (RFC 9110 6.4.1).
 bool bodiless(status s) noexcept {
   return is_informational(s) || code_of(s) == 204 || code_of(s) == 304;
@@ -82,8 +92,9 @@ reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
     throw std::invalid_argument(
         "weft::http::reverse_proxy: timeout and connect_timeout must be positive");
   }
-  if (options_.idle_timeout.count() < 0) {
-    throw std::invalid_argument("weft::http::reverse_proxy: idle_timeout may not be negative");
+  if (options_.idle_timeout.count() < 0 || options_.tunnel_idle_timeout.count() < 0) {
+    throw std::invalid_argument(
+        "weft::http::reverse_proxy: idle_timeout and tunnel_idle_timeout may not be negative");
   }
   if (!options_.strip_prefix.empty() && options_.strip_prefix.front() != '/') {
     throw std::invalid_argument("weft::http::reverse_proxy: strip_prefix '" +
@@ -250,18 +261,45 @@ void reverse_proxy::forward(exchange& ex) {
     return;
   }
   const bool head = ex.request().method == method::head;
+  const bool upgrade = options_.upgrades && asks_upgrade(ex.request());
   request up = upstream_request(ex);
+  if (upgrade) {
+    // Hop-by-hop, dropped above with Connection; client::upgrade adds "Connection: Upgrade".
+    for (const auto field : ex.request().headers) {
+      if (detail::iequals(field.name, "Upgrade")) {
+        up.headers.add(field.name, field.value);
+      }
+    }
+  }
+  // A 101's head, passed on by switch_protocols once the upstream's connection is handed over.
+  std::optional<response> switched;
+  std::unique_ptr<upgraded_connection> tunnelled;
   // The response either streams through a writer, or, when its Content-Length is at most
   // whole_body_limit, is held with its body until that has come and then made whole.
   std::optional<exchange::body_writer> writer;
   std::optional<response> held;
   const auto on_head = [&](const response& answer) {
+    if (answer.status == status::switching_protocols) {
+      response back;
+      back.reason = answer.reason;
+      for (const auto field : answer.headers) {
+        if (!stays_on_hop(answer.headers, field.name) || detail::iequals(field.name, "Upgrade")) {
+          back.headers.add(field.name, field.value);
+        }
+      }
+      switched = std::move(back);
+      return;
+    }
     response back;
     back.status = answer.status;
     back.reason = answer.reason;
     std::optional<std::uint64_t> length;
+    // A 426's Upgrade names the protocols the upstream would switch to: with upgrades on, this
+    // proxy can carry that switch, so the client may take the offer (Go's ReverseProxy drops it).
+    const bool offer = options_.upgrades && code_of(answer.status) == 426;
     for (const auto field : answer.headers) {
-      if (stays_on_hop(answer.headers, field.name)) {
+      if (stays_on_hop(answer.headers, field.name) &&
+          !(offer && detail::iequals(field.name, "Upgrade"))) {
         continue;
       }
       if (detail::iequals(field.name, "Content-Length")) {
@@ -298,8 +336,21 @@ void reverse_proxy::forward(exchange& ex) {
     }
   };
   try {
-    upstream->request_streaming(std::move(up), *url, on_head, on_body);
-    if (writer) {
+    if (upgrade) {
+      tunnelled = upstream->upgrade_streaming(std::move(up), *url, on_head, on_body);
+    } else {
+      upstream->request_streaming(std::move(up), *url, on_head, on_body);
+    }
+    if (tunnelled) {
+      try {
+        ex.switch_protocols(*switched);
+      } catch (const std::invalid_argument& refused) {
+        // client::upgrade checked the 101 against the offer; what else the head may break
+        // (a Content-Length) makes it no 101 to pass on.
+        fail(ex, status::bad_gateway, counters_.bad_gateway, *url, refused);
+        return;
+      }
+    } else if (writer) {
       writer->finish();
     } else if (held) {
       ex.respond(std::move(*held));
@@ -331,6 +382,89 @@ void reverse_proxy::forward(exchange& ex) {
     throw;
   }
   counters_.responses.fetch_add(1, std::memory_order_relaxed);
+  if (tunnelled) {
+    counters_.upgrades.fetch_add(1, std::memory_order_relaxed);
+    tunnel(ex, *tunnelled);
+  }
+}
+
+void reverse_proxy::tunnel(exchange& ex, upgraded_connection& upstream) {
+  using steady = std::chrono::steady_clock;
+  struct closed_count {
+    std::atomic<std::uint64_t>& closed;
+    ~closed_count() { closed.fetch_add(1, std::memory_order_relaxed); }
+  } count{counters_.tunnels_closed};
+  net::connection& client = ex.connection();
+  const std::chrono::milliseconds idle = options_.tunnel_idle_timeout;
+  // When a byte last went either way; both directions wait until it is idle long ago, and on
+  // waking early look at it again (the other direction may have moved meanwhile).
+  steady::time_point last = steady::now();
+  const auto wait_limit = [&] {
+    return idle.count() > 0 ? timeout::at(last + idle) : timeout::never();
+  };
+  const auto idle_over = [&] { return idle.count() > 0 && steady::now() - last >= idle; };
+  weft::scope pumps;
+  // The upstream's direction, in a coroutine of its own: its end (or failure) closes the client's
+  // connection gracefully, after what it read was flushed, which ends the client's direction.
+  pumps.spawn([&] {
+    for (;;) {
+      std::optional<std::string_view> piece;
+      try {
+        piece = upstream.read(wait_limit());
+      } catch (const timeout_error&) {
+        if (idle_over()) {
+          break;
+        }
+        continue;
+      } catch (const cancelled_error&) {
+        throw;
+      } catch (const weft::error&) {
+        break;  // the upstream reset or broke its TLS: the tunnel ends as at its end
+      }
+      if (!piece) {
+        break;
+      }
+      last = steady::now();
+      try {
+        client.send(*piece);  // waits for room: a client that does not read slows this read
+      } catch (const cancelled_error&) {
+        throw;
+      } catch (const weft::error&) {
+        break;  // closed, or the send timeout passed (the connection closed itself)
+      }
+      counters_.tunnel_bytes_down.fetch_add(piece->size(), std::memory_order_relaxed);
+    }
+    client.close();
+  });
+  // The client's direction, here: its end closes the upstream's connection once the other
+  // coroutine is stopped (the scope's end cancels it, and it leaves the socket alone).
+  net::message received;
+  for (;;) {
+    try {
+      if (!client.receive(received, wait_limit())) {
+        break;  // the client ended, or the upstream's direction closed its connection
+      }
+    } catch (const timeout_error&) {
+      if (idle_over()) {
+        client.close();
+        break;
+      }
+      continue;
+    }
+    last = steady::now();
+    try {
+      upstream.write(received.data, timeout(options_.timeout));
+    } catch (const cancelled_error&) {
+      throw;
+    } catch (const weft::error&) {
+      client.close();  // the upstream went away, or read nothing for `timeout`
+      break;
+    }
+    counters_.tunnel_bytes_up.fetch_add(received.data.size(), std::memory_order_relaxed);
+  }
+  pumps.cancel("the tunnel ended");
+  pumps.join();
+  upstream.close();
 }
 
 void reverse_proxy::fail(exchange& ex, status answer, std::atomic<std::uint64_t>& counter,
@@ -352,6 +486,10 @@ proxy_stats reverse_proxy::stats() const {
   s.gateway_timeout = counters_.gateway_timeout.load(std::memory_order_relaxed);
   s.unavailable = counters_.unavailable.load(std::memory_order_relaxed);
   s.aborted = counters_.aborted.load(std::memory_order_relaxed);
+  s.upgrades = counters_.upgrades.load(std::memory_order_relaxed);
+  s.tunnels_open = s.upgrades - counters_.tunnels_closed.load(std::memory_order_relaxed);
+  s.tunnel_bytes_up = counters_.tunnel_bytes_up.load(std::memory_order_relaxed);
+  s.tunnel_bytes_down = counters_.tunnel_bytes_down.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -2,6 +2,8 @@
 // failures (nothing listening, silence, malformed and cut responses): the target and the fields
 // as the upstream sees them, hop-by-hop fields dropped both ways, bodies streamed in both
 // framings and to HTTP/1.0, HEAD/204/304, upstream keep-alive, 502/503/504, and curl through it.
+// Upgrades (HttpReverseProxyTunnel): Node's ws and Go's gorilla/websocket through the tunnel,
+// either side's end, refusals, the idle limit, and backpressure from a client that does not read.
 #include <netinet/in.h>
 #include <poll.h>
 #include <strings.h>
@@ -9,6 +11,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +22,8 @@
 
 #include "http/server_support.hpp"
 #include "weft/http/proxy.hpp"
+#include "weft/net/websocket_protocol.hpp"
+#include "weft/sched/this_coroutine.hpp"
 
 namespace {
 
@@ -572,6 +578,323 @@ TEST(HttpReverseProxy, CurlUploadsChunkedAndReusesItsConnection) {
   EXPECT_NE(out.find("GET /v1/up?b\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Re-using existing connection"), std::string::npos) << out;
   EXPECT_EQ(f.proxy.stats().responses, 3u);
+}
+
+// --- Upgrades through the proxy: a tunnel to the upstream ---
+
+// A raw socket client of a tunnel: the request, the 101's head, then bytes both ways.
+class tunnel_client {
+ public:
+  explicit tunnel_client(std::uint16_t port) : fd_(net_test::connect_to(port)) {}
+  ~tunnel_client() { ::close(fd_); }
+  tunnel_client(const tunnel_client&) = delete;
+  tunnel_client& operator=(const tunnel_client&) = delete;
+  void send(std::string_view bytes) { net_test::send_all(fd_, bytes); }
+  // Reads until `text` is among what came (true), or the end or 10 s (false).
+  bool wait_for(std::string_view text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (got_.find(text) == std::string::npos) {
+      if (!read_some(deadline)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // Whether the proxy ends the stream within 10 s (what came meanwhile is kept).
+  bool ends() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (read_some(deadline)) {
+    }
+    return ended_;
+  }
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+  const std::string& got() const { return got_; }
+
+ private:
+  bool read_some(std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || ended_) {
+        return false;
+      }
+      pollfd wait{.fd = fd_, .events = POLLIN, .revents = 0};
+      if (::poll(&wait, 1, static_cast<int>(left.count())) <= 0) {
+        continue;
+      }
+      char chunk[65536];
+      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        ended_ = true;
+        return false;
+      }
+      got_.append(chunk, static_cast<std::size_t>(n));
+      return true;
+    }
+  }
+  int fd_;
+  std::string got_;
+  bool ended_ = false;
+};
+
+std::string upgrade_head(std::string_view target, std::string_view protocol = "echo/1") {
+  return "GET " + std::string(target) +
+         " HTTP/1.1\r\nHost: front.example\r\nConnection: keep-alive, Upgrade\r\nUpgrade: " +
+         std::string(protocol) + "\r\n\r\n";
+}
+
+// The upstream of the tunnel tests. /ws/echo: a WebSocket echo (permessage-deflate agreed when
+// offered). /v1/echo: "echo/1", switched with the fields it was asked with in X-Seen; it echoes
+// every byte until the client's direction ends, then counts it in `ended`. /v1/bye: "echo/1"
+// that writes "bye" and ends its direction first. /v1/ticks: twelve "tick" 150 ms apart, then
+// waits for the client's end. /v1/flood: 64 MiB in 64 KiB sends, counted as they are accepted,
+// then its end. Anything else: 426 naming echo/1.
+struct tunnel_upstream {
+  std::atomic<int> ended{0};
+  std::atomic<std::uint64_t> flooded{0};
+  static constexpr std::uint64_t flood_size = std::uint64_t{64} << 20;
+
+  weft::http::router routes() {
+    weft::http::router r;
+    weft::net::websocket_options ws;
+    ws.deflate.enabled = true;
+    r.get("/ws/echo", [protocol = std::make_shared<weft::net::websocket>(ws)](exchange& ex) {
+      weft::net::connection& c = ex.upgrade(protocol);
+      weft::net::message m;
+      while (c.receive(m)) {
+        c.send(m.data, m.kind);
+      }
+    });
+    r.get("/v1/*what", [this](exchange& ex) { serve(ex); });
+    return r;
+  }
+
+  void serve(exchange& ex) {
+    const weft::http::request& r = ex.request();
+    const std::string_view path = r.raw_path();
+    if (r.headers.get("Upgrade") != "echo/1") {
+      weft::http::response refusal;
+      refusal.status = status::upgrade_required;
+      refusal.headers.add("Upgrade", "echo/1");
+      refusal.body = "speak echo/1\n";
+      ex.respond(std::move(refusal));
+      return;
+    }
+    weft::http::response head;
+    head.headers.add("Upgrade", "echo/1");
+    head.headers.add("Keep-Alive", "timeout=5");  // hop-by-hop: the proxy drops it
+    head.headers.add("X-Seen", std::string(r.headers.get("Connection").value_or("")) + " | " +
+                                   std::string(r.headers.get("X-Forwarded-For").value_or("")));
+    weft::net::connection& c = ex.switch_protocols(head);
+    weft::net::message m;
+    if (path == "/v1/bye") {
+      c.send("bye");
+      return;
+    }
+    if (path == "/v1/ticks") {
+      for (int i = 0; i < 12; ++i) {
+        weft::sleep_for(std::chrono::milliseconds(150));
+        c.send("tick");
+      }
+    } else if (path == "/v1/flood") {
+      const std::string piece(64 << 10, 'f');
+      while (flooded.load() < flood_size) {
+        c.send(piece);
+        flooded.fetch_add(piece.size());
+      }
+      return;
+    }
+    while (c.receive(m)) {
+      c.send(m.data);
+    }
+    ended.fetch_add(1);
+  }
+};
+
+template <class Condition>
+bool eventually(Condition done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void expect_ws_session(const std::string& output) {
+  EXPECT_EQ(output,
+            "ok handshake\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok ping\nok "
+            "close\n");
+}
+
+TEST(HttpReverseProxyTunnel, NodeWsSessionsPassThroughWithAndWithoutCompression) {
+  ASSERT_EQ(::access("/usr/share/nodejs/ws/package.json", R_OK), 0)
+      << "Node's ws package is missing: install node-ws (scripts/install-deps)";
+  tunnel_upstream behind;
+  running_http upstream(local_http(), behind.routes());
+  front f(url(upstream.port(), ""), {.strip_prefix = "/api"});
+  const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
+  const std::string ws_url = "ws://127.0.0.1:" + std::to_string(f.server.port()) + "/api/ws/echo";
+  expect_ws_session(run_command("env NODE_PATH=/usr/share/nodejs node " + script + " " + ws_url));
+  // Sec-WebSocket-Extensions goes end to end: the upstream agrees permessage-deflate with Node.
+  EXPECT_EQ(run_command("env NODE_PATH=/usr/share/nodejs node " + script + " --deflate " + ws_url),
+            "ok handshake\nok deflate\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok "
+            "ping\nok close\n");
+  EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.upgrades, 2u);
+  EXPECT_EQ(stats.bad_gateway, 0u);
+  // The 1 MiB message went both ways in the uncompressed session.
+  EXPECT_GT(stats.tunnel_bytes_up, std::uint64_t{1} << 20);
+  EXPECT_GT(stats.tunnel_bytes_down, std::uint64_t{1} << 20);
+}
+
+TEST(HttpReverseProxyTunnel, GorillaWebsocketSessionPassesThrough) {
+  ASSERT_EQ(::access(WEFT_TEST_WS_CLIENT_GO, X_OK), 0)
+      << "the gorilla/websocket client " << WEFT_TEST_WS_CLIENT_GO
+      << " was not built: install golang-go and golang-github-gorilla-websocket-dev "
+         "(scripts/install-deps), then re-run cmake";
+  tunnel_upstream behind;
+  running_http upstream(local_http(), behind.routes());
+  front f(url(upstream.port(), ""), {.strip_prefix = "/api"});
+  EXPECT_EQ(run_command(std::string(WEFT_TEST_WS_CLIENT_GO) +
+                        " ws://127.0.0.1:" + std::to_string(f.server.port()) + "/api/ws/echo"),
+            "ok handshake\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok "
+            "after-ping\nok ping\nok close\n");
+  EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
+  EXPECT_EQ(f.proxy.stats().upgrades, 1u);
+}
+
+TEST(HttpReverseProxyTunnel, EitherSidesEndEndsTheTunnel) {
+  tunnel_upstream behind;
+  running_http upstream(local_http(), behind.routes());
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  {
+    // The client ends first: the upstream's receive ends, its handler returns, and the
+    // client reads the end after its echo.
+    tunnel_client c(f.server.port());
+    c.send(upgrade_head("/api/echo") + "early bytes");
+    ASSERT_TRUE(c.wait_for("early bytes")) << c.got();
+    EXPECT_EQ(c.got().rfind("HTTP/1.1 101 Switching Protocols\r\n", 0), 0u) << c.got();
+    const std::string head = c.got().substr(0, c.got().find("\r\n\r\n") + 4);
+    EXPECT_NE(head.find("\r\nUpgrade: echo/1\r\n"), std::string::npos) << head;
+    EXPECT_NE(head.find("\r\nConnection: Upgrade\r\n"), std::string::npos) << head;
+    EXPECT_EQ(head.find("Keep-Alive"), std::string::npos) << head;
+    // The upstream was asked with "Connection: Upgrade" only, and the client's address.
+    EXPECT_NE(head.find("\r\nX-Seen: Upgrade | 127.0.0.1\r\n"), std::string::npos) << head;
+    c.send("more");
+    ASSERT_TRUE(c.wait_for("early bytesmore")) << c.got();
+    c.shutdown_write();
+    EXPECT_TRUE(c.ends());
+    EXPECT_TRUE(eventually([&] { return behind.ended.load() == 1; }));
+  }
+  {
+    // The upstream ends first: its last bytes arrive, then the end.
+    tunnel_client c(f.server.port());
+    c.send(upgrade_head("/api/bye"));
+    EXPECT_TRUE(c.ends());
+    EXPECT_EQ(c.got().substr(c.got().find("\r\n\r\n") + 4), "bye");
+  }
+  EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.upgrades, 2u);
+  EXPECT_EQ(stats.tunnel_bytes_up, std::string("early bytesmore").size());
+  EXPECT_EQ(stats.tunnel_bytes_down, std::string("early bytesmorebye").size());
+}
+
+TEST(HttpReverseProxyTunnel, ARefusalOrAFailureIsAnOrdinaryAnswer) {
+  tunnel_upstream behind;
+  running_http upstream(local_http(), behind.routes());
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  client c(f.server.port());
+  c.send(upgrade_head("/api/echo", "chat/2"));
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::upgrade_required);
+  EXPECT_EQ(r->body, "speak echo/1\n");
+  EXPECT_EQ(r->headers.get("Upgrade"), "echo/1");
+  // The connection goes on as HTTP.
+  r = get(c, "/local");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "served here\n");
+
+  std::uint16_t nothing = 0;
+  {
+    raw_upstream gone("");
+    nothing = gone.port();
+  }
+  front unreachable(url(nothing, ""));
+  client d(unreachable.server.port());
+  d.send(upgrade_head("/api/echo"));
+  r = d.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::bad_gateway);
+  EXPECT_EQ(unreachable.proxy.stats().bad_gateway, 1u);
+  EXPECT_EQ(unreachable.proxy.stats().upgrades, 0u);
+  EXPECT_EQ(f.proxy.stats().upgrades, 0u);
+}
+
+TEST(HttpReverseProxyTunnel, WithUpgradesOffTheUpstreamSeesAPlainRequest) {
+  running_http upstream(local_http(), upstream_handler);
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api", .upgrades = false});
+  client c(f.server.port());
+  c.send(upgrade_head("/api/echo"));
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(echoed(r->body, "Upgrade"), "");
+  EXPECT_EQ(echoed(r->body, "Connection"), "");
+  EXPECT_EQ(f.proxy.stats().upgrades, 0u);
+}
+
+TEST(HttpReverseProxyTunnel, AnIdleTunnelIsClosedAndEitherDirectionKeepsItOpen) {
+  tunnel_upstream behind;
+  running_http upstream(local_http(), behind.routes());
+  front f(url(upstream.port(), "/v1"),
+          {.strip_prefix = "/api", .tunnel_idle_timeout = std::chrono::milliseconds(1000)});
+  // Twelve ticks 150 ms apart from the upstream alone keep the tunnel open past 1 s...
+  tunnel_client c(f.server.port());
+  const auto opened = std::chrono::steady_clock::now();
+  c.send(upgrade_head("/api/ticks"));
+  std::string ticks;
+  for (int i = 0; i < 12; ++i) {
+    ticks += "tick";
+  }
+  ASSERT_TRUE(c.wait_for(ticks)) << c.got();
+  EXPECT_GE(std::chrono::steady_clock::now() - opened, std::chrono::milliseconds(1500));
+  // ...and once nothing moves for a second it is closed at both ends.
+  EXPECT_TRUE(c.ends());
+  EXPECT_TRUE(eventually([&] { return behind.ended.load() == 1; }));
+  EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
+}
+
+TEST(HttpReverseProxyTunnel, AClientThatDoesNotReadHoldsTheUpstreamBack) {
+  tunnel_upstream behind;
+  running_http upstream(local_http(), behind.routes());
+  front f(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  tunnel_client c(f.server.port());
+  c.send(upgrade_head("/api/flood"));
+  ASSERT_TRUE(c.wait_for("\r\n\r\n"));
+  // The client reads nothing more: the upstream's sends stop once the buffers on the way (the
+  // kernel's, and each connection's 1 MiB send buffer) are full.
+  std::uint64_t before = 0;
+  EXPECT_TRUE(eventually([&] {
+    const std::uint64_t now = behind.flooded.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    before = now;
+    return now > 0 && behind.flooded.load() == now;
+  }));
+  EXPECT_LT(before, tunnel_upstream::flood_size * 3 / 4);
+  // Reading it all lets the rest through, every byte.
+  EXPECT_TRUE(c.ends());
+  const std::size_t body = c.got().size() - (c.got().find("\r\n\r\n") + 4);
+  EXPECT_EQ(body, tunnel_upstream::flood_size);
+  EXPECT_EQ(c.got().find_first_not_of('f', c.got().find("\r\n\r\n") + 4), std::string::npos);
 }
 
 }  // namespace

@@ -46,8 +46,19 @@
 //     client's connection (the server logs it), since a status can no longer be given.
 //   - `timeout` bounds each upstream exchange whole (connecting, sending, the head and the
 //     streamed body, as http::client's request_timeout); connect_timeout each connect in it.
-//   - Not tunnelled: Upgrade (WebSocket) and CONNECT. Upgrade is hop-by-hop and is dropped, so
-//     the upstream sees a plain request.
+//   - Upgrades (WebSocket), with `upgrades` on (the default), as Go's ReverseProxy and Caddy do
+//     them: an HTTP/1.1 request whose Connection field lists upgrade goes upstream with its
+//     Upgrade field and "Connection: Upgrade" (the other fields as above) through
+//     http::client::upgrade. A 101 from the upstream is passed on (its fields less the hop-by-hop
+//     ones, Upgrade kept; exchange::switch_protocols) and the two connections become a tunnel:
+//     bytes both ways as they come, each direction's backpressure slowing the other's reader
+//     (a client that does not read makes the upstream's sends wait, and the reverse). The tunnel
+//     ends when either side ends or fails (the other is closed after what was already read is
+//     flushed to it) and when no byte went either way for tunnel_idle_timeout. An answer other
+//     than 101 is passed on as any response (a 426 with its Upgrade field, the protocols the
+//     client may ask for again). Failures before the 101 are answered as below. With
+//     `upgrades` off, Upgrade is dropped as a hop-by-hop field and the upstream sees a plain
+//     request. CONNECT is not tunnelled.
 //   - Threads: the handler runs on every worker at once; stats() is thread-safe.
 #pragma once
 
@@ -88,6 +99,11 @@ struct proxy_options {
   bool preserve_host = false;
   // X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host (see the file comment).
   bool forwarded_headers = true;
+  // Tunnels upgraded connections (WebSocket) to the upstream (see the file comment).
+  bool upgrades = true;
+  // A tunnel that carried no byte either way this long is closed (HAProxy's `timeout tunnel`;
+  // nginx's proxy_read_timeout, 60 s, counts the upstream's direction only). Zero: no limit.
+  std::chrono::milliseconds tunnel_idle_timeout{300000};
   // Bounds on the upstream's response head (its body streams, unbounded).
   std::size_t max_response_header_size = 64 * 1024;
   // The TLS context of an https upstream (net::tls_context::client: its authorities, checks);
@@ -100,12 +116,16 @@ struct proxy_options {
 
 // Counters since the proxy was made, over every worker.
 struct proxy_stats {
-  std::uint64_t requests = 0;         // requests the handler took
-  std::uint64_t responses = 0;        // upstream responses passed on whole
-  std::uint64_t bad_gateway = 0;      // answered 502
-  std::uint64_t gateway_timeout = 0;  // answered 504
-  std::uint64_t unavailable = 0;      // answered 503 (the worker's client closed)
-  std::uint64_t aborted = 0;          // failures after the head went out (connection aborted)
+  std::uint64_t requests = 0;           // requests the handler took
+  std::uint64_t responses = 0;          // upstream responses passed on whole
+  std::uint64_t bad_gateway = 0;        // answered 502
+  std::uint64_t gateway_timeout = 0;    // answered 504
+  std::uint64_t unavailable = 0;        // answered 503 (the worker's client closed)
+  std::uint64_t aborted = 0;            // failures after the head went out (connection aborted)
+  std::uint64_t upgrades = 0;           // tunnels opened (101 passed on)
+  std::uint64_t tunnels_open = 0;       // tunnels open now
+  std::uint64_t tunnel_bytes_up = 0;    // tunnelled from clients to the upstream
+  std::uint64_t tunnel_bytes_down = 0;  // tunnelled from the upstream to clients
 };
 
 // The proxy: its options, the upstream, a client per worker and the counters.
@@ -142,6 +162,10 @@ class reverse_proxy {
     std::atomic<std::uint64_t> gateway_timeout{0};
     std::atomic<std::uint64_t> unavailable{0};
     std::atomic<std::uint64_t> aborted{0};
+    std::atomic<std::uint64_t> upgrades{0};
+    std::atomic<std::uint64_t> tunnels_closed{0};
+    std::atomic<std::uint64_t> tunnel_bytes_up{0};
+    std::atomic<std::uint64_t> tunnel_bytes_down{0};
   };
   void start_worker(unsigned worker);
   void stop_worker(unsigned worker);
@@ -150,6 +174,9 @@ class reverse_proxy {
   std::optional<std::string> url_for(const request& r) const;
   // The request to send upstream: fields filtered and added, the body read.
   request upstream_request(exchange& ex) const;
+  // Carries bytes both ways between the client's switched connection and the upstream's until
+  // either ends (see the file comment).
+  void tunnel(exchange& ex, upgraded_connection& upstream);
   // Answers a failure before the response head went out, counts and logs it.
   void fail(exchange& ex, status answer, std::atomic<std::uint64_t>& counter,
             const std::string& url, const std::exception& e);
