@@ -96,16 +96,28 @@ response client::request(http::request request, std::string_view url) {
 void client::request_streaming(http::request request, std::string_view url,
                                const std::function<void(const response& head)>& on_head,
                                const std::function<void(std::string_view piece)>& on_body) {
+  stream_call(std::move(request), url, on_head, on_body, nullptr);
+}
+
+void client::stream_call(http::request request, std::string_view url,
+                         const std::function<void(const response& head)>& on_head,
+                         const std::function<void(std::string_view piece)>& on_body,
+                         std::unique_ptr<upgraded_connection>* upgrade_into) {
+  const char* name = upgrade_into != nullptr ? "upgrade_streaming" : "request_streaming";
   if (closed_) {
     refuse_closed(url);
   }
   if (!on_head || !on_body) {
-    throw std::invalid_argument(
-        "weft::http::client::request_streaming: on_head and on_body must both be set");
+    throw std::invalid_argument(std::string("weft::http::client::") + name +
+                                ": on_head and on_body must both be set");
+  }
+  if (upgrade_into != nullptr) {
+    prepare_upgrade(request, url);
   }
   detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
   call.on_head = &on_head;
   call.on_body = &on_body;
+  call.upgrade_into = upgrade_into;
   call.run();
 }
 
@@ -126,20 +138,8 @@ std::unique_ptr<upgraded_connection> client::upgrade_streaming(
     http::request request, std::string_view url,
     const std::function<void(const response& head)>& on_head,
     const std::function<void(std::string_view piece)>& on_body) {
-  if (closed_) {
-    refuse_closed(url);
-  }
-  if (!on_head || !on_body) {
-    throw std::invalid_argument(
-        "weft::http::client::upgrade_streaming: on_head and on_body must both be set");
-  }
-  prepare_upgrade(request, url);
   std::unique_ptr<upgraded_connection> connection;
-  detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
-  call.on_head = &on_head;
-  call.on_body = &on_body;
-  call.upgrade_into = &connection;
-  call.run();
+  stream_call(std::move(request), url, on_head, on_body, &connection);
   return connection;
 }
 

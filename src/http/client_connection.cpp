@@ -155,23 +155,29 @@ void client_connection::close() noexcept {
   begin_ = end_ = 0;
 }
 
+// One send(2) of what the socket takes now: the bytes it took, or 0 after waiting for it to
+// have room (EAGAIN) or an EINTR.
+std::size_t client_connection::send_some(const char* data, std::size_t size, const timeout& limit,
+                                         const std::string& subject) {
+  const ssize_t sent = ::send(fd_, data, size, MSG_NOSIGNAL);
+  if (sent >= 0) {
+    return static_cast<std::size_t>(sent);
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    wait_writable(fd_, limit);
+    return 0;
+  }
+  if (errno != EINTR) {
+    throw_errno(errno, "send", subject);
+  }
+  return 0;
+}
+
 // Every byte of data to the socket, waiting for it when it is full.
 void client_connection::send_bytes(std::string_view data, const timeout& limit,
                                    const std::string& subject) {
   while (!data.empty()) {
-    const ssize_t sent = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-    if (sent >= 0) {
-      data.remove_prefix(static_cast<std::size_t>(sent));
-      continue;
-    }
-    if (errno == EINTR) {
-      continue;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      wait_writable(fd_, limit);
-      continue;
-    }
-    throw_errno(errno, "send", subject);
+    data.remove_prefix(send_some(data.data(), data.size(), limit, subject));
   }
 }
 
@@ -319,19 +325,7 @@ void client_connection::send_records(const timeout& limit, const std::string& su
   while (tls_->outgoing_size() > 0) {
     const std::string& records = tls_->outgoing();
     std::size_t& head = tls_->outgoing_head();
-    const ssize_t sent = ::send(fd_, records.data() + head, records.size() - head, MSG_NOSIGNAL);
-    if (sent >= 0) {
-      head += static_cast<std::size_t>(sent);
-      continue;
-    }
-    if (errno == EINTR) {
-      continue;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      wait_writable(fd_, limit);
-      continue;
-    }
-    throw_errno(errno, "send", subject);
+    head += send_some(records.data() + head, records.size() - head, limit, subject);
   }
   tls_->outgoing_sent();
 }

@@ -96,6 +96,8 @@ class client_connection {
   // (waiting for the socket within limit); one recv(2) of records into the session.
   void handshake(const std::string& host, const net::tls_context& tls, const timeout& limit);
   void send_records(const timeout& limit, const std::string& subject);
+  std::size_t send_some(const char* data, std::size_t size, const timeout& limit,
+                        const std::string& subject);
   void send_bytes(std::string_view data, const timeout& limit, const std::string& subject);
   std::size_t receive_records(const timeout& limit, const std::string& subject);
   std::size_t fill_tls(std::size_t room, const timeout& limit, const std::string& subject);

@@ -292,6 +292,11 @@ class client {
 
  private:
   friend struct detail::client_call;
+  // request_streaming and upgrade_streaming (upgrade_into set).
+  void stream_call(http::request request, std::string_view url,
+                   const std::function<void(const response& head)>& on_head,
+                   const std::function<void(std::string_view piece)>& on_body,
+                   std::unique_ptr<upgraded_connection>* upgrade_into);
   detail::client_origin& origin_for(const std::string& key, const std::string& host,
                                     std::uint16_t port, bool secure);
 
