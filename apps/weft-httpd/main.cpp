@@ -7,11 +7,12 @@
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
-//              [--proxy-protocol] [--proxy PREFIX=URL ...]
+//              [--proxy-protocol] [--proxy PREFIX=URL[,URL...] ...]
 #include <signal.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -62,11 +63,16 @@ void raise_descriptor_limit() {
   }
 }
 
-// "weft-httpd: /api/ -> http://127.0.0.1:9000/v1/" for each --proxy.
+// "weft-httpd: /api/ -> http://127.0.0.1:9000/v1/" for each --proxy (its upstreams joined by
+// ", ").
 std::string proxy_lines(const weft_httpd::settings& config) {
   std::string lines;
   for (const auto& route : config.proxies) {
-    lines += "weft-httpd: " + route.prefix + "/ -> " + route.upstream + "\n";
+    lines += "weft-httpd: " + route.prefix + "/ -> ";
+    for (std::size_t i = 0; i < route.upstreams.size(); ++i) {
+      lines += (i > 0 ? ", " : "") + route.upstreams[i];
+    }
+    lines += "\n";
   }
   return lines;
 }
@@ -105,9 +111,11 @@ int main(int argc, char** argv) {
                "client: behind HAProxy's send-proxy, nginx's proxy_protocol, a load balancer");
   std::vector<std::string> proxies;
   app.add_option("--proxy", proxies,
-                 "PREFIX=URL: forward requests under PREFIX to an upstream HTTP server, PREFIX "
-                 "taken off the path (/api=http://127.0.0.1:9000/v1); repeatable")
-      ->type_name("PREFIX=URL");
+                 "PREFIX=URL[,URL...]: forward requests under PREFIX to an upstream HTTP "
+                 "server, PREFIX taken off the path (/api=http://127.0.0.1:9000/v1); several "
+                 "URLs are taken in turn, one whose connects fail is skipped for 10 s "
+                 "(WebSocket upgrades are tunnelled); repeatable")
+      ->type_name("PREFIX=URL[,URL...]");
   cert->needs(key);
   key->needs(cert);
   CLI11_PARSE(app, argc, argv);
@@ -128,7 +136,14 @@ int main(int argc, char** argv) {
                    proxy.c_str());
       return 2;
     }
-    config.proxies.push_back({prefix, proxy.substr(equals + 1)});
+    weft_httpd::settings::proxy_route route{prefix, {}};
+    const std::string urls = proxy.substr(equals + 1);
+    for (std::size_t at = 0; at <= urls.size();) {
+      const std::size_t comma = std::min(urls.find(',', at), urls.size());
+      route.upstreams.push_back(urls.substr(at, comma - at));
+      at = comma + 1;
+    }
+    config.proxies.push_back(std::move(route));
   }
   config.root = std::filesystem::absolute(config.root).lexically_normal().string();
   raise_descriptor_limit();

@@ -79,7 +79,7 @@ site::site(settings config)
     if (config_.log) {
       options.log = log_line;
     }
-    proxies_.push_back(std::make_unique<http::reverse_proxy>(route.upstream, std::move(options)));
+    proxies_.push_back(std::make_unique<http::reverse_proxy>(route.upstreams, std::move(options)));
   }
 }
 

@@ -30,10 +30,11 @@ struct settings {
   std::string tls_key;
   // Every connection starts with a PROXY protocol header (behind HAProxy, an AWS NLB).
   bool proxy_protocol = false;
-  // --proxy PREFIX=URL: requests under PREFIX go to the upstream URL, PREFIX taken off.
+  // --proxy PREFIX=URL[,URL...]: requests under PREFIX go to the upstream URLs in turn, PREFIX
+  // taken off.
   struct proxy_route {
     std::string prefix;
-    std::string upstream;
+    std::vector<std::string> upstreams;  // taken in turn
   };
   std::vector<proxy_route> proxies;
 };

@@ -186,7 +186,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       connection.connect(origin.host, origin.port, connect_limit, origin.tls.get());
     } catch (const timeout_error&) {
       const bool by_connect = !limit.bounded() || connect_limit.deadline() < limit.deadline();
-      throw timeout_error(
+      throw connect_timeout_error(
           "http " + describe() + ": timed out connecting to " + url.origin + " after " +
           std::to_string(milliseconds_between(started, steady::now())) + " ms (" +
           (by_connect ? "connect_timeout " + std::to_string(options.connect_timeout.count())

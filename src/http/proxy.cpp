@@ -71,19 +71,33 @@ bool bodiless(status s) noexcept {
 }  // namespace
 
 reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
-    : upstream_(upstream), options_(std::move(options)) {
-  detail::client_url url;
-  try {
-    url = detail::parse_client_url(upstream);
-  } catch (const error& e) {
-    throw std::invalid_argument(std::string("weft::http::reverse_proxy: the upstream '") +
-                                std::string(upstream) + "' is not an http or https URL (" +
-                                e.what() + ")");
+    : reverse_proxy(std::vector<std::string>{std::string(upstream)}, std::move(options)) {}
+
+reverse_proxy::reverse_proxy(const std::vector<std::string>& upstreams, proxy_options options)
+    : options_(std::move(options)) {
+  if (upstreams.empty()) {
+    throw std::invalid_argument("weft::http::reverse_proxy: no upstream given");
   }
-  if (url.target.find('?') != std::string::npos || url.text.size() != upstream.size()) {
-    throw std::invalid_argument(std::string("weft::http::reverse_proxy: the upstream '") +
-                                std::string(upstream) +
-                                "' has a query or a fragment; give scheme, host, port and path");
+  for (const std::string& upstream : upstreams) {
+    detail::client_url url;
+    try {
+      url = detail::parse_client_url(upstream);
+    } catch (const error& e) {
+      throw std::invalid_argument("weft::http::reverse_proxy: the upstream '" + upstream +
+                                  "' is not an http or https URL (" + e.what() + ")");
+    }
+    if (url.target.find('?') != std::string::npos || url.text.size() != upstream.size()) {
+      throw std::invalid_argument("weft::http::reverse_proxy: the upstream '" + upstream +
+                                  "' has a query or a fragment; give scheme, host, port and path");
+    }
+    auto made = std::make_unique<target>();
+    made->url = upstream;
+    made->origin = std::string(url.scheme()) + "://" + url.authority;
+    made->base_path = url.target;
+    while (!made->base_path.empty() && made->base_path.back() == '/') {
+      made->base_path.pop_back();
+    }
+    upstreams_.push_back(std::move(made));
   }
   if (options_.max_connections == 0) {
     throw std::invalid_argument("weft::http::reverse_proxy: max_connections must be at least 1");
@@ -92,9 +106,11 @@ reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
     throw std::invalid_argument(
         "weft::http::reverse_proxy: timeout and connect_timeout must be positive");
   }
-  if (options_.idle_timeout.count() < 0 || options_.tunnel_idle_timeout.count() < 0) {
+  if (options_.idle_timeout.count() < 0 || options_.tunnel_idle_timeout.count() < 0 ||
+      options_.fail_timeout.count() < 0) {
     throw std::invalid_argument(
-        "weft::http::reverse_proxy: idle_timeout and tunnel_idle_timeout may not be negative");
+        "weft::http::reverse_proxy: idle_timeout, tunnel_idle_timeout and fail_timeout may not "
+        "be negative");
   }
   if (!options_.strip_prefix.empty() && options_.strip_prefix.front() != '/') {
     throw std::invalid_argument("weft::http::reverse_proxy: strip_prefix '" +
@@ -103,18 +119,13 @@ reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
   while (!options_.strip_prefix.empty() && options_.strip_prefix.back() == '/') {
     options_.strip_prefix.pop_back();
   }
-  origin_ = std::string(url.scheme()) + "://" + url.authority;
-  base_path_ = url.target;
-  while (!base_path_.empty() && base_path_.back() == '/') {
-    base_path_.pop_back();
-  }
 }
 
 reverse_proxy::~reverse_proxy() = default;
 
 void reverse_proxy::attach(server_options& options) {
   if (attached_.exchange(true)) {
-    throw std::logic_error("weft::http::reverse_proxy::attach: the proxy for " + upstream_ +
+    throw std::logic_error("weft::http::reverse_proxy::attach: the proxy for " + upstream() +
                            " is attached already; its clients are per worker of one server");
   }
   options.on_worker_start = [this, before = std::move(options.on_worker_start)](unsigned worker) {
@@ -147,33 +158,80 @@ void reverse_proxy::start_worker(unsigned worker) {
   settings.user_agent.clear();
   settings.decompress = false;
   settings.tls = options_.tls;
-  auto made = std::make_unique<client>(std::move(settings));
+  auto made = std::make_unique<worker_slot>();
+  made->upstream_client = std::make_unique<client>(std::move(settings));
+  made->upstreams.resize(upstreams_.size());
+  // Workers start their turns at different upstreams, so that the first requests of each do
+  // not all go to the first one.
+  made->next = worker % upstreams_.size();
   std::lock_guard lock(mutex_);
-  if (clients_.size() <= worker) {
-    clients_.resize(worker + 1);
+  if (workers_.size() <= worker) {
+    workers_.resize(worker + 1);
   }
-  clients_[worker] = std::move(made);
+  workers_[worker] = std::move(made);
 }
 
 void reverse_proxy::stop_worker(unsigned worker) {
-  std::unique_ptr<client> done;
+  std::unique_ptr<worker_slot> done;
   {
     std::lock_guard lock(mutex_);
-    if (worker < clients_.size()) {
-      done = std::move(clients_[worker]);
+    if (worker < workers_.size()) {
+      done = std::move(workers_[worker]);
     }
   }
   if (done != nullptr) {
-    done->close();
+    done->upstream_client->close();
   }
 }
 
-client* reverse_proxy::client_of(unsigned worker) {
+reverse_proxy::worker_slot* reverse_proxy::slot_of(unsigned worker) {
   std::lock_guard lock(mutex_);
-  return worker < clients_.size() ? clients_[worker].get() : nullptr;
+  return worker < workers_.size() ? workers_[worker].get() : nullptr;
 }
 
-std::optional<std::string> reverse_proxy::url_for(const request& r) const {
+std::size_t reverse_proxy::pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
+                                const std::vector<bool>& tried) const {
+  const std::size_t count = upstreams_.size();
+  // Those not down in turn; when every untried one is down, those in turn all the same (a
+  // request answered 502 at once helps nobody when one of them may be back).
+  for (const bool skip_down : {true, false}) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t index = (slot.next + i) % count;
+      if (!tried[index] && (!skip_down || slot.upstreams[index].down_until <= now)) {
+        slot.next = (index + 1) % count;
+        return index;
+      }
+    }
+  }
+  return slot.next;  // not reached: forward() stops once every upstream was tried
+}
+
+void reverse_proxy::note_connect_failure(worker_slot& slot, unsigned worker, std::size_t index) {
+  target& failed = *upstreams_[index];
+  failed.connect_failures.fetch_add(1, std::memory_order_relaxed);
+  if (options_.max_fails == 0 || upstreams_.size() == 1) {
+    return;  // one upstream is tried whatever its health
+  }
+  health& h = slot.upstreams[index];
+  const auto now = std::chrono::steady_clock::now();
+  if (h.fails == 0 || now - h.first_fail >= options_.fail_timeout) {
+    h.fails = 0;
+    h.first_fail = now;
+  }
+  if (++h.fails >= options_.max_fails) {
+    h.fails = 0;
+    h.down_until = now + options_.fail_timeout;
+    failed.marked_down.fetch_add(1, std::memory_order_relaxed);
+    if (options_.log) {
+      options_.log("reverse_proxy: upstream " + failed.url + " is down for " +
+                   std::to_string(options_.fail_timeout.count()) + " ms on worker " +
+                   std::to_string(worker) + " after " + std::to_string(options_.max_fails) +
+                   " failed connect(s)");
+    }
+  }
+}
+
+std::optional<std::string> reverse_proxy::url_for(const request& r, const target& to) const {
   std::string_view path = r.raw_path();
   if (path.empty() || path.front() != '/') {
     return std::nullopt;
@@ -183,10 +241,10 @@ std::optional<std::string> reverse_proxy::url_for(const request& r) const {
       (path.size() == prefix.size() || path[prefix.size()] == '/')) {
     path.remove_prefix(prefix.size());
   }
-  std::string url = origin_;
-  url += base_path_;
+  std::string url = to.origin;
+  url += to.base_path;
   url += path;
-  if (path.empty() && base_path_.empty()) {
+  if (path.empty() && to.base_path.empty()) {
     url += '/';
   }
   if (const std::string_view query = r.raw_query(); !query.empty()) {
@@ -249,14 +307,14 @@ request reverse_proxy::upstream_request(exchange& ex) const {
 
 void reverse_proxy::forward(exchange& ex) {
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
-  client* upstream = client_of(ex.worker());
-  if (upstream == nullptr) {
+  worker_slot* slot = slot_of(ex.worker());
+  if (slot == nullptr) {
     throw std::logic_error("weft::http::reverse_proxy: worker " + std::to_string(ex.worker()) +
-                           " has no upstream client for " + upstream_ +
+                           " has no upstream client for " + upstream() +
                            "; call attach() on the server's options before making the server");
   }
-  const std::optional<std::string> url = url_for(ex.request());
-  if (!url) {
+  client* upstream = slot->upstream_client.get();
+  if (!url_for(ex.request(), *upstreams_.front())) {
     ex.respond(status::bad_request, "the request target is not a path this proxy forwards\n");
     return;
   }
@@ -335,51 +393,79 @@ void reverse_proxy::forward(exchange& ex) {
       held->body.append(piece);
     }
   };
-  try {
-    if (upgrade) {
-      tunnelled = upstream->upgrade_streaming(std::move(up), *url, on_head, on_body);
-    } else {
-      upstream->request_streaming(std::move(up), *url, on_head, on_body);
-    }
-    if (tunnelled) {
-      try {
-        ex.switch_protocols(*switched);
-      } catch (const std::invalid_argument& refused) {
-        // client::upgrade checked the 101 against the offer; what else the head may break
-        // (a Content-Length) makes it no 101 to pass on.
-        fail(ex, status::bad_gateway, counters_.bad_gateway, *url, refused);
-        return;
+  std::string url;  // the current try's
+  std::vector<bool> tried(upstreams_.size());
+  for (std::size_t tries = 1;; ++tries) {
+    const std::size_t index = pick(*slot, std::chrono::steady_clock::now(), tried);
+    tried[index] = true;
+    target& to = *upstreams_[index];
+    url = *url_for(ex.request(), to);
+    to.requests.fetch_add(1, std::memory_order_relaxed);
+    try {
+      // A copy while another upstream may still be tried after this one.
+      request sent = tries < upstreams_.size() ? up : std::move(up);
+      if (upgrade) {
+        tunnelled = upstream->upgrade_streaming(std::move(sent), url, on_head, on_body);
+      } else {
+        upstream->request_streaming(std::move(sent), url, on_head, on_body);
       }
-    } else if (writer) {
-      writer->finish();
-    } else if (held) {
-      ex.respond(std::move(*held));
-    }
-  } catch (const weft::error& e) {  // not http::error, which `error` names here
-    if (ex.responded()) {
-      // The head is out (or the client went away while the body streamed): no status can be
-      // given any more, and the connection must not end as if the body were whole. The server
-      // aborts it and logs this.
-      counters_.aborted.fetch_add(1, std::memory_order_relaxed);
+      slot->upstreams[index].fails = 0;  // it answered
+      if (tunnelled) {
+        try {
+          ex.switch_protocols(*switched);
+        } catch (const std::invalid_argument& refused) {
+          // client::upgrade checked the 101 against the offer; what else the head may break
+          // (a Content-Length) makes it no 101 to pass on.
+          fail(ex, status::bad_gateway, counters_.bad_gateway, url, refused);
+          return;
+        }
+      } else if (writer) {
+        writer->finish();
+      } else if (held) {
+        ex.respond(std::move(*held));
+      }
+      break;
+    } catch (const weft::error& e) {  // not http::error, which `error` names here
+      if (ex.responded()) {
+        // The head is out (or the client went away while the body streamed): no status can be
+        // given any more, and the connection must not end as if the body were whole. The
+        // server aborts it and logs this.
+        counters_.aborted.fetch_add(1, std::memory_order_relaxed);
+        throw;
+      }
+      if (dynamic_cast<const cancelled_error*>(&e) != nullptr) {
+        throw;
+      }
+      const auto* io = dynamic_cast<const io_error*>(&e);
+      if (dynamic_cast<const connect_timeout_error*>(&e) != nullptr ||
+          (io != nullptr && (io->operation() == "connect" || io->operation() == "getaddrinfo"))) {
+        // Nothing was sent: the next upstream may take it, whatever the method.
+        note_connect_failure(*slot, ex.worker(), index);
+        if (tries < upstreams_.size()) {
+          counters_.retries.fetch_add(1, std::memory_order_relaxed);
+          if (options_.log) {
+            options_.log("reverse_proxy: upstream " +
+                         std::string(method_name(ex.request().method)) + " " + url + ": " +
+                         e.what() + " -> the next upstream");
+          }
+          continue;
+        }
+      }
+      if (dynamic_cast<const timeout_error*>(&e) != nullptr) {
+        fail(ex, status::gateway_timeout, counters_.gateway_timeout, url, e);
+      } else if (dynamic_cast<const pool_closed_error*>(&e) != nullptr) {
+        fail(ex, status::service_unavailable, counters_.unavailable, url, e);
+      } else {
+        // io_error (connect, send, read), net::tls_error, http::error (a malformed response).
+        fail(ex, status::bad_gateway, counters_.bad_gateway, url, e);
+      }
+      return;
+    } catch (...) {
+      if (ex.responded()) {
+        counters_.aborted.fetch_add(1, std::memory_order_relaxed);
+      }
       throw;
     }
-    if (dynamic_cast<const cancelled_error*>(&e) != nullptr) {
-      throw;
-    }
-    if (dynamic_cast<const timeout_error*>(&e) != nullptr) {
-      fail(ex, status::gateway_timeout, counters_.gateway_timeout, *url, e);
-    } else if (dynamic_cast<const pool_closed_error*>(&e) != nullptr) {
-      fail(ex, status::service_unavailable, counters_.unavailable, *url, e);
-    } else {
-      // io_error (connect, send, read), net::tls_error, http::error (a malformed response).
-      fail(ex, status::bad_gateway, counters_.bad_gateway, *url, e);
-    }
-    return;
-  } catch (...) {
-    if (ex.responded()) {
-      counters_.aborted.fetch_add(1, std::memory_order_relaxed);
-    }
-    throw;
   }
   counters_.responses.fetch_add(1, std::memory_order_relaxed);
   if (tunnelled) {
@@ -486,10 +572,16 @@ proxy_stats reverse_proxy::stats() const {
   s.gateway_timeout = counters_.gateway_timeout.load(std::memory_order_relaxed);
   s.unavailable = counters_.unavailable.load(std::memory_order_relaxed);
   s.aborted = counters_.aborted.load(std::memory_order_relaxed);
+  s.retries = counters_.retries.load(std::memory_order_relaxed);
   s.upgrades = counters_.upgrades.load(std::memory_order_relaxed);
   s.tunnels_open = s.upgrades - counters_.tunnels_closed.load(std::memory_order_relaxed);
   s.tunnel_bytes_up = counters_.tunnel_bytes_up.load(std::memory_order_relaxed);
   s.tunnel_bytes_down = counters_.tunnel_bytes_down.load(std::memory_order_relaxed);
+  for (const auto& to : upstreams_) {
+    s.upstreams.push_back({to->url, to->requests.load(std::memory_order_relaxed),
+                           to->connect_failures.load(std::memory_order_relaxed),
+                           to->marked_down.load(std::memory_order_relaxed)});
+  }
   return s;
 }
 

@@ -353,10 +353,14 @@ TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
   EXPECT_EQ(server.stop(), 0);
 }
 
-TEST(Httpd, ProxyForwardsAPrefixToAnUpstreamServer) {
+TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
   httpd upstream;
-  httpd front({"--proxy", "/up=" + upstream.url(""), "--proxy", "/gone/=http://127.0.0.1:1"});
+  httpd front({"--proxy", "/up=" + upstream.url(""), "--proxy", "/gone/=http://127.0.0.1:1",
+               "--proxy", "/both=http://127.0.0.1:1," + upstream.url("")});
   EXPECT_NE(front.output().find("/up/ -> " + upstream.url("")), std::string::npos)
+      << front.output();
+  EXPECT_NE(front.output().find("/both/ -> http://127.0.0.1:1, " + upstream.url("")),
+            std::string::npos)
       << front.output();
   // The upstream's routes under /up: a fixed reply, a static file with its validators, and a
   // range; the front's own routes stay.
@@ -375,6 +379,17 @@ TEST(Httpd, ProxyForwardsAPrefixToAnUpstreamServer) {
       << upload.standard_output;
   auto gone = curl({"-o", "/dev/null", "-w", "%{http_code}", front.url("/gone/x")});
   EXPECT_EQ(gone.standard_output, "502");
+  // Two upstreams, the first refusing: every request is served by the second.
+  auto both = curl({front.url("/both/hello"), front.url("/both/hello"), front.url("/both/hello")});
+  EXPECT_EQ(both.standard_output, "hello\nhello\nhello\n") << both.standard_error;
+  // WebSocket through the proxy: Node's ws session with the upstream's /ws/echo.
+  const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
+  auto session = run({"env", "NODE_PATH=/usr/share/nodejs", "node", script, "--deflate",
+                      "ws://127.0.0.1:" + std::to_string(front.port()) + "/up/ws/echo"});
+  EXPECT_EQ(session.standard_output,
+            "ok handshake\nok deflate\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok "
+            "ping\nok close\n")
+      << session.standard_error;
   EXPECT_EQ(front.stop(), 0);
   EXPECT_EQ(upstream.stop(), 0);
 }

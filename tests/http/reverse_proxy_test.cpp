@@ -128,7 +128,16 @@ struct front {
   explicit front(const std::string& upstream_url, proxy_options options = {})
       : proxy(upstream_url, with_log(std::move(options))),
         server(attached(proxy), proxy_routes(proxy)) {}
+  front(const std::vector<std::string>& upstream_urls, proxy_options options)
+      : proxy(upstream_urls, with_log(with_prefix(std::move(options)))),
+        server(attached(proxy), proxy_routes(proxy)) {}
 
+  explicit front(const std::vector<std::string>& upstream_urls)
+      : front(upstream_urls, proxy_options{}) {}
+  static proxy_options with_prefix(proxy_options options) {
+    options.strip_prefix = "/api";
+    return options;
+  }
   proxy_options with_log(proxy_options options) {
     options.log = [this](std::string_view line) {
       std::lock_guard lock(mutex);
@@ -895,6 +904,173 @@ TEST(HttpReverseProxyTunnel, AClientThatDoesNotReadHoldsTheUpstreamBack) {
   const std::size_t body = c.got().size() - (c.got().find("\r\n\r\n") + 4);
   EXPECT_EQ(body, tunnel_upstream::flood_size);
   EXPECT_EQ(c.got().find_first_not_of('f', c.got().find("\r\n\r\n") + 4), std::string::npos);
+}
+
+// --- Several upstreams: round robin, the next one after a failed connect, down for a while ---
+
+weft::http::router named(std::string name) {
+  weft::http::router r;
+  r.any("/*any", [name](exchange& ex) { ex.respond(status::ok, name + " " + ex.read_body()); });
+  return r;
+}
+
+std::uint16_t closed_port() {
+  raw_upstream gone("");
+  return gone.port();
+}
+
+std::string body_through(client& c, std::string_view target) {
+  return body_of(get(c, std::string(target)));
+}
+
+TEST(HttpReverseProxyUpstreams, RequestsGoToEachInTurn) {
+  running_http a(local_http(), named("a"));
+  running_http b(local_http(), named("b"));
+  front f({url(a.port(), ""), url(b.port(), "")});
+  client c(f.server.port());
+  std::string seen;
+  for (int i = 0; i < 4; ++i) {
+    seen += body_through(c, "/api/x");
+  }
+  EXPECT_EQ(seen, "a b a b ");
+  const auto stats = f.proxy.stats();
+  ASSERT_EQ(stats.upstreams.size(), 2u);
+  EXPECT_EQ(stats.upstreams[0].url, url(a.port(), ""));
+  EXPECT_EQ(stats.upstreams[0].requests, 2u);
+  EXPECT_EQ(stats.upstreams[1].requests, 2u);
+  EXPECT_EQ(stats.retries, 0u);
+}
+
+TEST(HttpReverseProxyUpstreams, AFailedConnectGoesToTheNextWhichServesWhileTheFirstIsDown) {
+  running_http a(local_http(), named("a"));
+  const std::uint16_t dead = closed_port();
+  front f({url(dead, ""), url(a.port(), "")}, {.fail_timeout = std::chrono::seconds(60)});
+  client c(f.server.port());
+  // A POST too: nothing was sent to the dead one, so any method goes on to the next.
+  c.send("POST /api/x HTTP/1.1\r\nHost: front.example\r\nContent-Length: 4\r\n\r\nbody");
+  EXPECT_EQ(body_of(c.response()), "a body");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(body_through(c, "/api/x"), "a ");
+  }
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.retries, 1u);
+  EXPECT_EQ(stats.bad_gateway, 0u);
+  EXPECT_EQ(stats.responses, 4u);
+  EXPECT_EQ(stats.upstreams[0].requests, 1u);  // down for a minute after its failure
+  EXPECT_EQ(stats.upstreams[0].connect_failures, 1u);
+  EXPECT_EQ(stats.upstreams[0].marked_down, 1u);
+  EXPECT_EQ(stats.upstreams[1].requests, 4u);
+  const auto lines = f.log();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(url(dead, "") + " is down for 60000 ms on worker 0 after 1 failed"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find("Connection refused -> the next upstream"), std::string::npos)
+      << lines[1];
+}
+
+TEST(HttpReverseProxyUpstreams, ADownUpstreamIsTriedAgainAfterFailTimeout) {
+  running_http a(local_http(), named("a"));
+  const std::uint16_t dead = closed_port();
+  front f({url(dead, ""), url(a.port(), "")}, {.fail_timeout = std::chrono::milliseconds(200)});
+  client c(f.server.port());
+  // Every answer comes from a; the dead one is tried again once its 200 ms are over.
+  bool again = false;
+  for (int i = 0; i < 200 && !again; ++i) {
+    EXPECT_EQ(body_through(c, "/api/x"), "a ");
+    again = f.proxy.stats().upstreams[0].requests >= 2;
+    if (!again) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time has to pass
+    }
+  }
+  EXPECT_TRUE(again);
+  EXPECT_GE(f.proxy.stats().upstreams[0].marked_down, 2u);
+}
+
+TEST(HttpReverseProxyUpstreams, WhenEveryOneFailsEachIsTriedOnceAndTheAnswerIs502) {
+  const std::uint16_t dead_a = closed_port();
+  const std::uint16_t dead_b = closed_port();
+  front f({url(dead_a, ""), url(dead_b, "")}, {.max_fails = 2});
+  client c(f.server.port());
+  for (int i = 0; i < 3; ++i) {
+    auto r = get(c, "/api/x");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status::bad_gateway);
+  }
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.bad_gateway, 3u);
+  EXPECT_EQ(stats.retries, 3u);
+  // Both down after their second failure, and tried all the same.
+  EXPECT_EQ(stats.upstreams[0].requests, 3u);
+  EXPECT_EQ(stats.upstreams[1].requests, 3u);
+  EXPECT_EQ(stats.upstreams[0].marked_down, 1u);
+  EXPECT_EQ(stats.upstreams[1].marked_down, 1u);
+  EXPECT_THROW(reverse_proxy(std::vector<std::string>{}), std::invalid_argument);
+  try {
+    reverse_proxy bad(std::vector<std::string>{url(dead_a, ""), "ftp://h/"});
+    ADD_FAILURE() << "a bad upstream among several was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'ftp://h/'"), std::string::npos) << e.what();
+  }
+}
+
+// A listener that never accepts, its queue full (backlog 0, filled by two connections): the
+// kernel drops further SYNs, so a connect to it hangs until its own limit.
+class full_listener {
+ public:
+  full_listener() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener_, 0) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      throw std::runtime_error("full_listener: cannot listen");
+    }
+    port_ = ntohs(address.sin_port);
+    for (int i = 0; i < 2; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      static_cast<void>(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address));
+      fillers_.push_back(fd);
+    }
+  }
+  ~full_listener() {
+    for (int fd : fillers_) {
+      ::close(fd);
+    }
+    ::close(listener_);
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::vector<int> fillers_;
+};
+
+TEST(HttpReverseProxyUpstreams, AConnectThatTimesOutGoesToTheNext) {
+  running_http a(local_http(), named("a"));
+  full_listener silent;
+  front f({url(silent.port(), ""), url(a.port(), "")},
+          {.connect_timeout = std::chrono::milliseconds(200)});
+  client c(f.server.port());
+  EXPECT_EQ(body_through(c, "/api/x"), "a ");
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.retries, 1u);
+  EXPECT_EQ(stats.gateway_timeout, 0u);
+  EXPECT_EQ(stats.upstreams[0].connect_failures, 1u);
+  const auto lines = f.log();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("timed out connecting"), std::string::npos) << lines[1];
+  // With it alone, the same timeout is a 504.
+  front alone(url(silent.port(), ""),
+              {.strip_prefix = "/api", .connect_timeout = std::chrono::milliseconds(200)});
+  client d(alone.server.port());
+  auto r = get(d, "/api/x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::gateway_timeout);
 }
 
 }  // namespace

@@ -60,12 +60,13 @@
 //   - Errors: request_timeout bounds the whole call (connecting, waiting for a pooled
 //     connection, sending, every redirect hop and retry); connect_timeout bounds each connect
 //     within it. Either gives weft::timeout_error naming the method, the URL and the phase
-//     (connect, send, response head, body). A refused or failed connect is weft::io_error
-//     naming host:port; a failed send or read is weft::io_error naming the URL. A malformed
-//     response is http::error with the parser's reason. Cancellation of the calling coroutine
-//     (cancelled_error at any suspension) destroys the connection it was using, never returns
-//     it to the pool, so the pool stays sound; so does any other exception, one thrown by a
-//     streaming callback included.
+//     (connect, send, response head, body); one that passed while connecting is its subclass
+//     http::connect_timeout_error (nothing was sent: another server may be tried). A refused or
+//     failed connect is weft::io_error naming host:port; a failed send or read is weft::io_error
+//     naming the URL. A malformed response is http::error with the parser's reason. Cancellation of
+//     the calling coroutine (cancelled_error at any suspension) destroys the connection it was
+//     using, never returns it to the pool, so the pool stays sound; so does any other exception,
+//     one thrown by a streaming callback included.
 //   - Ownership: the client owns its pools and their connections; a response is a plain value
 //     the caller owns. The client must outlive its calls (they refer to it while they run).
 //   - Upgrades (RFC 9110 7.8): upgrade() sends a request with an Upgrade field and, when the
@@ -160,6 +161,13 @@ class error : public weft::error {
  private:
   error_kind kind_;
   std::string url_;
+};
+
+// The request_timeout or connect_timeout of a call passed while it was connecting: no byte of
+// the request was sent (a reverse proxy may try another upstream).
+class connect_timeout_error : public weft::timeout_error {
+ public:
+  using weft::timeout_error::timeout_error;
 };
 
 // Counters of a client since it was made (pool figures: now, summed over every origin).

@@ -9,7 +9,18 @@
 //   weft::http::server server(options, std::move(routes));
 //
 // Contract:
-//   - Workers: each worker has its own http::client (its keep-alive connections to the upstream,
+//   - Several upstreams (nginx's upstream block with its default round robin and passive
+//     health checks): reverse_proxy({"http://10.0.0.1:9000", "http://10.0.0.2:9000"}). Each
+//     worker takes them in turn, skipping one that is down. An upstream is down for
+//     fail_timeout once max_fails of its connects failed (refused, unreachable, timed out:
+//     http::connect_timeout_error) within fail_timeout; a response from it clears its count.
+//     When every one is down they are tried in turn all the same. A request whose connect
+//     failed (nothing was sent, so any method) goes to the next upstream, each upstream tried
+//     once at most (nginx's proxy_next_upstream error timeout, before a byte is sent; the
+//     request, its read body included, is copied for each try but the last); the last failure
+//     is answered as below. The state is each worker's own, as nginx's without a
+//     shared zone: nothing is locked on a request's path.
+//   - Workers: each worker has its own http::client (its keep-alive connections to each upstream,
 //     at most max_connections, reused across requests), made by the on_worker_start hook that
 //     attach() installs and closed by its on_worker_stop (after the worker's last connection).
 //     attach() keeps the hooks the options already had and runs them first. A request on a
@@ -99,6 +110,10 @@ struct proxy_options {
   bool preserve_host = false;
   // X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host (see the file comment).
   bool forwarded_headers = true;
+  // Several upstreams: connect failures within fail_timeout that take one down (for
+  // fail_timeout), as nginx's max_fails and fail_timeout. max_fails 0: never down.
+  unsigned max_fails = 1;
+  std::chrono::milliseconds fail_timeout{10000};
   // Tunnels upgraded connections (WebSocket) to the upstream (see the file comment).
   bool upgrades = true;
   // A tunnel that carried no byte either way this long is closed (HAProxy's `timeout tunnel`;
@@ -122,10 +137,19 @@ struct proxy_stats {
   std::uint64_t gateway_timeout = 0;    // answered 504
   std::uint64_t unavailable = 0;        // answered 503 (the worker's client closed)
   std::uint64_t aborted = 0;            // failures after the head went out (connection aborted)
+  std::uint64_t retries = 0;            // requests sent to the next upstream after a failed connect
   std::uint64_t upgrades = 0;           // tunnels opened (101 passed on)
   std::uint64_t tunnels_open = 0;       // tunnels open now
   std::uint64_t tunnel_bytes_up = 0;    // tunnelled from clients to the upstream
   std::uint64_t tunnel_bytes_down = 0;  // tunnelled from the upstream to clients
+  // Per upstream, in the order given.
+  struct upstream_stats {
+    std::string url;
+    std::uint64_t requests = 0;          // requests sent to it (each try counts)
+    std::uint64_t connect_failures = 0;  // connects to it that failed
+    std::uint64_t marked_down = 0;       // times a worker took it down (max_fails reached)
+  };
+  std::vector<upstream_stats> upstreams;
 };
 
 // The proxy: its options, the upstream, a client per worker and the counters.
@@ -134,6 +158,8 @@ class reverse_proxy {
   // upstream: "http://host[:port][/path]" or "https://..." (no query, no fragment);
   // std::invalid_argument naming it otherwise, or naming a bad option.
   explicit reverse_proxy(std::string_view upstream, proxy_options options = {});
+  // Several upstreams, each such a URL (see the file comment); none is std::invalid_argument.
+  explicit reverse_proxy(const std::vector<std::string>& upstreams, proxy_options options = {});
   reverse_proxy(const reverse_proxy&) = delete;
   reverse_proxy& operator=(const reverse_proxy&) = delete;
   ~reverse_proxy();
@@ -151,10 +177,31 @@ class reverse_proxy {
 
   proxy_stats stats() const;
   const proxy_options& options() const noexcept { return options_; }
-  // The upstream URL as given.
-  const std::string& upstream() const noexcept { return upstream_; }
+  // The (first) upstream URL as given.
+  const std::string& upstream() const noexcept { return upstreams_.front()->url; }
 
  private:
+  // One upstream URL, parsed.
+  struct target {
+    std::string url;
+    std::string origin;     // "http://host:port" as the URL gave it
+    std::string base_path;  // the URL's path without a trailing '/' ("" for "/")
+    std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> connect_failures{0};
+    std::atomic<std::uint64_t> marked_down{0};
+  };
+  // An upstream's health as one worker sees it.
+  struct health {
+    unsigned fails = 0;
+    std::chrono::steady_clock::time_point first_fail{};
+    std::chrono::steady_clock::time_point down_until{};
+  };
+  // What one worker keeps: its client, its turn and its view of each upstream's health.
+  struct worker_slot {
+    std::unique_ptr<client> upstream_client;
+    std::size_t next = 0;
+    std::vector<health> upstreams;
+  };
   struct counters {
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> responses{0};
@@ -162,6 +209,7 @@ class reverse_proxy {
     std::atomic<std::uint64_t> gateway_timeout{0};
     std::atomic<std::uint64_t> unavailable{0};
     std::atomic<std::uint64_t> aborted{0};
+    std::atomic<std::uint64_t> retries{0};
     std::atomic<std::uint64_t> upgrades{0};
     std::atomic<std::uint64_t> tunnels_closed{0};
     std::atomic<std::uint64_t> tunnel_bytes_up{0};
@@ -169,9 +217,16 @@ class reverse_proxy {
   };
   void start_worker(unsigned worker);
   void stop_worker(unsigned worker);
-  client* client_of(unsigned worker);
-  // The upstream URL for a request's target; nullopt when the target is not a path.
-  std::optional<std::string> url_for(const request& r) const;
+  worker_slot* slot_of(unsigned worker);
+  // The upstream a worker sends its next try to: round robin over those not tried yet for
+  // this request, those not down first.
+  std::size_t pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
+                   const std::vector<bool>& tried) const;
+  // A failed connect to upstream `index` as this worker saw it (max_fails, fail_timeout).
+  void note_connect_failure(worker_slot& slot, unsigned worker, std::size_t index);
+  // The URL at `to` for a request's target (its path less strip_prefix, appended to the
+  // upstream's path, and its query); nullopt when the target is not a path.
+  std::optional<std::string> url_for(const request& r, const target& to) const;
   // The request to send upstream: fields filtered and added, the body read.
   request upstream_request(exchange& ex) const;
   // Carries bytes both ways between the client's switched connection and the upstream's until
@@ -181,9 +236,7 @@ class reverse_proxy {
   void fail(exchange& ex, status answer, std::atomic<std::uint64_t>& counter,
             const std::string& url, const std::exception& e);
 
-  std::string upstream_;
-  std::string origin_;     // "http://host:port" as the URL gave it
-  std::string base_path_;  // the upstream URL's path without a trailing '/' ("" for "/")
+  std::vector<std::unique_ptr<target>> upstreams_;
   proxy_options options_;
   counters counters_;
   std::atomic<bool> attached_{false};
@@ -191,7 +244,7 @@ class reverse_proxy {
   // worker's is never touched); the mutex guards the vector itself, which a starting worker
   // may grow while others look their own slot up.
   std::mutex mutex_;
-  std::vector<std::unique_ptr<client>> clients_;
+  std::vector<std::unique_ptr<worker_slot>> workers_;
 };
 
 }  // namespace weft::http
