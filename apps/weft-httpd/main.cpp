@@ -106,9 +106,16 @@ int main(int argc, char** argv) {
                    ->check(CLI::ExistingFile);
   auto* key = app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert")
                   ->check(CLI::ExistingFile);
-  app.add_flag("--proxy-protocol", config.proxy_protocol,
-               "every connection starts with a PROXY protocol header (v1 or v2) naming the "
-               "client: behind HAProxy's send-proxy, nginx's proxy_protocol, a load balancer");
+  auto* proxy_protocol =
+      app.add_flag("--proxy-protocol", config.proxy_protocol,
+                   "every connection starts with a PROXY protocol header (v1 or v2) naming the "
+                   "client: behind HAProxy's send-proxy, nginx's proxy_protocol, a load balancer");
+  app.add_option("--proxy-protocol-from", config.proxy_protocol_from,
+                 "with --proxy-protocol: only connections from these proxies (addresses or CIDR "
+                 "blocks, 10.0.0.0/8) send the header; others are served as direct clients; "
+                 "repeatable")
+      ->type_name("CIDR")
+      ->needs(proxy_protocol);
   std::vector<std::string> proxies;
   app.add_option("--proxy", proxies,
                  "PREFIX=URL[,URL...]: forward requests under PREFIX to an upstream HTTP "
@@ -118,7 +125,13 @@ int main(int argc, char** argv) {
       ->type_name("PREFIX=URL[,URL...]");
   cert->needs(key);
   key->needs(cert);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and exit 0; a usage error exits 2, as the checks below do
+    // (CLI11's own codes, 105 to 115, say nothing to a shell script).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (!parse_listen(listen, config.host, config.port)) {
     std::fprintf(stderr, "weft-httpd: --listen %s is not HOST:PORT, [V6]:PORT or :PORT\n",
@@ -160,6 +173,7 @@ int main(int argc, char** argv) {
     options.driver = config.driver;
     options.handle_signals = true;
     options.proxy_protocol = config.proxy_protocol;
+    options.proxy_protocol_from = config.proxy_protocol_from;
     // gzip for the page, /stats and the text files of --root, as nginx's "gzip on".
     options.compression.enabled = true;
     // /upload streams what it reads; no other route reads a body.

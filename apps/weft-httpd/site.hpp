@@ -30,6 +30,7 @@ struct settings {
   std::string tls_key;
   // Every connection starts with a PROXY protocol header (behind HAProxy, an AWS NLB).
   bool proxy_protocol = false;
+  std::vector<std::string> proxy_protocol_from;  // --proxy-protocol-from
   // --proxy PREFIX=URL[,URL...]: requests under PREFIX go to the upstream URLs in turn, PREFIX
   // taken off.
   struct proxy_route {

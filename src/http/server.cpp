@@ -54,6 +54,7 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.tls = with_http_reply(o.tls);
   t.tls_handshake_timeout = o.header_timeout;
   t.proxy_protocol = o.proxy_protocol;
+  t.proxy_protocol_from = o.proxy_protocol_from;
   t.proxy_protocol_timeout = o.header_timeout;
   return t;
 }

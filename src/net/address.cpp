@@ -81,4 +81,70 @@ bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage
   return false;
 }
 
+bool parse_address_block(std::string_view text, address_block& block) noexcept {
+  const std::size_t slash = text.find('/');
+  const std::string_view address = text.substr(0, slash);
+  block = address_block{};
+  if (parse_ip_literal(AF_INET, address, block.bytes)) {
+    block.family = AF_INET;
+    block.prefix = 32;
+  } else if (parse_ip_literal(AF_INET6, address, block.bytes)) {
+    block.family = AF_INET6;
+    block.prefix = 128;
+  } else {
+    return false;
+  }
+  if (slash == std::string_view::npos) {
+    return true;
+  }
+  const std::string_view digits = text.substr(slash + 1);
+  if (digits.empty() || digits.size() > 3) {
+    return false;
+  }
+  unsigned prefix = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    prefix = prefix * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (prefix > block.prefix) {
+    return false;
+  }
+  block.prefix = prefix;
+  return true;
+}
+
+bool in_block(const address_block& block, const sockaddr* address) noexcept {
+  const unsigned char* bytes = nullptr;
+  if (address->sa_family == AF_INET) {
+    if (block.family != AF_INET) {
+      return false;
+    }
+    bytes = reinterpret_cast<const unsigned char*>(
+        &reinterpret_cast<const sockaddr_in*>(address)->sin_addr);
+  } else if (address->sa_family == AF_INET6) {
+    const auto* v6 = &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    bytes = reinterpret_cast<const unsigned char*>(v6);
+    if (block.family == AF_INET) {
+      if (!IN6_IS_ADDR_V4MAPPED(v6)) {
+        return false;
+      }
+      bytes += 12;  // the IPv4 address inside ::ffff:a.b.c.d
+    }
+  } else {
+    return false;
+  }
+  const unsigned whole = block.prefix / 8;
+  if (std::memcmp(bytes, block.bytes, whole) != 0) {
+    return false;
+  }
+  const unsigned rest = block.prefix % 8;
+  if (rest == 0) {
+    return true;
+  }
+  const auto mask = static_cast<unsigned char>(0xFF << (8 - rest));
+  return (bytes[whole] & mask) == (block.bytes[whole] & mask);
+}
+
 }  // namespace weft::net::detail

@@ -22,4 +22,17 @@ bool parse_ip_literal(int family, std::string_view text, void* address) noexcept
 bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage& storage,
                    socklen_t& length);
 
+// An address block in CIDR notation ("10.0.0.0/8", "2001:db8::/32"), or one address ("127.0.0.1",
+// "::1": the whole length). An IPv4 block also takes IPv4-mapped IPv6 peers (::ffff:10.1.2.3), as
+// a dual-stack listener reports its IPv4 clients.
+struct address_block {
+  int family = 0;  // AF_INET or AF_INET6
+  unsigned char bytes[16] = {};
+  unsigned prefix = 0;  // leading bits that must match
+};
+// False when text is not such a block (bits set past the prefix are allowed and ignored).
+bool parse_address_block(std::string_view text, address_block& block) noexcept;
+// Whether the socket address is in the block.
+bool in_block(const address_block& block, const sockaddr* address) noexcept;
+
 }  // namespace weft::net::detail

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "net/address.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/tcp_server.hpp"
 #include "weft/reactor/trigger.hpp"
@@ -29,6 +30,8 @@ struct server_state {
 
   std::function<void(weft::net::connection&)> handler;
   connection_events events;
+  // options.proxy_protocol_from, parsed: the peers that must send a PROXY header (empty: all).
+  std::vector<address_block> proxy_sources;
 
   // Stop requests. stop() increments `stops` and notifies every registered control trigger,
   // both under `mutex`; a worker registers its trigger under `mutex` and then reads `stops`, so a

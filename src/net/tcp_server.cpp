@@ -77,6 +77,16 @@ void check_options(const tcp_server_options& options) {
       fail(std::string(name) + " must not be negative");
     }
   }
+  for (const std::string& source : options.proxy_protocol_from) {
+    detail::address_block block;
+    if (!detail::parse_address_block(source, block)) {
+      fail("proxy_protocol_from: '" + source +
+           "' is not an address or a CIDR block (10.0.0.0/8, 127.0.0.1, 2001:db8::/32)");
+    }
+  }
+  if (!options.proxy_protocol_from.empty() && !options.proxy_protocol) {
+    fail("proxy_protocol_from is set but proxy_protocol is off");
+  }
   if (options.reactor_poll_interval.count() < 0) {
     fail("reactor_poll_interval must not be negative");
   }
@@ -105,6 +115,9 @@ tcp_server::tcp_server(tcp_server_options options)
   auto& state = *state_;
   state.options = std::move(options);
   const tcp_server_options& o = state.options;
+  for (const std::string& source : o.proxy_protocol_from) {
+    detail::parse_address_block(source, state.proxy_sources.emplace_back());
+  }
   // What each accepted connection gets: every worker keeps its own copy, whose TLS context
   // set_tls replaces (server_state::tls).
   const connection_options accepted{

@@ -66,16 +66,15 @@ struct spare_message {
 // with none, and resume_hibernated() serves it again in a new one. on_connect runs first when
 // `accepted` (a new connection, not a resumed one).
 [[gnu::hot]] void serve(server_state& server, worker_state& worker,
-                        std::shared_ptr<connection> made, bool accepted) {
+                        std::shared_ptr<connection> made, bool accepted, bool proxy_header) {
   connection& c = *made;
   try {
     // A PROXY header or TLS handshake that failed, timed out or met a stop has closed the
     // connection (logged); it is never handed to on_connect or the handler.
     const bool established =
-        !accepted ||
-        ((!server.options.proxy_protocol ||
-          connection_access::read_proxy_header(c, server.options.proxy_protocol_timeout)) &&
-         connection_access::establish_tls(c));
+        !accepted || ((!proxy_header || connection_access::read_proxy_header(
+                                            c, server.options.proxy_protocol_timeout)) &&
+                      connection_access::establish_tls(c));
     if (established && accepted && server.events.on_connect) {
       server.events.on_connect(c);
     }
@@ -129,7 +128,8 @@ struct spare_message {
   notify_if_drained(worker);
 }
 
-void serve_connection(server_state& server, worker_state& worker, int fd, std::string peer) {
+void serve_connection(server_state& server, worker_state& worker, int fd, std::string peer,
+                      bool proxy_header) {
   --worker.starting;
   std::shared_ptr<connection> made;
   const std::uint64_t id = worker.index + 1 + std::uint64_t{worker.stride} * worker.next_id++;
@@ -158,7 +158,7 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
   } else if (worker.stopping) {
     connection_access::stop(c);
   }
-  serve(server, worker, std::move(made), true);
+  serve(server, worker, std::move(made), true, proxy_header);
 }
 
 }  // namespace
@@ -174,7 +174,7 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
         if (worker.forced) {
           connection_access::destroy(*resumed, close_reason::server_stop);
         }
-        serve(server, worker, std::move(self), false);
+        serve(server, worker, std::move(self), false, false);
       },
       spawn_options{.name = "weft.net resume"});
   // The connection's lines that serving a message touches (connection.hpp, its members' first
@@ -211,11 +211,21 @@ void accept_loop(server_state& server, worker_state& worker, int listener) {
         continue;
       }
       std::string peer = format_address(reinterpret_cast<sockaddr*>(&address), length);
+      bool proxy_header = o.proxy_protocol;
+      if (proxy_header && !server.proxy_sources.empty()) {
+        proxy_header = false;
+        for (const address_block& block : server.proxy_sources) {
+          if (in_block(block, reinterpret_cast<const sockaddr*>(&address))) {
+            proxy_header = true;
+            break;
+          }
+        }
+      }
       ++worker.starting;
       try {
         weft::spawn(
-            [&server, &worker, fd, peer = std::move(peer)]() mutable {
-              serve_connection(server, worker, fd, std::move(peer));
+            [&server, &worker, fd, peer = std::move(peer), proxy_header]() mutable {
+              serve_connection(server, worker, fd, std::move(peer), proxy_header);
             },
             spawn_options{.name = "weft.net connection"});
       } catch (const std::exception& failure) {

@@ -341,7 +341,8 @@ TEST(Httpd, SighupWithoutTlsIsReportedAndTheServerGoesOn) {
 }
 
 // --proxy-protocol: behind a proxy, each connection's PROXY header is read first (curl sends
-// one with --haproxy-protocol); a client that sends none gets no answer.
+// one with --haproxy-protocol); a client that sends none gets no answer. With
+// --proxy-protocol-from, only the proxies named send one.
 TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
   httpd server({"--proxy-protocol"});
   auto proxied = run({"curl", "-sS", "--haproxy-protocol", server.url("/hello")});
@@ -351,6 +352,26 @@ TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
   EXPECT_NE(direct.standard_error.find("Empty reply from server"), std::string::npos)
       << direct.standard_error;
   EXPECT_EQ(server.stop(), 0);
+  // --proxy-protocol-from: only those proxies send the header. 127.0.0.1 is none of them: its
+  // requests are served directly, and a PROXY line from it is no HTTP (400).
+  httpd trusting({"--proxy-protocol", "--proxy-protocol-from", "10.0.0.0/8",
+                  "--proxy-protocol-from", "192.168.0.0/16"});
+  auto plain = run({"curl", "-sS", trusting.url("/hello")});
+  EXPECT_EQ(plain.standard_output, "hello\n") << plain.standard_error;
+  auto forged = run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--haproxy-protocol",
+                     trusting.url("/hello")});
+  EXPECT_EQ(forged.standard_output, "400") << forged.standard_error;
+  EXPECT_EQ(trusting.stop(), 0);
+  auto alone =
+      run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--proxy-protocol-from", "10.0.0.0/8"});
+  EXPECT_EQ(alone.exit_status, 2) << alone.standard_error;
+  EXPECT_NE(alone.standard_error.find("--proxy-protocol"), std::string::npos)
+      << alone.standard_error;
+  auto bad = run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--proxy-protocol",
+                  "--proxy-protocol-from", "10.0.0.0/40"});
+  EXPECT_EQ(bad.exit_status, 1) << bad.standard_error;
+  EXPECT_NE(bad.standard_error.find("'10.0.0.0/40' is not an address"), std::string::npos)
+      << bad.standard_error;
 }
 
 TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {

@@ -1,12 +1,14 @@
 // weft-test: driver-independent
 // The PROXY protocol header's parser (src/net/proxy_header.hpp) on every shape HAProxy's
 // specification gives (v1 TCP4, TCP6, UNKNOWN; v2 PROXY and LOCAL over IPv4, IPv6, UNIX and
-// UNSPEC, with extensions), every prefix of them, and the malformed ones around them.
+// UNSPEC, with extensions), every prefix of them, and the malformed ones around them; and the
+// address blocks of the trusted proxies (src/net/address.hpp).
 #include "net/proxy_header.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <string>
 #include <utility>
@@ -152,3 +154,62 @@ TEST(ProxyHeader, MalformedHeadersAreRefusedWithAReason) {
 }
 
 }  // namespace
+
+namespace {
+
+sockaddr_storage v4(const char* text) {
+  sockaddr_storage storage{};
+  auto* address = reinterpret_cast<sockaddr_in*>(&storage);
+  address->sin_family = AF_INET;
+  ::inet_pton(AF_INET, text, &address->sin_addr);
+  return storage;
+}
+
+sockaddr_storage v6(const char* text) {
+  sockaddr_storage storage{};
+  auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
+  address->sin6_family = AF_INET6;
+  ::inet_pton(AF_INET6, text, &address->sin6_addr);
+  return storage;
+}
+
+bool in(const char* block_text, const sockaddr_storage& peer) {
+  weft::net::detail::address_block block;
+  EXPECT_TRUE(weft::net::detail::parse_address_block(block_text, block)) << block_text;
+  return weft::net::detail::in_block(block, reinterpret_cast<const sockaddr*>(&peer));
+}
+
+}  // namespace
+
+// tcp_server_options::proxy_protocol_from's blocks: which peers are the trusted proxies.
+TEST(ProxySources, BlocksMatchTheirAddressesAndNoOthers) {
+  EXPECT_TRUE(in("10.0.0.0/8", v4("10.200.3.4")));
+  EXPECT_FALSE(in("10.0.0.0/8", v4("11.0.0.1")));
+  EXPECT_TRUE(in("192.168.1.128/25", v4("192.168.1.200")));
+  EXPECT_FALSE(in("192.168.1.128/25", v4("192.168.1.127")));
+  EXPECT_TRUE(in("127.0.0.1", v4("127.0.0.1")));
+  EXPECT_FALSE(in("127.0.0.1", v4("127.0.0.2")));
+  EXPECT_TRUE(in("0.0.0.0/0", v4("203.0.113.9")));
+  // Bits past the prefix are ignored, as ip route and nginx read them.
+  EXPECT_TRUE(in("10.1.2.3/8", v4("10.9.9.9")));
+  EXPECT_TRUE(in("2001:db8::/32", v6("2001:db8:1::5")));
+  EXPECT_FALSE(in("2001:db8::/32", v6("2001:db9::5")));
+  EXPECT_TRUE(in("::1", v6("::1")));
+  EXPECT_FALSE(in("::1", v4("127.0.0.1")));
+  // An IPv4 block takes the IPv4-mapped peers of a dual-stack listener, and only those.
+  EXPECT_TRUE(in("10.0.0.0/8", v6("::ffff:10.1.2.3")));
+  EXPECT_FALSE(in("10.0.0.0/8", v6("::ffff:11.1.2.3")));
+  EXPECT_FALSE(in("10.0.0.0/8", v6("2001:db8::a00:1")));
+  EXPECT_FALSE(in("2001:db8::/32", v4("32.1.13.184")));
+}
+
+TEST(ProxySources, WhatIsNoBlockIsRefused) {
+  weft::net::detail::address_block block;
+  for (const char* bad : {"", "10.0.0.0/", "10.0.0.0/33", "::/129", "10.0.0/8", "localhost",
+                          "10.0.0.0/8/8", "10.0.0.0/a", "10.0.0.0/0008", "[::1]", " 10.0.0.1"}) {
+    EXPECT_FALSE(weft::net::detail::parse_address_block(bad, block)) << "'" << bad << "'";
+  }
+  EXPECT_TRUE(weft::net::detail::parse_address_block("::/0", block));
+  EXPECT_EQ(block.prefix, 0u);
+  EXPECT_EQ(block.family, AF_INET6);
+}

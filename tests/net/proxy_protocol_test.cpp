@@ -1,7 +1,8 @@
 // The PROXY protocol (tcp_server_options::proxy_protocol): a server reading v1 and v2 headers
 // from a raw socket, whole and byte by byte, refusing a connection without one and cutting a
 // silent one at the timeout; and HAProxy itself (a proxy no one here wrote) in front of a plain
-// and of a TLS server, sending v1 and v2. The parser alone: proxy_header_test.cpp.
+// and of a TLS server, sending v1 and v2; proxy_protocol_from's trusted proxies. The parser alone:
+// proxy_header_test.cpp.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,6 +108,62 @@ TEST(NetProxyProtocol, AConnectionWithoutAHeaderIsClosedUnserved) {
                    "protocol header"))
       << log.all();
   EXPECT_EQ(handled.load(), 0);
+}
+
+TEST(NetProxyProtocol, OnlyTrustedProxiesSendAHeaderOthersAreDirectClients) {
+  // 127.0.0.1 is not among the proxies: its connection is served as a direct client, and the
+  // PROXY line it sends is a line like any other, naming nobody.
+  std::atomic<int> handled{0};
+  auto untrusting = proxied_options();
+  untrusting.proxy_protocol_from = {"10.0.0.0/8", "2001:db8::/32"};
+  {
+    running_server server(untrusting,
+                          [&](weft::net::tcp_server& s) { serve_addresses(s, handled); });
+    const int fd = connect_to(server.port());
+    const std::string self = local_of(fd);
+    send_all(fd, "PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\nhello\n");
+    const std::string expected =
+        self + " via : PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\n" + self + " via : hello\n";
+    EXPECT_EQ(read_bytes(fd, expected.size()), expected);
+    ::close(fd);
+  }
+  // Among them (a block, and an address alone): the header is required and names the client.
+  for (const char* trusted : {"127.0.0.0/8", "127.0.0.1"}) {
+    auto trusting = proxied_options();
+    trusting.proxy_protocol_from = {"10.0.0.0/8", trusted};
+    running_server server(trusting, [&](weft::net::tcp_server& s) { serve_addresses(s, handled); });
+    int fd = connect_to(server.port());
+    send_all(fd, "PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\nhello\n");
+    const std::string first = "192.0.2.1:56324 via " + local_of(fd) + ": hello\n";
+    EXPECT_EQ(read_bytes(fd, first.size()), first) << trusted;
+    ::close(fd);
+    fd = connect_to(server.port());
+    send_all(fd, "hello\n");
+    EXPECT_EQ(read_to_end(fd), "") << trusted;  // no header: closed unserved
+    ::close(fd);
+  }
+  EXPECT_EQ(handled.load(), 3);
+}
+
+TEST(NetProxyProtocol, AnUntrustworthyProxyListIsRefusedByName) {
+  auto options = proxied_options();
+  options.proxy_protocol_from = {"10.0.0.0/8", "10.0.0.0/33"};
+  try {
+    weft::net::tcp_server server(options);
+    ADD_FAILURE() << "a /33 block was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("proxy_protocol_from: '10.0.0.0/33' is not an address"),
+              std::string::npos)
+        << e.what();
+  }
+  options.proxy_protocol_from = {"10.0.0.0/8"};
+  options.proxy_protocol = false;
+  try {
+    weft::net::tcp_server server(options);
+    ADD_FAILURE() << "proxy_protocol_from was taken without proxy_protocol";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("proxy_protocol is off"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NetProxyProtocol, ASilentProxyIsCutAtTheTimeoutWhileOthersAreServed) {

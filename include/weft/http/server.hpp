@@ -143,6 +143,9 @@ struct server_options {
   // what it does): ex.connection().peer_address() is the client the header names. A connection
   // without a valid header within header_timeout is closed unanswered.
   bool proxy_protocol = false;
+  // The proxies trusted to send it (net::tcp_server_options::proxy_protocol_from: addresses or
+  // CIDR blocks; any other peer is served as a direct client). Empty: every connection sends one.
+  std::vector<std::string> proxy_protocol_from{};
 };
 
 // Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too

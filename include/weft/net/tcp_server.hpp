@@ -106,6 +106,15 @@ struct tcp_server_options {
   // a port that proxies alone can reach: a client that connects directly can name any address.
   bool proxy_protocol = false;
   std::chrono::milliseconds proxy_protocol_timeout{10000};
+  // With proxy_protocol: the proxies, as addresses or CIDR blocks ("10.0.0.0/8", "127.0.0.1",
+  // "2001:db8::/32"; an IPv4 block also takes IPv4-mapped peers of a dual-stack listener). Only a
+  // connection from one of them must start with, and may name a client in, a PROXY header;
+  // any other is served as a direct client (its own address, proxy_address() empty, and a
+  // PROXY header it sends is only bytes for the protocol), as HAProxy's `expect-proxy layer4 if
+  // { src ... }` and nginx's set_real_ip_from trust only their own proxies. Empty: every
+  // connection must send one. An entry that is no address or block is std::invalid_argument
+  // naming it, and so is the list without proxy_protocol.
+  std::vector<std::string> proxy_protocol_from{};
   // Callback style: between messages a connection's read loop waits in its own coroutine while
   // its worker has at most this many connections, and above it the connection hibernates
   // (connection::hibernate: no coroutine and no stack until its next bytes, its peer's close or
