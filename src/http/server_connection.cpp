@@ -227,8 +227,7 @@ void connection_state::fail_request(status s, std::string_view reason) {
         return true;
       }
       if (r.event == parse_event::error) {
-        counters.requests.add(1);
-        fail_request(parser.error_status(), parser.error_reason());
+        head_failed(parser.error_status(), parser.error_reason());
         return false;
       }
     }
@@ -276,10 +275,20 @@ void connection_state::fail_request(status s, std::string_view reason) {
 }
 
 void connection_state::head_timed_out() {
+  head_failed(status::request_timeout, "the request head did not arrive within " +
+                                           std::to_string(server.options.header_timeout.count()) +
+                                           " ms (header_timeout)");
+}
+
+void connection_state::head_failed(status s, std::string_view reason) {
   counters.requests.add(1);
-  fail_request(status::request_timeout, "the request head did not arrive within " +
-                                            std::to_string(server.options.header_timeout.count()) +
-                                            " ms (header_timeout)");
+  // A new request, not the one served before it on this connection: that one's response was
+  // made (and batched), so fail_request would otherwise take this one for answered already and
+  // close without the 400 or 408.
+  responded = false;
+  stream = stream_mode::none;
+  head_request = false;
+  fail_request(s, reason);
 }
 
 std::optional<std::string_view> connection_state::next_body_piece() {

@@ -165,6 +165,9 @@ struct connection_state {
   // as the string it builds gave read_head (on the stack at every wait between requests) a
   // bigger frame.
   [[gnu::cold, gnu::noinline]] void head_timed_out();
+  // Answers a head that failed (malformed, too large, too slow) as the new request it is, and
+  // ends the connection.
+  [[gnu::cold, gnu::noinline]] void head_failed(status s, std::string_view reason);
   void serve_one();
   void after_handler();
   // after_handler's end of a streamed response the handler left open (out of line: the usual

@@ -183,3 +183,40 @@ TEST(HttpServerKeepAlive, IdleConnectionsAboveHibernateAboveHoldNoCoroutine) {
 }
 
 }  // namespace
+
+namespace {
+
+// A malformed or too slow head after a request already served on the connection is a new
+// request: it gets its own 400 or 408 before the close. Until 2026-12-06 the previous request's
+// answer made it look answered, and the connection closed with nothing said.
+TEST(HttpServerKeepAlive, ABadHeadAfterAServedRequestIsAnsweredToo) {
+  log_lines log;
+  auto options = local_http();
+  options.header_timeout = std::chrono::milliseconds(300);
+  options.log = log.sink();
+  running_http server(options, [](exchange& ex) { ex.respond(status::ok, "fine\n"); });
+  client c(server.port());
+  c.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "fine\n");
+  c.send("GET /b HTTP/1.1\r\nHost: x\r\nNo colon\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::bad_request);
+  EXPECT_NE(r->body.find("the field name 'No'"), std::string::npos) << r->body;
+  EXPECT_TRUE(c.closes());
+
+  client slow(server.port());
+  slow.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(body_of(slow.response()), "fine\n");
+  slow.send("GET /b HTTP/1.1\r\nHo");  // and nothing more
+  r = slow.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::request_timeout);
+  EXPECT_TRUE(slow.closes());
+  EXPECT_TRUE(log.contains("\"GET /b HTTP/1.1\" 400")) << log.all();
+  const auto stats = server.server().stats();
+  EXPECT_EQ(stats.total.requests, 4u);
+  EXPECT_EQ(stats.total.responses_of_class(4), 2u);
+}
+
+}  // namespace
