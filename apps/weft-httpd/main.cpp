@@ -3,11 +3,13 @@
 // With --tls-cert, SIGHUP reads the certificate and key again (a renewed certificate, without a
 // restart): connections accepted afterwards use it, those open keep theirs, and files that do
 // not load are reported and leave the running certificate in place, as nginx's reload does.
-// Without it SIGHUP is reported and ignored.
+// With --access-log FILE it reopens FILE (after logrotate moved it). Without either SIGHUP is
+// reported and ignored.
 //
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
-//              [--driver uv|ev|event|poll] [--log] [--tls-cert PEM --tls-key PEM]
-//              [--proxy-protocol] [--proxy PREFIX=URL[,URL...] ...]
+//              [--driver uv|ev|event|poll] [--log] [--access-log FILE]
+//              [--tls-cert PEM --tls-key PEM] [--proxy-protocol [--proxy-protocol-from CIDR]]
+//              [--proxy PREFIX=URL[,URL...] ...]
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -18,9 +20,11 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "access_log.hpp"
 #include "site.hpp"
 #include "weft/error.hpp"
 #include "weft/net/tls.hpp"
@@ -100,6 +104,11 @@ int main(int argc, char** argv) {
   app.add_option("--driver", config.driver,
                  "event-loop driver: uv, ev, event, epoll, poll or uring");
   app.add_flag("--log", config.log, "write a line per notable event and request to stderr");
+  std::string access_log_path;
+  app.add_option("--access-log", access_log_path,
+                 "append a line per response to FILE in nginx's combined format, with the "
+                 "request time (- for standard output); SIGHUP reopens it (logrotate)")
+      ->type_name("FILE");
   auto* cert = app.add_option("--tls-cert", config.tls_cert,
                               "PEM certificate chain (the server's certificate first): serve "
                               "HTTPS, with --tls-key")
@@ -165,6 +174,10 @@ int main(int argc, char** argv) {
   ::signal(SIGHUP, SIG_IGN);
 
   try {
+    std::unique_ptr<weft_httpd::access_log_file> access;
+    if (!access_log_path.empty()) {
+      access = std::make_unique<weft_httpd::access_log_file>(access_log_path);
+    }
     weft_httpd::site site(config);
     weft::http::server_options options;
     options.host = config.host;
@@ -198,18 +211,30 @@ int main(int argc, char** argv) {
           [&] {
             for (;;) {
               weft::signals::wait({SIGHUP});
-              if (options.tls == nullptr) {
-                std::printf("weft-httpd: SIGHUP: nothing to reload (no --tls-cert)\n");
+              if (options.tls == nullptr && access == nullptr) {
+                std::printf(
+                    "weft-httpd: SIGHUP: nothing to reload (no --tls-cert, no --access-log)\n");
                 std::fflush(stdout);
                 continue;
               }
-              try {
-                running->set_tls(weft::net::tls_context::server(tls));
-                std::printf("weft-httpd: SIGHUP: reloaded %s and %s\n",
-                            tls.certificate_file.c_str(), tls.private_key_file.c_str());
-              } catch (const std::exception& failure) {
-                std::printf("weft-httpd: SIGHUP: kept the running certificate: %s\n",
-                            failure.what());
+              if (access != nullptr) {
+                // After logrotate moved the file: lines go to a new one from now on.
+                try {
+                  access->reopen();
+                  std::printf("weft-httpd: SIGHUP: reopened %s\n", access->path().c_str());
+                } catch (const std::exception& failure) {
+                  std::printf("weft-httpd: SIGHUP: kept the open access log: %s\n", failure.what());
+                }
+              }
+              if (options.tls != nullptr) {
+                try {
+                  running->set_tls(weft::net::tls_context::server(tls));
+                  std::printf("weft-httpd: SIGHUP: reloaded %s and %s\n",
+                              tls.certificate_file.c_str(), tls.private_key_file.c_str());
+                } catch (const std::exception& failure) {
+                  std::printf("weft-httpd: SIGHUP: kept the running certificate: %s\n",
+                              failure.what());
+                }
               }
               std::fflush(stdout);  // status lines, as the startup line (a log reads them)
             }
@@ -224,6 +249,11 @@ int main(int argc, char** argv) {
     };
     if (config.log) {
       options.log = weft_httpd::log_line;
+    }
+    if (access != nullptr) {
+      options.access_log = [log = access.get()](const weft::http::access_record& record) {
+        log->write(weft::http::combined_log_line(record));
+      };
     }
     site.attach_proxies(options);
     weft::http::server server(options, site.make_router());

@@ -12,6 +12,7 @@
 
 #include "http/chars.hpp"
 #include "http/client_url.hpp"
+#include "net/address.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/sync/scope.hpp"
 
@@ -36,17 +37,6 @@ bool hop_by_hop(std::string_view name) noexcept {
 // name, or a name its Connection field lists.
 bool stays_on_hop(const headers& fields, std::string_view name) noexcept {
   return hop_by_hop(name) || fields.has_token("Connection", name);
-}
-
-// The address part of net::connection::peer_address(): "127.0.0.1:5000" -> "127.0.0.1",
-// "[::1]:5000" -> "::1" (as nginx's $remote_addr writes it).
-std::string_view address_of(std::string_view peer) noexcept {
-  if (!peer.empty() && peer.front() == '[') {
-    const std::size_t end = peer.find(']');
-    return end == std::string_view::npos ? peer : peer.substr(1, end - 1);
-  }
-  const std::size_t colon = peer.rfind(':');
-  return colon == std::string_view::npos ? peer : peer.substr(0, colon);
 }
 
 // A response body of a declared size up to this is held until it is whole and answered with
@@ -284,7 +274,7 @@ request reverse_proxy::upstream_request(exchange& ex) const {
     up.headers.add("Host", r.host());
   }
   if (options_.forwarded_headers) {
-    const std::string_view client = address_of(ex.connection().peer_address());
+    const std::string_view client = net::detail::address_part(ex.connection().peer_address());
     if (!client.empty()) {
       if (!forwarded_for.empty()) {
         forwarded_for += ", ";

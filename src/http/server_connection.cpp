@@ -120,7 +120,7 @@ namespace {
 
 [[gnu::hot]] void connection_state::note_response(status s, std::uint64_t body_bytes) {
   count_response(counters, s);
-  if (server.options.log) {
+  if (server.options.log || server.options.access_log) {
     log_response(s, body_bytes);
   }
 }
@@ -135,7 +135,7 @@ void connection_state::end_stream_log(bool aborted) noexcept {
     return;
   }
   stream_logged = true;
-  if (!server.options.log) {
+  if (!server.options.log && !server.options.access_log) {
     return;
   }
   try {
@@ -147,6 +147,32 @@ void connection_state::end_stream_log(bool aborted) noexcept {
 
 void connection_state::log_response(status s, std::uint64_t body_bytes, bool aborted) {
   const request& r = parser.message();
+  if (server.options.access_log) {
+    access_record record;
+    record.peer = conn.peer_address();
+    record.time = std::chrono::system_clock::now();
+    if (request_started != std::chrono::steady_clock::time_point{}) {
+      record.duration = std::chrono::steady_clock::now() - request_started;
+      request_started = {};  // the next error answer before a head is complete takes no time
+    }
+    record.method = r.method;
+    record.target = r.target;
+    record.version_minor = r.version_minor;
+    record.status = s;
+    record.body_bytes = body_bytes;
+    record.aborted = aborted;
+    record.referer = r.headers.get("Referer").value_or(std::string_view());
+    record.user_agent = r.headers.get("User-Agent").value_or(std::string_view());
+    record.worker = conn.worker();
+    try {
+      server.options.access_log(record);
+    } catch (...) {
+      // As for `log`: an access log that throws cannot be told about it.
+    }
+  }
+  if (!server.options.log) {
+    return;
+  }
   std::string line;
   line.reserve(64 + r.target.size());
   line += '"';
@@ -385,6 +411,9 @@ bool connection_state::discard_body() {
 
 [[gnu::hot]] void connection_state::serve_one() {
   counters.requests.add(1);
+  if (server.options.access_log) {
+    request_started = std::chrono::steady_clock::now();
+  }
   ++requests_served;
   may_hibernate = true;
   const request& r = parser.message();

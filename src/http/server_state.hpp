@@ -143,6 +143,9 @@ struct connection_state {
   bool body_read = false;  // read_body() filled request().body
   bool upgraded = false;   // exchange::upgrade() handed the connection to another protocol
   std::uint64_t requests_served = 0;  // on this connection, across hibernations
+  // With an access_log: when the current request's head was complete (zero before serve_one, for
+  // the answers to requests that never got there).
+  std::chrono::steady_clock::time_point request_started{};
   // Between requests the connection hibernates (net::connection::hibernate) instead of waiting in
   // its coroutine; not right after the handler was called (its first read is the one a hibernation
   // asked for), so that a connection is served at least once per call.

@@ -10,6 +10,16 @@
 namespace weft::net::detail {
 
 std::string format_address(const sockaddr* address, socklen_t length);
+// The address part of what format_address writes: "127.0.0.1:5000" -> "127.0.0.1",
+// "[::1]:5000" -> "::1" (nginx's $remote_addr); text without a port as it is.
+inline std::string_view address_part(std::string_view peer) noexcept {
+  if (!peer.empty() && peer.front() == '[') {
+    const std::size_t end = peer.find(']');
+    return end == std::string_view::npos ? peer : peer.substr(1, end - 1);
+  }
+  const std::size_t colon = peer.rfind(':');
+  return colon == std::string_view::npos ? peer : peer.substr(0, colon);
+}
 std::string local_address_of(int fd);
 std::string peer_address_of(int fd);
 // inet_pton(family, text, address) for text that may hold any byte: inet_pton reads a C string,

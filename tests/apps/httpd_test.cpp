@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -320,13 +321,65 @@ TEST(Httpd, SighupReloadsTheCertificateAndKeepsTheRunningOneOnFailure) {
   std::filesystem::remove(key);
 }
 
+// --access-log: nginx's combined format, a line per response, and SIGHUP reopens the file after
+// logrotate (or mv) moved it, as nginx's USR1 does.
+TEST(Httpd, AccessLogIsCombinedAndReopenedOnSighup) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("weft-httpd-log-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "access.log").string();
+  const auto lines_of = [](const std::string& path) {
+    std::vector<std::string> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      lines.push_back(line);
+    }
+    return lines;
+  };
+  httpd server({"--access-log", file});
+  EXPECT_EQ(curl({"-A", "tester \"quoted\"", server.url("/hello"), server.url("/missing")})
+                .standard_output.substr(0, 6),
+            "hello\n");
+  // The line is written before the response goes out: both are there once curl has both.
+  auto lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 2u) << server.output();
+  const std::regex combined(
+      R"re(127\.0\.0\.1 - - \[\d\d/[A-Z][a-z][a-z]/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\] )re"
+      R"re("GET /hello HTTP/1\.1" 200 6 "-" "tester \\x22quoted\\x22" \d+\.\d{3})re");
+  EXPECT_TRUE(std::regex_match(lines[0], combined)) << lines[0];
+  EXPECT_NE(lines[1].find("\"GET /missing HTTP/1.1\" 404 "), std::string::npos) << lines[1];
+  // logrotate's move, then SIGHUP: the next lines go to a new file at the path.
+  std::filesystem::rename(file, file + ".1");
+  std::string said;
+  for (int attempt = 0; attempt < 20 && said.find("SIGHUP: reopened") == std::string::npos;
+       ++attempt) {
+    said += server.signal_until(SIGHUP, "SIGHUP: reopened", 500ms);
+  }
+  EXPECT_NE(said.find("SIGHUP: reopened " + file), std::string::npos) << server.output();
+  EXPECT_EQ(curl({server.url("/hello")}).standard_output, "hello\n");
+  EXPECT_EQ(lines_of(file + ".1").size(), 2u);
+  lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("\"GET /hello HTTP/1.1\" 200 6 \"-\" \"curl/"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+  auto unwritable = run(
+      {WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--access-log", "/nonexistent-dir/access.log"});
+  EXPECT_EQ(unwritable.exit_status, 1);
+  EXPECT_NE(unwritable.standard_error.find(
+                "--access-log /nonexistent-dir/access.log: No such file or directory"),
+            std::string::npos)
+      << unwritable.standard_error;
+}
+
 // Without --tls-cert a SIGHUP (a closed terminal, a reload by habit) is reported and the server
 // goes on; its default action ended the server until 2026-12-06.
 TEST(Httpd, SighupWithoutTlsIsReportedAndTheServerGoesOn) {
   httpd server;
   // Between the startup line and worker 0's watcher a SIGHUP is ignored: send it again until
   // the watcher answers (at once, but for that window).
-  const std::string_view answer = "SIGHUP: nothing to reload (no --tls-cert)";
+  const std::string_view answer = "SIGHUP: nothing to reload (no --tls-cert, no --access-log)";
   std::string said;
   for (int attempt = 0; attempt < 20 && said.find(answer) == std::string::npos; ++attempt) {
     said += server.signal_until(SIGHUP, answer, 500ms);

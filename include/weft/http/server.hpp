@@ -92,6 +92,36 @@ struct compression_options {
                                     "application/xml", "image/svg+xml"};
 };
 
+// One response as an access log sees it (server_options::access_log). The views are valid
+// during the call only.
+struct access_record {
+  // The client ("127.0.0.1:5000", "[::1]:5000"; the PROXY header's client behind a proxy).
+  std::string_view peer;
+  // When the response ended (its last byte queued, or its abort), and how long it took from the
+  // end of the request's head (zero for a request answered before its head was complete: a 400,
+  // 408, 413...).
+  std::chrono::system_clock::time_point time;
+  std::chrono::nanoseconds duration{0};
+  http::method method = http::method::get;
+  std::string_view target;  // as received
+  int version_minor = 1;
+  http::status status = http::status::ok;
+  std::uint64_t body_bytes = 0;  // the body's bytes written (0 for HEAD)
+  bool aborted = false;          // a streamed body cut short
+  std::string_view referer;      // the Referer field; empty when absent
+  std::string_view user_agent;   // the User-Agent field; empty when absent
+  unsigned worker = 0;
+};
+
+// The record as nginx's `combined` format writes it, then the request time in seconds with
+// milliseconds (nginx's $request_time), as log analysers (GoAccess, AWStats) read it:
+//   127.0.0.1 - - [06/Dec/2026:10:32:08 +0000] "GET /hello HTTP/1.1" 200 6 "-" "curl/7.88.1" 0.000
+// The address without its port; the time in the process's local time zone; the request line,
+// Referer and User-Agent with '"', '\\', control bytes and bytes past 0x7E escaped as \xHH (so
+// a line is always one line of printable ASCII); "-" for an absent field; " aborted" last for a
+// body cut short.
+std::string combined_log_line(const access_record& record);
+
 struct server_options {
   // A numeric IPv4 or IPv6 address ("0.0.0.0" all of IPv4) and the port (0: the kernel picks;
   // port() tells which).
@@ -126,6 +156,10 @@ struct server_options {
   // " aborted" when the body was cut short (the handler failed, the client left, the server's
   // stop forced it).
   std::function<void(std::string_view)> log{};
+  // An access log of one's own: called once per response (when a streamed body ends), on the
+  // workers' threads, with what nginx's log formats take (combined_log_line() writes its
+  // combined format). Null: none. Independent of `log`.
+  std::function<void(const access_record&)> access_log{};
   // Per-worker resources (a pg::pool, a cache), as net::tcp_server_options' hooks of the same
   // names: run on the worker's thread, in its main coroutine (they may suspend), before its
   // first connection and after its last; an exception from either stops the server and serve()
