@@ -25,10 +25,10 @@ client::client(client_options options) : options_(std::move(options)) {
         "weft::http::client: tls is a server's context; a client needs net::tls_context::client");
   }
   if (options_.connect_timeout.count() <= 0 || options_.request_timeout.count() <= 0 ||
-      options_.idle_timeout.count() < 0) {
+      options_.idle_timeout.count() < 0 || options_.io_timeout.count() < 0) {
     throw std::invalid_argument(
-        "weft::http::client: connect_timeout and request_timeout must be positive and "
-        "idle_timeout zero (none) or positive");
+        "weft::http::client: connect_timeout and request_timeout must be positive, and "
+        "idle_timeout and io_timeout zero (none) or positive");
   }
 }
 

@@ -53,6 +53,8 @@ struct client_call {
   enum class outcome : std::uint8_t { complete, stale, redirect };
   outcome attempt(client_origin& origin, bool fresh, const std::string& wire);
   [[noreturn]] void timed_out(const std::string& phase) const;
+  // The limit of one wait: `limit`, capped at io_timeout from now when that is set.
+  timeout wait_limit() const;
   std::string describe() const;  // "GET http://host/path"
 
   // The call asked for gzip itself (client_options::decompress), and the decoder of the

@@ -69,10 +69,20 @@ std::string client_call::describe() const {
 }
 
 void client_call::timed_out(const std::string& phase) const {
+  const client_options& options = owner.options_;
+  // Which limit it was: the call's whole when its deadline has passed, else the wait's own.
+  const bool whole = limit.bounded() && steady::now() >= limit.deadline();
   throw timeout_error("http " + describe() + ": timed out " + phase + " after " +
-                      std::to_string(milliseconds_between(started, steady::now())) +
-                      " ms (request_timeout " +
-                      std::to_string(owner.options_.request_timeout.count()) + " ms)");
+                      std::to_string(milliseconds_between(started, steady::now())) + " ms (" +
+                      (whole || options.io_timeout.count() == 0
+                           ? "request_timeout " + std::to_string(options.request_timeout.count())
+                           : "io_timeout " + std::to_string(options.io_timeout.count())) +
+                      " ms)");
+}
+
+timeout client_call::wait_limit() const {
+  const std::chrono::milliseconds each = owner.options_.io_timeout;
+  return each.count() > 0 ? limit.capped(each) : limit;
 }
 
 void client_call::run() {
@@ -163,7 +173,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   client_stats& counters = owner.counters_;
   lease<client_connection> held;
   try {
-    held = origin.connections.acquire(limit);
+    held = origin.connections.acquire(wait_limit());
   } catch (const timeout_error&) {
     timed_out("waiting for a free connection to " + url.origin + " (all " +
               std::to_string(options.max_connections_per_host) + " in use)");
@@ -217,7 +227,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   };
 
   try {
-    connection.write_all(wire, limit, subject);
+    connection.write_all(wire, wait_limit(), subject);
   } catch (const io_error& failure) {
     return stale_or_throw(failure, "before the request was sent");
   } catch (const timeout_error&) {
@@ -237,7 +247,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     if (need_read && !ended) {
       std::size_t got = 0;
       try {
-        got = connection.fill(limit, subject);
+        got = connection.fill(wait_limit(), subject);
       } catch (const io_error& failure) {
         if (!got_bytes) {
           return stale_or_throw(failure, "before answering");

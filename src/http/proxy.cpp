@@ -140,7 +140,10 @@ void reverse_proxy::start_worker(unsigned worker) {
   client_options settings;
   settings.max_connections_per_host = options_.max_connections;
   settings.connect_timeout = options_.connect_timeout;
-  settings.request_timeout = options_.timeout;
+  // Each wait bounded, not the exchange: a response that keeps streaming (a download, an event
+  // stream) lasts as long as its bytes keep coming, as behind nginx's proxy_read_timeout.
+  settings.request_timeout = std::chrono::milliseconds::max();
+  settings.io_timeout = options_.timeout;
   settings.idle_timeout = options_.idle_timeout;
   settings.max_redirects = 0;
   settings.limits.max_header_size = options_.max_response_header_size;
@@ -304,7 +307,8 @@ void reverse_proxy::forward(exchange& ex) {
                            "; call attach() on the server's options before making the server");
   }
   client* upstream = slot->upstream_client.get();
-  if (!url_for(ex.request(), *upstreams_.front())) {
+  if (const std::string_view path = ex.request().raw_path(); path.empty() || path.front() != '/') {
+    // CONNECT's authority, OPTIONS "*": url_for has nothing to append.
     ex.respond(status::bad_request, "the request target is not a path this proxy forwards\n");
     return;
   }

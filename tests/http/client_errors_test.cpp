@@ -116,6 +116,49 @@ TEST(HttpClientErrors, SlowBodyTimesOutNamingThePhase) {
   });
 }
 
+// io_timeout bounds each wait, not the call: a body that keeps coming outlives it, one that
+// stops is cut after it, and request_timeout still caps the whole.
+TEST(HttpClientErrors, IoTimeoutBoundsEachWaitNotTheCall) {
+  run_clean([] {
+    script_server server([](weft::tcp::stream& s, const received& r) {
+      s.write_all("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+      for (int i = 0; i < 8; ++i) {
+        weft::sleep_for(60ms);
+        s.write_all("1\r\nx\r\n");
+      }
+      if (r.target == "/stall") {
+        weft::sleep_for(std::chrono::hours(1));  // until the server closes
+      }
+      s.write_all("0\r\n\r\n");
+    });
+    // 8 pieces 60 ms apart: about half a second in all, no wait near 300 ms.
+    weft::http::client patient(
+        {.request_timeout = std::chrono::milliseconds::max(), .io_timeout = 300ms});
+    EXPECT_EQ(patient.get(server.url("/flow")).body, "xxxxxxxx");
+    try {
+      patient.get(server.url("/stall"));
+      ADD_FAILURE() << "a stalled body was waited for past io_timeout";
+    } catch (const weft::timeout_error& e) {
+      EXPECT_NE(std::string(e.what()).find("timed out reading the body"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("(io_timeout 300 ms)"), std::string::npos) << e.what();
+    }
+    // The whole call's limit still holds, and is named.
+    weft::http::client hurried({.request_timeout = 200ms, .io_timeout = 300ms});
+    try {
+      hurried.get(server.url("/flow"));
+      ADD_FAILURE() << "request_timeout did not cap the call";
+    } catch (const weft::timeout_error& e) {
+      EXPECT_NE(std::string(e.what()).find("(request_timeout 200 ms)"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(weft::http::client({.io_timeout = -1ms}), std::invalid_argument);
+    patient.close();
+    hurried.close();
+    server.close();
+  });
+}
+
 TEST(HttpClientErrors, RefusedConnectionIsAnIoErrorNamingHostAndPort) {
   run_clean([] {
     weft_test::refusing_port closed;  // bound, never listening

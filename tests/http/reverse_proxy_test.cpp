@@ -500,6 +500,40 @@ TEST(HttpReverseProxy, ASilentUpstreamIsAGatewayTimeout) {
   EXPECT_EQ(silent.heads()[0].rfind("GET /api/slow HTTP/1.1\r\n", 0), 0u) << silent.heads()[0];
 }
 
+// `timeout` bounds each wait, not the exchange: an event stream whose pieces come 100 ms apart
+// for a second goes through a proxy with a 300 ms timeout, and one that stops is cut after it.
+TEST(HttpReverseProxy, AStreamOutlivesTheTimeoutWhileItsBytesKeepComing) {
+  running_http upstream(local_http(), [](exchange& ex) {
+    weft::http::response head;
+    head.headers.add("Content-Type", "text/event-stream");
+    auto writer = ex.start_response(std::move(head));
+    for (int i = 0; i < 10; ++i) {
+      weft::sleep_for(std::chrono::milliseconds(100));
+      writer.write("data: " + std::to_string(i) + "\n\n");
+    }
+    if (ex.request().raw_path() == "/v1/stall") {
+      weft::sleep_for(std::chrono::seconds(30));  // until the server stops
+    }
+    writer.finish();
+  });
+  front f(url(upstream.port(), "/v1"),
+          {.strip_prefix = "/api", .timeout = std::chrono::milliseconds(300)});
+  client c(f.server.port());
+  auto r = get(c, "/api/events");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(r->body.size(), 10 * std::string("data: 0\n\n").size());
+  EXPECT_EQ(r->body.substr(r->body.size() - 9), "data: 9\n\n");
+  // The stalled one: its ten pieces, then the connection aborted (no last chunk) once the
+  // upstream is silent for 300 ms.
+  client d(f.server.port());
+  d.send("GET /api/stall HTTP/1.1\r\nHost: front.example\r\n\r\n");
+  EXPECT_FALSE(d.response(weft::http::method::get, true, std::chrono::milliseconds(10000)));
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.responses, 1u);
+  EXPECT_EQ(stats.aborted, 1u);
+}
+
 TEST(HttpReverseProxy, AMalformedResponseIsABadGateway) {
   raw_upstream broken("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\nx");
   const std::string line = bad_gateway_through(broken.url());

@@ -59,14 +59,14 @@
 //     than max_redirects hops are http::errors. Each hop counts as a request in stats().
 //   - Errors: request_timeout bounds the whole call (connecting, waiting for a pooled
 //     connection, sending, every redirect hop and retry); connect_timeout bounds each connect
-//     within it. Either gives weft::timeout_error naming the method, the URL and the phase
-//     (connect, send, response head, body); one that passed while connecting is its subclass
-//     http::connect_timeout_error (nothing was sent: another server may be tried). A refused or
-//     failed connect is weft::io_error naming host:port; a failed send or read is weft::io_error
-//     naming the URL. A malformed response is http::error with the parser's reason. Cancellation of
-//     the calling coroutine (cancelled_error at any suspension) destroys the connection it was
-//     using, never returns it to the pool, so the pool stays sound; so does any other exception,
-//     one thrown by a streaming callback included.
+//     within it, and io_timeout (when set) each other wait. Either gives weft::timeout_error naming
+//     the method, the URL and the phase (connect, send, response head, body); one that passed while
+//     connecting is its subclass http::connect_timeout_error (nothing was sent: another server may
+//     be tried). A refused or failed connect is weft::io_error naming host:port; a failed send or
+//     read is weft::io_error naming the URL. A malformed response is http::error with the parser's
+//     reason. Cancellation of the calling coroutine (cancelled_error at any suspension) destroys
+//     the connection it was using, never returns it to the pool, so the pool stays sound; so does
+//     any other exception, one thrown by a streaming callback included.
 //   - Ownership: the client owns its pools and their connections; a response is a plain value
 //     the caller owns. The client must outlive its calls (they refer to it while they run).
 //   - Upgrades (RFC 9110 7.8): upgrade() sends a request with an Upgrade field and, when the
@@ -107,6 +107,12 @@ struct client_options {
   std::chrono::milliseconds connect_timeout{5000};
   // The whole call: queueing for a connection, connecting, sending, the response, redirects.
   std::chrono::milliseconds request_timeout{30000};
+  // Each wait within a call: for a pooled connection, for the socket to take the whole
+  // request, for each next read of the response (its head, every piece of its body), within
+  // request_timeout (nginx's proxy_read_timeout and proxy_send_timeout). With a request_timeout
+  // of milliseconds::max() (none), a response that keeps streaming lasts as long as no wait for
+  // its next bytes takes this long. Zero: none (request_timeout alone).
+  std::chrono::milliseconds io_timeout{0};
   // A pooled connection unused this long is closed. Zero: kept until the server closes it or
   // the client closes.
   std::chrono::milliseconds idle_timeout{30000};

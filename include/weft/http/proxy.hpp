@@ -55,8 +55,11 @@
 //     Gateway; no response head within `timeout` -> 504 Gateway Timeout; a closed client (the
 //     worker stopping) -> 503. After the head went out, a failure of either side aborts the
 //     client's connection (the server logs it), since a status can no longer be given.
-//   - `timeout` bounds each upstream exchange whole (connecting, sending, the head and the
-//     streamed body, as http::client's request_timeout); connect_timeout each connect in it.
+//   - `timeout` bounds each wait of an upstream exchange (for a free connection, for the
+//     upstream to take the request, for the response head, for each next piece of the body:
+//     http::client's io_timeout, nginx's proxy_read_timeout), not the exchange whole: a download
+//     or an event stream lasts as long as its bytes keep coming. connect_timeout bounds each
+//     connect.
 //   - Upgrades (WebSocket), with `upgrades` on (the default), as Go's ReverseProxy and Caddy do
 //     them: an HTTP/1.1 request whose Connection field lists upgrade goes upstream with its
 //     Upgrade field and "Connection: Upgrade" (the other fields as above) through
@@ -102,7 +105,7 @@ struct proxy_options {
   std::size_t max_connections = 64;
   // Each TCP connect (and TLS handshake) to the upstream, within timeout.
   std::chrono::milliseconds connect_timeout{5000};
-  // One upstream exchange, the streamed body included: 504 when no head came within it.
+  // Each wait of an upstream exchange (see the file comment): 504 when no head came within it.
   std::chrono::milliseconds timeout{60000};
   // An upstream connection unused this long is closed.
   std::chrono::milliseconds idle_timeout{30000};
