@@ -18,9 +18,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "http/server_support.hpp"
+#include "refusing_port.hpp"
 #include "weft/http/proxy.hpp"
 #include "weft/net/websocket_protocol.hpp"
 #include "weft/sched/this_coroutine.hpp"
@@ -165,21 +168,26 @@ std::optional<weft::http::response> get(client& c, const std::string& target,
 // A raw upstream on a blocking socket: after each request head (read to its empty line) it
 // writes `reply`, then closes the connection, or with hold keeps it open (unanswered when the
 // reply is empty) until it is destroyed. The heads it read are kept.
+// A blocking listening socket on a loopback port the kernel picks: its fd, and the port.
+std::pair<int, std::uint16_t> loopback_listener(int backlog, const char* who) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    throw std::runtime_error(std::string(who) + ": cannot listen");
+  }
+  return {fd, ntohs(address.sin_port)};
+}
+
 class raw_upstream {
  public:
   explicit raw_upstream(std::string reply, bool hold = false)
       : reply_(std::move(reply)), hold_(hold) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(listener_, 16) != 0 ||
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("raw_upstream: cannot listen");
-    }
-    port_ = ntohs(address.sin_port);
+    std::tie(listener_, port_) = loopback_listener(16, "raw_upstream");
     thread_ = std::thread([this] { serve(); });
   }
   ~raw_upstream() {
@@ -473,11 +481,8 @@ std::string bad_gateway_through(const std::string& upstream_url) {
 }
 
 TEST(HttpReverseProxy, AnUpstreamThatRefusesIsABadGateway) {
-  std::uint16_t closed_port = 0;
-  {
-    raw_upstream gone("");
-    closed_port = gone.port();
-  }
+  const weft_test::refusing_port refusing;
+  const std::uint16_t closed_port = refusing.port();
   const std::string line = bad_gateway_through("http://127.0.0.1:" + std::to_string(closed_port));
   EXPECT_NE(line.find("GET http://127.0.0.1:" + std::to_string(closed_port) + "/api/x"),
             std::string::npos)
@@ -866,12 +871,8 @@ TEST(HttpReverseProxyTunnel, ARefusalOrAFailureIsAnOrdinaryAnswer) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "served here\n");
 
-  std::uint16_t nothing = 0;
-  {
-    raw_upstream gone("");
-    nothing = gone.port();
-  }
-  front unreachable(url(nothing, ""));
+  const weft_test::refusing_port nothing;
+  front unreachable(url(nothing.port(), ""));
   client d(unreachable.server.port());
   d.send(upgrade_head("/api/echo"));
   r = d.response();
@@ -948,11 +949,6 @@ weft::http::router named(std::string name) {
   return r;
 }
 
-std::uint16_t closed_port() {
-  raw_upstream gone("");
-  return gone.port();
-}
-
 std::string body_through(client& c, std::string_view target) {
   return body_of(get(c, std::string(target)));
 }
@@ -977,7 +973,8 @@ TEST(HttpReverseProxyUpstreams, RequestsGoToEachInTurn) {
 
 TEST(HttpReverseProxyUpstreams, AFailedConnectGoesToTheNextWhichServesWhileTheFirstIsDown) {
   running_http a(local_http(), named("a"));
-  const std::uint16_t dead = closed_port();
+  const weft_test::refusing_port refusing;
+  const std::uint16_t dead = refusing.port();
   front f({url(dead, ""), url(a.port(), "")}, {.fail_timeout = std::chrono::seconds(60)});
   client c(f.server.port());
   // A POST too: nothing was sent to the dead one, so any method goes on to the next.
@@ -1005,7 +1002,8 @@ TEST(HttpReverseProxyUpstreams, AFailedConnectGoesToTheNextWhichServesWhileTheFi
 
 TEST(HttpReverseProxyUpstreams, ADownUpstreamIsTriedAgainAfterFailTimeout) {
   running_http a(local_http(), named("a"));
-  const std::uint16_t dead = closed_port();
+  const weft_test::refusing_port refusing;
+  const std::uint16_t dead = refusing.port();
   front f({url(dead, ""), url(a.port(), "")}, {.fail_timeout = std::chrono::milliseconds(200)});
   client c(f.server.port());
   // Every answer comes from a; the dead one is tried again once its 200 ms are over.
@@ -1022,8 +1020,10 @@ TEST(HttpReverseProxyUpstreams, ADownUpstreamIsTriedAgainAfterFailTimeout) {
 }
 
 TEST(HttpReverseProxyUpstreams, WhenEveryOneFailsEachIsTriedOnceAndTheAnswerIs502) {
-  const std::uint16_t dead_a = closed_port();
-  const std::uint16_t dead_b = closed_port();
+  const weft_test::refusing_port refusing_a;
+  const weft_test::refusing_port refusing_b;
+  const std::uint16_t dead_a = refusing_a.port();
+  const std::uint16_t dead_b = refusing_b.port();
   front f({url(dead_a, ""), url(dead_b, "")}, {.max_fails = 2});
   client c(f.server.port());
   for (int i = 0; i < 3; ++i) {
@@ -1053,17 +1053,11 @@ TEST(HttpReverseProxyUpstreams, WhenEveryOneFailsEachIsTriedOnceAndTheAnswerIs50
 class full_listener {
  public:
   full_listener() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::tie(listener_, port_) = loopback_listener(0, "full_listener");
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(listener_, 0) != 0 ||
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("full_listener: cannot listen");
-    }
-    port_ = ntohs(address.sin_port);
+    address.sin_port = htons(port_);
     for (int i = 0; i < 2; ++i) {
       const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
       static_cast<void>(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address));
