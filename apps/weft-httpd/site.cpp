@@ -166,6 +166,9 @@ site::snapshot site::take_snapshot(unsigned asking_worker) {
     result.pg = true;
     result.pool = this_worker.db->stats();
   }
+  for (const auto& proxy : proxies_) {
+    result.proxies.emplace_back(proxy->options().strip_prefix + "/", proxy->stats());
+  }
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "weft/http/proxy.hpp"
@@ -96,6 +97,8 @@ class site {
     std::vector<worker> per_worker;
     bool pg = false;
     weft::pool_stats pool{};  // this worker's pool (pools are per worker)
+    // Each --proxy: its prefix and its counters (every worker's).
+    std::vector<std::pair<std::string, weft::http::proxy_stats>> proxies;
   };
   snapshot take_snapshot(unsigned asking_worker);
 

@@ -83,6 +83,32 @@ std::string render_stats_json(const site::snapshot& n) {
   } else {
     json += ",\"pool\":null";
   }
+  json += ",\"proxies\":[";
+  for (std::size_t index = 0; index < n.proxies.size(); ++index) {
+    const auto& [prefix, p] = n.proxies[index];
+    json += index == 0 ? "{" : ",{";
+    json += "\"prefix\":" + json_string(prefix);
+    json += ",\"requests\":" + number(p.requests);
+    json += ",\"responses\":" + number(p.responses);
+    json += ",\"bad_gateway\":" + number(p.bad_gateway);
+    json += ",\"gateway_timeout\":" + number(p.gateway_timeout);
+    json += ",\"aborted\":" + number(p.aborted);
+    json += ",\"retries\":" + number(p.retries);
+    json += ",\"upgrades\":" + number(p.upgrades);
+    json += ",\"tunnels_open\":" + number(p.tunnels_open);
+    json += ",\"upstreams\":[";
+    for (std::size_t at = 0; at < p.upstreams.size(); ++at) {
+      const auto& u = p.upstreams[at];
+      json += at == 0 ? "{" : ",{";
+      json += "\"url\":" + json_string(u.url);
+      json += ",\"requests\":" + number(u.requests);
+      json += ",\"connect_failures\":" + number(u.connect_failures);
+      json += ",\"marked_down\":" + number(u.marked_down);
+      json += "}";
+    }
+    json += "]}";
+  }
+  json += "]";
   json += "}\n";
   return json;
 }

@@ -456,6 +456,16 @@ TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
   // Two upstreams, the first refusing: every request is served by the second.
   auto both = curl({front.url("/both/hello"), front.url("/both/hello"), front.url("/both/hello")});
   EXPECT_EQ(both.standard_output, "hello\nhello\nhello\n") << both.standard_error;
+  // /stats counts it: the refusing one failed its connect (once per worker that tried it).
+  auto stats = curl({front.url("/stats")}).standard_output;
+  EXPECT_NE(stats.find("\"prefix\":\"/both/\",\"requests\":3,\"responses\":3,\"bad_gateway\":0"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("{\"url\":\"http://127.0.0.1:1\",\"requests\":"), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("\"prefix\":\"/gone/\",\"requests\":1,\"responses\":0,\"bad_gateway\":1"),
+            std::string::npos)
+      << stats;
   // WebSocket through the proxy: Node's ws session with the upstream's /ws/echo.
   const std::string script = std::string(WEFT_TEST_SOURCE_DIR) + "/net/clients/ws_client.js";
   auto session = run({"env", "NODE_PATH=/usr/share/nodejs", "node", script, "--deflate",
