@@ -225,6 +225,7 @@ class upgraded_connection {
   // coroutine reading or writing meanwhile must have been stopped first (cancel it): its wait
   // would otherwise last until its own limit.
   void close() noexcept;
+  // Whether the socket is open (not closed by close(); the peer's end closes nothing here).
   bool is_open() const noexcept;
   // The URL of the request that was upgraded (what errors name).
   const std::string& url() const noexcept { return url_; }
@@ -246,6 +247,7 @@ struct upgrade_result {
   http::response response;
   // Set for a 101 only.
   std::unique_ptr<upgraded_connection> connection;
+  // Whether the server switched (a 101 came).
   bool switched() const noexcept { return connection != nullptr; }
 };
 

@@ -145,14 +145,14 @@ struct proxy_stats {
   std::uint64_t tunnels_open = 0;       // tunnels open now
   std::uint64_t tunnel_bytes_up = 0;    // tunnelled from clients to the upstream
   std::uint64_t tunnel_bytes_down = 0;  // tunnelled from the upstream to clients
-  // Per upstream, in the order given.
+  // One upstream's counters.
   struct upstream_stats {
-    std::string url;
+    std::string url;                     // as given
     std::uint64_t requests = 0;          // requests sent to it (each try counts)
     std::uint64_t connect_failures = 0;  // connects to it that failed
     std::uint64_t marked_down = 0;       // times a worker took it down (max_fails reached)
   };
-  std::vector<upstream_stats> upstreams;
+  std::vector<upstream_stats> upstreams;  // per upstream, in the order given
 };
 
 // The proxy: its options, the upstream, a client per worker and the counters.
