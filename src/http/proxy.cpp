@@ -472,7 +472,9 @@ void reverse_proxy::tunnel(exchange& ex, upgraded_connection& upstream) {
   using steady = std::chrono::steady_clock;
   struct closed_count {
     std::atomic<std::uint64_t>& closed;
-    ~closed_count() { closed.fetch_add(1, std::memory_order_relaxed); }
+    // Release: the worker counted the tunnel in `upgrades` before it closed it, and stats()
+    // reading this count with acquire then sees that increment too (see there).
+    ~closed_count() { closed.fetch_add(1, std::memory_order_release); }
   } count{counters_.tunnels_closed};
   net::connection& client = ex.connection();
   const std::chrono::milliseconds idle = options_.tunnel_idle_timeout;
@@ -567,8 +569,13 @@ proxy_stats reverse_proxy::stats() const {
   s.unavailable = counters_.unavailable.load(std::memory_order_relaxed);
   s.aborted = counters_.aborted.load(std::memory_order_relaxed);
   s.retries = counters_.retries.load(std::memory_order_relaxed);
+  // Closed first, with acquire: each tunnel counted closed was counted in `upgrades` before
+  // (sequenced on its worker, then the release above), so the upgrades read after it include
+  // it, and open never goes below zero. Read the other way, a tunnel opened and closed between
+  // the two loads would be subtracted without having been added.
+  const std::uint64_t closed = counters_.tunnels_closed.load(std::memory_order_acquire);
   s.upgrades = counters_.upgrades.load(std::memory_order_relaxed);
-  s.tunnels_open = s.upgrades - counters_.tunnels_closed.load(std::memory_order_relaxed);
+  s.tunnels_open = s.upgrades - closed;
   s.tunnel_bytes_up = counters_.tunnel_bytes_up.load(std::memory_order_relaxed);
   s.tunnel_bytes_down = counters_.tunnel_bytes_down.load(std::memory_order_relaxed);
   for (const auto& to : upstreams_) {
