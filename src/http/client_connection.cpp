@@ -309,13 +309,19 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
   }
 }
 
-void client_connection::send_records(const timeout& limit, const std::string& subject) {
+void client_connection::send_records(const timeout& limit, const std::string& subject,
+                                     bool reading) {
   // An upgraded connection is read by one coroutine while another writes: reading may make the
-  // session add records (a TLS 1.3 key update) while a writer waits for the socket in here. That
-  // writer sends them too (the loop looks at outgoing() again after every wait, never keeping a
-  // view of it across one: appending may move it), and the reader leaves them to it.
-  if (sending_records_) {
-    return;
+  // session add records (a TLS 1.3 key update) while a writer waits for the socket in here. The
+  // coroutine in here sends them too (the loop looks at outgoing() again after every wait, never
+  // keeping a view of it across one: appending may move it). A reader finding one in here
+  // leaves its records to it and goes on reading; a writer waits its turn, so that what it
+  // encrypted is on its way when it returns and the records never pile up unsent.
+  while (sending_records_) {
+    if (reading) {
+      return;
+    }
+    wait_writable(fd_, limit);
   }
   sending_records_ = true;
   struct done {
@@ -374,7 +380,7 @@ std::size_t client_connection::fill_tls(std::size_t room, const timeout& limit,
     const std::size_t got = tls_->read(buffer_.get() + end_, room, result);
     tls_->keep_rest();
     if (tls_->outgoing_size() > 0) {
-      send_records(limit, subject);  // what reading made the session say (a key update)
+      send_records(limit, subject, true);  // what reading made the session say (a key update)
     }
     if (got > 0) {
       end_ += got;

@@ -95,7 +95,9 @@ class client_connection {
   // TLS: the handshake after the TCP connect; sending the records the session has written
   // (waiting for the socket within limit); one recv(2) of records into the session.
   void handshake(const std::string& host, const net::tls_context& tls, const timeout& limit);
-  void send_records(const timeout& limit, const std::string& subject);
+  // Sends the session's records, waiting for the socket; `reading`: called by a read, which
+  // leaves them to a writer already sending (see the definition).
+  void send_records(const timeout& limit, const std::string& subject, bool reading = false);
   std::size_t send_some(const char* data, std::size_t size, const timeout& limit,
                         const std::string& subject);
   void send_bytes(std::string_view data, const timeout& limit, const std::string& subject);
