@@ -311,9 +311,7 @@ void connection_state::head_failed(status s, std::string_view reason) {
   // A new request, not the one served before it on this connection: that one's response was
   // made (and batched), so fail_request would otherwise take this one for answered already and
   // close without the 400 or 408.
-  responded = false;
-  stream = stream_mode::none;
-  head_request = false;
+  begin_request();
   fail_request(s, reason);
 }
 
@@ -409,18 +407,8 @@ bool connection_state::discard_body() {
   conn.close();
 }
 
-[[gnu::hot]] void connection_state::serve_one() {
-  counters.requests.add(1);
-  if (server.options.access_log) {
-    request_started = std::chrono::steady_clock::now();
-  }
-  ++requests_served;
-  may_hibernate = true;
-  const request& r = parser.message();
-  head_request = r.method == method::head;
-  keep_alive =
-      parser.keep_alive() && (server.options.max_requests_per_connection == 0 ||
-                              requests_served < server.options.max_requests_per_connection);
+[[gnu::hot]] void connection_state::begin_request() noexcept {
+  head_request = parser.message().method == method::head;
   responded = false;
   continue_sent = false;
   body_read = false;
@@ -430,6 +418,19 @@ bool connection_state::discard_body() {
   stream_logged = false;
   stream_expected = stream_written = 0;
   params.clear();
+}
+
+[[gnu::hot]] void connection_state::serve_one() {
+  counters.requests.add(1);
+  if (server.options.access_log) {
+    request_started = std::chrono::steady_clock::now();
+  }
+  ++requests_served;
+  may_hibernate = true;
+  keep_alive =
+      parser.keep_alive() && (server.options.max_requests_per_connection == 0 ||
+                              requests_served < server.options.max_requests_per_connection);
+  begin_request();
   if (!parser.body_expected()) {
     // No body: the parser's message_complete comes with nothing consumed.
     parse_result done = parser.parse(conn.input());

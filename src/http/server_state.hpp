@@ -171,6 +171,8 @@ struct connection_state {
   // Answers a head that failed (malformed, too large, too slow) as the new request it is, and
   // ends the connection.
   [[gnu::cold, gnu::noinline]] void head_failed(status s, std::string_view reason);
+  // The state of a new request, before it is served or its failed head answered.
+  void begin_request() noexcept;
   void serve_one();
   void after_handler();
   // after_handler's end of a streamed response the handler left open (out of line: the usual

@@ -116,6 +116,7 @@ tcp_server::tcp_server(tcp_server_options options)
   state.options = std::move(options);
   const tcp_server_options& o = state.options;
   for (const std::string& source : o.proxy_protocol_from) {
+    // check_options refused anything that does not parse.
     detail::parse_address_block(source, state.proxy_sources.emplace_back());
   }
   // What each accepted connection gets: every worker keeps its own copy, whose TLS context
