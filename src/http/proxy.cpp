@@ -183,14 +183,14 @@ reverse_proxy::worker_slot* reverse_proxy::slot_of(unsigned worker) {
 }
 
 std::size_t reverse_proxy::pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
-                                const std::vector<bool>& tried) const {
+                                const tried_set& tried) const {
   const std::size_t count = upstreams_.size();
   // Those not down in turn; when every untried one is down, those in turn all the same (a
   // request answered 502 at once helps nobody when one of them may be back).
   for (const bool skip_down : {true, false}) {
     for (std::size_t i = 0; i < count; ++i) {
       const std::size_t index = (slot.next + i) % count;
-      if (!tried[index] && (!skip_down || slot.upstreams[index].down_until <= now)) {
+      if (!tried.contains(index) && (!skip_down || slot.upstreams[index].down_until <= now)) {
         slot.next = (index + 1) % count;
         return index;
       }
@@ -224,11 +224,8 @@ void reverse_proxy::note_connect_failure(worker_slot& slot, unsigned worker, std
   }
 }
 
-std::optional<std::string> reverse_proxy::url_for(const request& r, const target& to) const {
+std::string reverse_proxy::url_for(const request& r, const target& to) const {
   std::string_view path = r.raw_path();
-  if (path.empty() || path.front() != '/') {
-    return std::nullopt;
-  }
   const std::string_view prefix = options_.strip_prefix;
   if (!prefix.empty() && path.substr(0, prefix.size()) == prefix &&
       (path.size() == prefix.size() || path[prefix.size()] == '/')) {
@@ -308,7 +305,7 @@ void reverse_proxy::forward(exchange& ex) {
   }
   client* upstream = slot->upstream_client.get();
   if (const std::string_view path = ex.request().raw_path(); path.empty() || path.front() != '/') {
-    // CONNECT's authority, OPTIONS "*": url_for has nothing to append.
+    // CONNECT's authority, OPTIONS "*": nothing for url_for to append to an upstream's path.
     ex.respond(status::bad_request, "the request target is not a path this proxy forwards\n");
     return;
   }
@@ -388,12 +385,12 @@ void reverse_proxy::forward(exchange& ex) {
     }
   };
   std::string url;  // the current try's
-  std::vector<bool> tried(upstreams_.size());
+  tried_set tried(upstreams_.size());
   for (std::size_t tries = 1;; ++tries) {
     const std::size_t index = pick(*slot, std::chrono::steady_clock::now(), tried);
-    tried[index] = true;
+    tried.add(index);
     target& to = *upstreams_[index];
-    url = *url_for(ex.request(), to);
+    url = url_for(ex.request(), to);
     to.requests.fetch_add(1, std::memory_order_relaxed);
     try {
       // A copy while another upstream may still be tried after this one.

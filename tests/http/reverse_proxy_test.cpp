@@ -1048,6 +1048,32 @@ TEST(HttpReverseProxyUpstreams, WhenEveryOneFailsEachIsTriedOnceAndTheAnswerIs50
   }
 }
 
+TEST(HttpReverseProxyUpstreams, SeventyUpstreamsAreEachTriedOnceBeforeTheOneThatServes) {
+  // More upstreams than a request's tried set holds in place (64): the ones past it count too.
+  running_http a(local_http(), named("a"));
+  const weft_test::refusing_port refusing;
+  std::vector<std::string> urls;
+  for (int i = 0; i < 69; ++i) {
+    urls.push_back(url(refusing.port(), "/dead" + std::to_string(i)));
+  }
+  urls.push_back(url(a.port(), ""));
+  front f(urls, {.fail_timeout = std::chrono::seconds(60)});
+  client c(f.server.port());
+  EXPECT_EQ(body_through(c, "/api/x"), "a ");
+  auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.retries, 69u);
+  ASSERT_EQ(stats.upstreams.size(), 70u);
+  for (std::size_t i = 0; i < 70; ++i) {
+    EXPECT_EQ(stats.upstreams[i].requests, 1u) << "upstream " << i;
+  }
+  // The 69 are down for a minute now: the next request goes straight to the one that serves.
+  EXPECT_EQ(body_through(c, "/api/x"), "a ");
+  stats = f.proxy.stats();
+  EXPECT_EQ(stats.retries, 69u);
+  EXPECT_EQ(stats.upstreams[69].requests, 2u);
+  EXPECT_EQ(stats.bad_gateway, 0u);
+}
+
 // A listener that never accepts, its queue full (backlog 0, filled by two connections): the
 // kernel drops further SYNs, so a connect to it hangs until its own limit.
 class full_listener {

@@ -84,7 +84,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -221,15 +220,39 @@ class reverse_proxy {
   void start_worker(unsigned worker);
   void stop_worker(unsigned worker);
   worker_slot* slot_of(unsigned worker);
+  // The upstreams one request has tried so far: a bit each, the first 64 in place (a request
+  // through a proxy of up to 64 upstreams allocates nothing for it), the rest on the heap.
+  class tried_set {
+   public:
+    explicit tried_set(std::size_t count) {
+      if (count > 64) {
+        rest_.resize(count - 64);
+      }
+    }
+    bool contains(std::size_t index) const {
+      return index < 64 ? (first_ >> index & 1) != 0 : static_cast<bool>(rest_[index - 64]);
+    }
+    void add(std::size_t index) {
+      if (index < 64) {
+        first_ |= std::uint64_t{1} << index;
+      } else {
+        rest_[index - 64] = true;
+      }
+    }
+
+   private:
+    std::uint64_t first_ = 0;
+    std::vector<bool> rest_;
+  };
   // The upstream a worker sends its next try to: round robin over those not tried yet for
   // this request, those not down first.
   std::size_t pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
-                   const std::vector<bool>& tried) const;
+                   const tried_set& tried) const;
   // A failed connect to upstream `index` as this worker saw it (max_fails, fail_timeout).
   void note_connect_failure(worker_slot& slot, unsigned worker, std::size_t index);
   // The URL at `to` for a request's target (its path less strip_prefix, appended to the
-  // upstream's path, and its query); nullopt when the target is not a path.
-  std::optional<std::string> url_for(const request& r, const target& to) const;
+  // upstream's path, and its query). The target is a path: forward() answers any other 400.
+  std::string url_for(const request& r, const target& to) const;
   // The request to send upstream: fields filtered and added, the body read.
   request upstream_request(exchange& ex) const;
   // Carries bytes both ways between the client's switched connection and the upstream's until
