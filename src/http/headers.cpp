@@ -56,6 +56,30 @@ void headers::append(std::string_view name, std::string_view value) {
 
 void headers::add(std::string_view name, std::string_view value) { append(name, value); }
 
+void headers::add(const headers& from, std::size_t i) {
+  if (i >= from.index_.size()) {
+    throw std::out_of_range("http::headers::add: field " + std::to_string(i) + " of a list of " +
+                            std::to_string(from.index_.size()));
+  }
+  entry e = from.index_[i];  // a copy: `from` may be *this, whose index_ may grow below
+  if (storage_.size() + e.name_size + e.value_size > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::invalid_argument("http::headers: the fields would be larger than 4 GiB");
+  }
+  const std::uint32_t name_offset = e.name_offset;
+  const std::uint32_t value_offset = e.value_offset;
+  // std::string::append(const string&, pos, n) is right when the source is storage_ itself.
+  e.name_offset = static_cast<std::uint32_t>(storage_.size());
+  storage_.append(from.storage_, name_offset, e.name_size);
+  e.value_offset = static_cast<std::uint32_t>(storage_.size());
+  storage_.append(from.storage_, value_offset, e.value_size);
+  index_.push_back(e);
+}
+
+void headers::reserve(std::size_t fields, std::size_t bytes) {
+  index_.reserve(fields);
+  storage_.reserve(bytes);
+}
+
 void headers::set(std::string_view name, std::string_view value) {
   std::size_t first = find(name);
   if (first == npos) {

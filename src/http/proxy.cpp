@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -22,21 +23,52 @@ namespace {
 
 // RFC 9110 7.6.1's hop-by-hop fields, with Proxy-Connection (sent by old clients) and the proxy
 // authentication pair, which are meant for the proxy they reach, as Go's ReverseProxy drops them.
+// By length first: most names a proxy passes on have a length no hop-by-hop name has.
 bool hop_by_hop(std::string_view name) noexcept {
-  for (std::string_view hop :
-       {"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
-        "TE", "Trailer", "Transfer-Encoding", "Upgrade"}) {
-    if (detail::iequals(name, hop)) {
-      return true;
-    }
+  using detail::iequals;
+  switch (name.size()) {
+    case 2:
+      return iequals(name, "TE");
+    case 7:
+      return iequals(name, "Trailer") || iequals(name, "Upgrade");
+    case 10:
+      return iequals(name, "Connection") || iequals(name, "Keep-Alive");
+    case 16:
+      return iequals(name, "Proxy-Connection");
+    case 17:
+      return iequals(name, "Transfer-Encoding");
+    case 18:
+      return iequals(name, "Proxy-Authenticate");
+    case 19:
+      return iequals(name, "Proxy-Authorization");
+    default:
+      return false;
   }
-  return false;
 }
 
-// Whether a field of a message with these fields goes no further than this hop: a hop-by-hop
-// name, or a name its Connection field lists.
-bool stays_on_hop(const headers& fields, std::string_view name) noexcept {
-  return hop_by_hop(name) || fields.has_token("Connection", name);
+// Which fields of one message go no further than this hop: a hop-by-hop name, or a name its
+// Connection field lists. Whether there is a Connection field is looked up once per message,
+// not once per field.
+class hop_filter {
+ public:
+  explicit hop_filter(const headers& fields)
+      : fields_(fields), listed_(fields.contains("Connection")) {}
+  bool stays(std::string_view name) const noexcept {
+    return hop_by_hop(name) || (listed_ && fields_.has_token("Connection", name));
+  }
+
+ private:
+  const headers& fields_;
+  bool listed_;
+};
+
+// The bytes of a message's names and values: what a copy of its fields needs (headers::reserve).
+std::size_t field_bytes(const headers& fields) noexcept {
+  std::size_t bytes = 0;
+  for (const auto field : fields) {
+    bytes += field.name.size() + field.value.size();
+  }
+  return bytes;
 }
 
 // A response body of a declared size up to this is held until it is whole and answered with
@@ -250,9 +282,13 @@ request reverse_proxy::upstream_request(exchange& ex) const {
   up.method = r.method;
   up.version_minor = 1;
   std::string forwarded_for;
-  for (const auto field : r.headers) {
+  // Room for the fields passed on and the four this adds, each at most as long as the Host.
+  up.headers.reserve(r.headers.size() + 4, field_bytes(r.headers) + 64 + 2 * r.host().size());
+  const hop_filter hop(r.headers);
+  for (std::size_t i = 0; i < r.headers.size(); ++i) {
+    const auto field = r.headers[i];
     const std::string_view name = field.name;
-    if (stays_on_hop(r.headers, name) || detail::iequals(name, "Expect") ||
+    if (hop.stays(name) || detail::iequals(name, "Expect") ||
         detail::iequals(name, "Content-Length") || detail::iequals(name, "Host")) {
       continue;
     }
@@ -268,7 +304,7 @@ request reverse_proxy::upstream_request(exchange& ex) const {
         continue;
       }
     }
-    up.headers.add(name, field.value);
+    up.headers.add(r.headers, i);
   }
   if (options_.preserve_host && !r.host().empty()) {
     up.headers.add("Host", r.host());
@@ -314,9 +350,10 @@ void reverse_proxy::forward(exchange& ex) {
   request up = upstream_request(ex);
   if (upgrade) {
     // Hop-by-hop, dropped above with Connection; client::upgrade adds "Connection: Upgrade".
-    for (const auto field : ex.request().headers) {
-      if (detail::iequals(field.name, "Upgrade")) {
-        up.headers.add(field.name, field.value);
+    const headers& fields = ex.request().headers;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (detail::iequals(fields[i].name, "Upgrade")) {
+        up.headers.add(fields, i);
       }
     }
   }
@@ -331,9 +368,11 @@ void reverse_proxy::forward(exchange& ex) {
     if (answer.status == status::switching_protocols) {
       response back;
       back.reason = answer.reason;
-      for (const auto field : answer.headers) {
-        if (!stays_on_hop(answer.headers, field.name) || detail::iequals(field.name, "Upgrade")) {
-          back.headers.add(field.name, field.value);
+      const hop_filter hop(answer.headers);
+      for (std::size_t i = 0; i < answer.headers.size(); ++i) {
+        const std::string_view name = answer.headers[i].name;
+        if (!hop.stays(name) || detail::iequals(name, "Upgrade")) {
+          back.headers.add(answer.headers, i);
         }
       }
       switched = std::move(back);
@@ -346,9 +385,11 @@ void reverse_proxy::forward(exchange& ex) {
     // A 426's Upgrade names the protocols the upstream would switch to: with upgrades on, this
     // proxy can carry that switch, so the client may take the offer (Go's ReverseProxy drops it).
     const bool offer = options_.upgrades && code_of(answer.status) == 426;
-    for (const auto field : answer.headers) {
-      if (stays_on_hop(answer.headers, field.name) &&
-          !(offer && detail::iequals(field.name, "Upgrade"))) {
+    back.headers.reserve(answer.headers.size(), field_bytes(answer.headers));
+    const hop_filter hop(answer.headers);
+    for (std::size_t i = 0; i < answer.headers.size(); ++i) {
+      const auto field = answer.headers[i];
+      if (hop.stays(field.name) && !(offer && detail::iequals(field.name, "Upgrade"))) {
         continue;
       }
       if (detail::iequals(field.name, "Content-Length")) {
@@ -363,7 +404,7 @@ void reverse_proxy::forward(exchange& ex) {
           continue;
         }
       }
-      back.headers.add(field.name, field.value);
+      back.headers.add(answer.headers, i);
     }
     // Without a body to stream: respond() (its serialiser keeps a HEAD's Content-Length as the
     // size GET's body has). A HEAD answered without one (GET's would be chunked) takes the
@@ -384,6 +425,9 @@ void reverse_proxy::forward(exchange& ex) {
       held->body.append(piece);
     }
   };
+  // By reference: the lambdas capture more than std::function holds without allocating.
+  const std::function<void(const response&)> head_callback = std::ref(on_head);
+  const std::function<void(std::string_view)> body_callback = std::ref(on_body);
   std::string url;  // the current try's
   tried_set tried(upstreams_.size());
   for (std::size_t tries = 1;; ++tries) {
@@ -396,9 +440,9 @@ void reverse_proxy::forward(exchange& ex) {
       // A copy while another upstream may still be tried after this one.
       request sent = tries < upstreams_.size() ? up : std::move(up);
       if (upgrade) {
-        tunnelled = upstream->upgrade_streaming(std::move(sent), url, on_head, on_body);
+        tunnelled = upstream->upgrade_streaming(std::move(sent), url, head_callback, body_callback);
       } else {
-        upstream->request_streaming(std::move(sent), url, on_head, on_body);
+        upstream->request_streaming(std::move(sent), url, head_callback, body_callback);
       }
       slot->upstreams[index].fails = 0;  // it answered
       if (tunnelled) {

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "weft/http/headers.hpp"
 
@@ -112,4 +113,35 @@ TEST(HttpHeaders, SettingAFieldOverAndOverKeepsOrderAndTheLatestValue) {
   EXPECT_EQ(h.size(), 1u);
   h.add("After", "1");
   EXPECT_EQ(h[1].name, "After");
+}
+
+TEST(HttpHeaders, AFieldCopiedFromAnotherListKeepsItsNameValueAndLookup) {
+  http::headers from{{"Content-Type", "text/plain"}, {"X-Trace", "  abc  "}, {"x-trace", "def"}};
+  http::headers to;
+  to.reserve(4, 64);
+  to.add(from, 2);
+  to.add(from, 0);
+  to.add("Via", "1.1 weft");
+  to.add(from, 1);
+  ASSERT_EQ(to.size(), 4u);
+  EXPECT_EQ(to[0].name, "x-trace");
+  EXPECT_EQ(to[1].value, "text/plain");
+  EXPECT_EQ(to[3].value, "abc");  // trimmed when it went into `from`
+  EXPECT_EQ(to.get_all("X-TRACE"), (std::vector<std::string_view>{"def", "abc"}));
+  EXPECT_EQ(to.get("content-type"), "text/plain");
+  to.set("X-Trace", "one");  // the copies are ordinary fields: set, remove
+  EXPECT_EQ(to.count("x-trace"), 1u);
+  EXPECT_EQ(to.remove("Via"), 1u);
+  // From itself, many times over: storage_ grows under the copy.
+  for (int i = 0; i < 1000; ++i) to.add(to, 0);
+  ASSERT_EQ(to.size(), 1002u);  // X-Trace (set in place of the first), Content-Type, copies
+  EXPECT_EQ(to[1].name, "Content-Type");
+  EXPECT_EQ(to[1001].name, "X-Trace");
+  EXPECT_EQ(to[1001].value, "one");
+  EXPECT_EQ(to.count("x-trace"), 1001u);
+  EXPECT_THROW(to.add(from, 3), std::out_of_range);
+  http::headers empty;
+  EXPECT_THROW(to.add(empty, 0), std::out_of_range);
+  EXPECT_EQ(from.size(), 3u);  // the source is left as it was
+  EXPECT_EQ(from[1].value, "abc");
 }

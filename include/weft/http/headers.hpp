@@ -89,6 +89,13 @@ class headers {
 
   // Appends a field (after any of the same name).
   void add(std::string_view name, std::string_view value);
+  // Appends the i-th field of `from` (i < from.size(), else std::out_of_range; `from` may be
+  // this list). It was checked when it went into `from`, so the copy is not checked again: for
+  // passing fields on from one message to another (a proxy).
+  void add(const headers& from, std::size_t i);
+  // Room for `fields` fields whose names and values come to `bytes` bytes in all, so that
+  // adding up to that allocates nothing (std::vector::reserve's meaning: totals, not more).
+  void reserve(std::size_t fields, std::size_t bytes);
   // Replaces every field of that name by one (at the position of the first, else at the end).
   void set(std::string_view name, std::string_view value);
   // Removes every field of that name; returns how many there were.
