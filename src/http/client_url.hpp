@@ -24,7 +24,13 @@ struct client_url {
 };
 
 // Parses an absolute http or https URL. http::error (invalid_url or unsupported_scheme) naming it.
+// When the URL starts with the scheme and authority of the last URL this thread parsed whole
+// (followed by '/', '?' or nothing), their parts are taken from that parse and only the target
+// is read (a client's requests mostly go to the origin of the one before).
 client_url parse_client_url(std::string_view url);
+// The same, always parsing the whole URL: what parse_client_url's reuse must equal (the URL
+// fuzzer checks it). `prefix`, when given, receives the length of its "scheme://authority".
+client_url parse_whole_client_url(std::string_view url, std::size_t* prefix = nullptr);
 
 // The absolute URL a Location field points to from base: an absolute http or https URL as it
 // is, a network-path ("//host/p", base's scheme), an absolute path, a query, or a relative path

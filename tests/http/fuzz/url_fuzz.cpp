@@ -6,6 +6,10 @@
 // is a URL to parse and there is no redirect.
 //
 // Invariants (a violation aborts; http::error is the only failure either call may raise):
+//   - parse_client_url, which reuses the parts of the last authority it parsed whole (the
+//     inputs run one after another in one process, so that reuse is exercised across them),
+//     gives exactly what parse_whole_client_url gives, parts or error kind, the first time and
+//     the second;
 //   - a URL that parses yields a request target that starts with '/' and has no space, control
 //     or non-ASCII byte (it is written into the request line as it is: a CR, LF or space there
 //     would let a URL inject header lines), a host of name characters or a valid IPv6 address, a
@@ -26,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,6 +60,35 @@ bool hex_or_colon(char c) {
          c == '.';
 }
 
+bool same_parts(const http::detail::client_url& a, const http::detail::client_url& b) {
+  return a.text == b.text && a.host == b.host && a.port == b.port && a.secure == b.secure &&
+         a.authority == b.authority && a.target == b.target && a.origin == b.origin;
+}
+
+// parse_client_url, checked against parse_whole_client_url twice (the second call may reuse
+// what the first kept). Throws the http::error both raise.
+http::detail::client_url parse(const std::string& url) {
+  std::optional<http::error_kind> whole_failure;
+  http::detail::client_url whole;
+  try {
+    whole = http::detail::parse_whole_client_url(url);
+  } catch (const http::error& e) {
+    whole_failure = e.kind();
+  }
+  for (int round = 0; round < 2; ++round) {
+    try {
+      const http::detail::client_url reused = http::detail::parse_client_url(url);
+      check(!whole_failure, "a URL parse_whole_client_url refuses taken by parse_client_url", url);
+      check(same_parts(reused, whole), "parse_client_url's parts differ from a whole parse's", url);
+    } catch (const http::error& e) {
+      check(whole_failure && *whole_failure == e.kind(),
+            "parse_client_url refused a URL a whole parse takes (or with another kind)", url);
+      if (round == 1) throw;
+    }
+  }
+  return whole;
+}
+
 void check_parsed(const http::detail::client_url& u) {
   check(!u.target.empty() && u.target[0] == '/', "a target that does not start with '/'", u.target);
   for (char c : u.target) {
@@ -74,7 +108,7 @@ void check_parsed(const http::detail::client_url& u) {
   check(u.authority == (u.port == (u.secure ? 443 : 80) ? bracketed : host_port),
         "an authority not made of its parts", u.authority);
   const http::detail::client_url again =
-      http::detail::parse_client_url(std::string(u.scheme()) + "://" + u.authority + u.target);
+      parse(std::string(u.scheme()) + "://" + u.authority + u.target);
   check(again.host == u.host && again.port == u.port && again.target == u.target &&
             again.authority == u.authority && again.origin == u.origin && again.secure == u.secure,
         "a parsed URL that parses differently when spelled from its parts", u.text);
@@ -104,7 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string url(input.substr(0, nul));
   http::detail::client_url base;
   try {
-    base = http::detail::parse_client_url(url);
+    base = parse(url);
   } catch (const http::error&) {
     return 0;
   }
@@ -120,7 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   http::detail::client_url moved;
   try {
-    moved = http::detail::parse_client_url(next);
+    moved = parse(next);
   } catch (const http::error&) {
     return 0;  // a Location that resolves to no valid URL: the client reports it
   }
