@@ -203,6 +203,11 @@ class Benchmark:
     # run.py makes once per suite run: make_certificate) and serves its mode over TLS; the load
     # client gets --https --tls-ca FILE.
     tls: bool = False
+    # Suite http's proxy row: a server that every program proxies to, its path relative to the
+    # build dir. run.py starts it (--port U --mode hello --root HTTP_ROOT) pinned to the load
+    # client's core, so that the program under test keeps its core to itself, and gives the
+    # program --upstream 127.0.0.1:U; the CPU figure stays the program's own.
+    upstream: str = ""
 
     @property
     def results(self) -> list[tuple[str, str]]:
@@ -265,6 +270,10 @@ HTTP_PLAIN = ("hello_keepalive", "hello_c1000", "static_4k", "hello_pipelined")
 # bare and beast serve plain HTTP only.
 HTTP_ALL = HTTP_PLAIN + ("https_keepalive",)
 HTTP_RESULTS = ((".p99", "us"), (".cpu", "us/request"))
+# The reverse proxies (weft's http::reverse_proxy, nginx's proxy_pass, h2o's proxy.reverse.url,
+# Go's httputil.ReverseProxy, Node's http.request through a keep-alive Agent) in front of the
+# bare floor.
+HTTP_PROXY = ("proxy_keepalive",)
 
 
 def make_certificate(folder: Path) -> tuple[str, str]:
@@ -290,16 +299,16 @@ def make_certificate(folder: Path) -> tuple[str, str]:
 
 
 def http_row(name: str, mode: str, connections: int, pipeline: int = 1,
-             tls: bool = False) -> Benchmark:
+             tls: bool = False, upstream: str = "") -> Benchmark:
     """A row of suite http: wrk for 1 s of warm-up and 5 s measured (smoke: h2load, a few
     thousand requests), GET /hello (mode hello) or /4k.txt (mode static); over TLS with
-    `tls`."""
+    `tls`; through each program as a reverse proxy to `upstream` with one."""
     if mode == "hello":
         shape = ("--path", "/hello", "--check", "hello")
     else:
         shape = ("--path", "/4k.txt", "--check", str(HTTP_ROOT / "4k.txt"))
     shape += ("--connections", str(connections), "--pipeline", str(pipeline))
-    return Benchmark(name, "requests/s", serve=mode, server_cpu=True, tls=tls,
+    return Benchmark(name, "requests/s", serve=mode, server_cpu=True, tls=tls, upstream=upstream,
                      extra_results=HTTP_RESULTS,
                      client_args=shape + ("--tool", "wrk", "--warmup", "1", "--seconds", "5"),
                      smoke_client_args=shape + ("--tool", "h2load", "--requests",
@@ -604,19 +613,20 @@ SUITES: dict[str, Suite] = {
             http_row("static_4k", "static", 64),
             http_row("hello_pipelined", "hello", 64, pipeline=16),
             http_row("https_keepalive", "hello", 64, tls=True),
+            http_row("proxy_keepalive", "hello", 64, upstream="bench/bench_http_bare"),
         ),
         programs=(
-            Program("weft", NATIVE, "bench/bench_http_weft", HTTP_ALL,
+            Program("weft", NATIVE, "bench/bench_http_weft", HTTP_ALL + HTTP_PROXY,
                     server_args=("--root", str(HTTP_ROOT))),
             Program("bare", NATIVE, "bench/bench_http_bare", HTTP_PLAIN,
                     server_args=("--root", str(HTTP_ROOT))),
-            Program("nginx", PYTHON, "peers/http/nginx.py", HTTP_ALL,
+            Program("nginx", PYTHON, "peers/http/nginx.py", HTTP_ALL + HTTP_PROXY,
                     server_args=("--root", str(HTTP_ROOT))),
-            Program("h2o", PYTHON, "peers/http/h2o.py", HTTP_ALL,
+            Program("h2o", PYTHON, "peers/http/h2o.py", HTTP_ALL + HTTP_PROXY,
                     server_args=("--root", str(HTTP_ROOT))),
-            Program("go", GO, "peers/http/go", HTTP_ALL, env=(("GOMAXPROCS", "1"),),
+            Program("go", GO, "peers/http/go", HTTP_ALL + HTTP_PROXY, env=(("GOMAXPROCS", "1"),),
                     server_args=("--root", str(HTTP_ROOT))),
-            Program("node", NODE, "peers/http/node/server.js", HTTP_ALL,
+            Program("node", NODE, "peers/http/node/server.js", HTTP_ALL + HTTP_PROXY,
                     server_args=("--root", str(HTTP_ROOT))),
             Program("beast", NATIVE, "bench/bench_http_beast", HTTP_PLAIN,
                     server_args=("--root", str(HTTP_ROOT))),
@@ -643,7 +653,12 @@ SUITES: dict[str, Suite] = {
             "(wrk's order), TLS_AES_128_GCM_SHA256 with go (crypto/tls's choice); each "
             "connection's full handshake is made as wrk opens it, 64 in the measured run (a "
             "new wrk process resumes no session), well under 1% of the server's CPU there, so "
-            "X.cpu is the price of encrypted keep-alive requests. X.p99: the 99th percentile "
+            "X.cpu is the price of encrypted keep-alive requests. proxy_keepalive: "
+            "hello_keepalive through each server as a reverse proxy to the bare floor, which "
+            "run.py starts per cell on the load client's core (weft: http::reverse_proxy; "
+            "nginx: proxy_pass to an upstream with keepalive 64; h2o: proxy.reverse.url; go: "
+            "httputil.ReverseProxy, 64 idle connections; node: http.request through a "
+            "keep-alive Agent), X.cpu the proxy's alone. X.p99: the 99th percentile "
             "of wrk's latency distribution (coordinated omission corrected as wrk does it; in "
             "hello_pipelined per batch of 16, the correction redone per batch: bench/http/wrk.lua "
             "says why), in us. X.cpu: the server's user + system CPU time (all threads of all its "
@@ -1008,6 +1023,23 @@ def stop_server(server: subprocess.Popen) -> None:
     server.stdout.close()
 
 
+def start_upstream(command: list[str], port: int, cpu: int | None, timeout_s: float,
+                   errors) -> subprocess.Popen:
+    """Suite http's proxy row: the server the proxies forward to, serving mode hello on
+    `port` (pinned to `cpu`), started and READY; the caller stops it (stop_server)."""
+    full = list(command) + ["--port", str(port), "--mode", "hello", "--root", str(HTTP_ROOT)]
+    if cpu is not None:
+        full = ["taskset", "-c", str(cpu)] + full
+    upstream = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=errors, cwd=REPO_DIR, start_new_session=True)
+    try:
+        wait_ready(upstream, port, min(timeout_s, 20.0), errors)
+    except Failure as error:
+        stop_server(upstream)
+        raise Failure(f"upstream {command[0]}: {error}") from None
+    return upstream
+
+
 def run_served(
     server_command: list[str],
     client_command: list[str],
@@ -1017,11 +1049,33 @@ def run_served(
     cpus: tuple[int, int] | None,
     timeout_s: float,
     certificate: tuple[str, str] | None = None,
+    build_dir: Path | None = None,
 ) -> dict[str, float]:
     """Network benchmark: starts the program as a server on a free loopback port (pinned to
     cpus[0]), waits for READY, runs the load client (pinned to cpus[1]) and returns the values
     the client reports ({result name: value}, benchmark.results). The server is stopped
-    whatever happens. `certificate`: the (certificate, key) files of a benchmark with tls."""
+    whatever happens. `certificate`: the (certificate, key) files of a benchmark with tls.
+    A benchmark with an upstream gets it started first, from `build_dir`, and stopped last."""
+    if benchmark.upstream:
+        binary = (build_dir or Path(".")) / benchmark.upstream
+        if not binary.is_file():
+            raise Failure(f"upstream {binary} not found (build it: cmake --build {build_dir})")
+        upstream_port = free_port()
+        with tempfile.TemporaryFile() as upstream_errors:
+            upstream = start_upstream([str(binary)], upstream_port,
+                                      cpus[1] if cpus is not None else None, timeout_s,
+                                      upstream_errors)
+            try:
+                return run_served(server_command + ["--upstream", f"127.0.0.1:{upstream_port}"],
+                                  client_command, program,
+                                  dataclasses.replace(benchmark, upstream=""), smoke, cpus,
+                                  timeout_s, certificate)
+            finally:
+                ended = upstream.poll()
+                stop_server(upstream)
+                if ended is not None:
+                    raise Failure(f"the upstream ended during the run ({describe_exit(ended)})"
+                                  f"{read_file_tail(upstream_errors)}")
     port = free_port()
     server_full = list(server_command) + ["--port", str(port), "--mode", benchmark.serve]
     client_full = (list(client_command) + ["--port", str(port)]
@@ -1450,7 +1504,8 @@ def run_suite(suite_name: str, suite: Suite, arguments: argparse.Namespace) -> b
                         raise Failure(client_missing)
                     else:
                         values = run_served(runner(program, benchmark), client_command, program,
-                                            benchmark, smoke, cpu_pair, timeout_s, certificate)
+                                            benchmark, smoke, cpu_pair, timeout_s, certificate,
+                                            build_dir)
                 except Failure as error:
                     message = f"{label}: FAILED: {error}"
                     failures.append(message)

@@ -20,9 +20,10 @@
 // certificate and key (PEM) with ALPN {"http/1.1"} and the context's defaults otherwise (TLS 1.2
 // and 1.3, OpenSSL's default cipher suites and groups, stateless session tickets).
 //
-// `--upstream HOST:PORT` (not used by run.py; bench/http/README.md, "A reverse proxy"): every
-// request goes to http://HOST:PORT through weft::http::reverse_proxy (router::any("/*rest")),
-// with proxy_options' defaults (X-Forwarded-* added, upstream keep-alive), instead of --mode.
+// `--upstream HOST:PORT` (run.py's proxy_keepalive row; bench/http/README.md, "A reverse
+// proxy"): every request goes to http://HOST:PORT through weft::http::reverse_proxy
+// (router::any("/*rest")), with proxy_options' defaults (X-Forwarded-* added, upstream
+// keep-alive), instead of --mode.
 //
 // `--hibernate-above N` (not used by run.py) sets server_options::hibernate_above, for the A/B
 // rounds of bench/http/README.md ("Fewer instructions in a keep-alive request").

@@ -13,8 +13,8 @@ benchmark: no access log, max-connections 4096 (the default 1024 is too close to
 1000-connection row). Its error log is in DIR (no pid file: as root h2o switches to nobody
 before it writes one, and nobody may not write in DIR).
 
-With --upstream HOST:PORT (not used by run.py): a reverse proxy to it instead (proxy.reverse.url,
-upstream connections kept alive, h2o's default).
+With --upstream HOST:PORT (run.py's proxy_keepalive row): a reverse proxy to it instead
+(proxy.reverse.url, upstream connections kept alive, h2o's default).
 
 With --tls-cert and --tls-key (suite http's https_keepalive row): the listener's `ssl` map
 with certificate-file and key-file, and h2o's TLS defaults otherwise (its cipher-suite list

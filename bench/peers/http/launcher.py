@@ -44,8 +44,8 @@ def parse(name: str) -> argparse.Namespace:
                         help="serve HTTPS with this PEM certificate (with --tls-key)")
     parser.add_argument("--tls-key", type=Path, help="the PEM private key of --tls-cert")
     parser.add_argument("--upstream", metavar="HOST:PORT",
-                        help="a reverse proxy to this HTTP server instead of --mode (not used by "
-                        "run.py: bench/http/README.md, \"A reverse proxy\")")
+                        help="a reverse proxy to this HTTP server instead of --mode (run.py's "
+                        "proxy_keepalive row: bench/http/README.md, \"A reverse proxy\")")
     arguments = parser.parse_args()
     if not 0 < arguments.port < 65536:
         parser.error(f"--port wants 1 to 65535, not {arguments.port}")

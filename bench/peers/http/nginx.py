@@ -5,9 +5,9 @@ started by launcher.py (the contract of bench/http/README.md).
     python3 nginx.py --work-dir DIR --port N --mode hello|static --root ROOT
                      [--tls-cert FILE --tls-key FILE]
 
-With --upstream HOST:PORT (not used by run.py): a reverse proxy to it instead, proxy_pass to an
-upstream block with keepalive 64, proxy_http_version 1.1 and Connection cleared (so that
-upstream connections are reused), X-Forwarded-For and X-Forwarded-Proto set.
+With --upstream HOST:PORT (run.py's proxy_keepalive row): a reverse proxy to it instead,
+proxy_pass to an upstream block with keepalive 64, proxy_http_version 1.1 and Connection
+cleared (so that upstream connections are reused), X-Forwarded-For and X-Forwarded-Proto set.
 
 hello: `location / { return 200 "hello\\n"; }` with default_type text/plain. static: `root
 ROOT` with nginx's defaults for files (sendfile on, no open_file_cache: each request opens

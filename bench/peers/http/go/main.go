@@ -5,10 +5,10 @@
 //	main --port N --mode hello|static --root DIR [--tls-cert FILE --tls-key FILE]
 //	     [--upstream HOST:PORT]
 //
-// With --upstream (not used by run.py: bench/http/README.md, "A reverse proxy"): every request
-// goes to http://HOST:PORT through net/http/httputil's ReverseProxy, its Transport keeping up
-// to 64 idle connections to it (the default keeps 2 per host, and 64 client connections
-// would then open and close upstream connections all the time).
+// With --upstream (run.py's proxy_keepalive row: bench/http/README.md, "A reverse proxy"):
+// every request goes to http://HOST:PORT through net/http/httputil's ReverseProxy, its
+// Transport keeping up to 64 idle connections to it (the default keeps 2 per host, and 64
+// client connections would then open and close upstream connections all the time).
 //
 // Contract (READY line, stdin EOF): bench/http/README.md. An http.Server on 127.0.0.1:N, one
 // goroutine per connection (net/http's own), keep-alive on. hello: a handler that sets

@@ -14,6 +14,14 @@
 // https.createServer with that certificate and key and Node's TLS defaults otherwise (TLS 1.2
 // and 1.3, its default cipher list, the client's order of preference, session tickets), the
 // same handlers and settings.
+//
+// With --upstream HOST:PORT (suite http's proxy_keepalive row) every request goes to
+// http://HOST:PORT instead, the reverse proxy a Node user writes without a framework (what the
+// http-proxy package does underneath): http.request with the method, the path and the headers
+// (less the hop-by-hop Connection, X-Forwarded-For and X-Forwarded-Proto added), through an
+// http.Agent with keepAlive and up to 64 sockets (the default Agent closes each upstream
+// connection after its response); the request body piped up, the response's status, headers
+// and body piped down; an upstream error is a 502.
 'use strict';
 
 const fs = require('fs');
@@ -24,7 +32,7 @@ const path = require('path');
 function usage() {
   process.stderr.write(
       'usage: node server.js --port N --mode hello|static --root DIR ' +
-      '[--tls-cert FILE --tls-key FILE]\n');
+      '[--tls-cert FILE --tls-key FILE] [--upstream HOST:PORT]\n');
   process.exit(2);
 }
 
@@ -33,6 +41,7 @@ let mode = '';
 let root = '';
 let tlsCert = '';
 let tlsKey = '';
+let upstream = '';
 const argv = process.argv.slice(2);
 for (let index = 0; index < argv.length; index += 2) {
   if (index + 1 >= argv.length) usage();
@@ -42,6 +51,7 @@ for (let index = 0; index < argv.length; index += 2) {
   else if (argv[index] === '--root') root = value;
   else if (argv[index] === '--tls-cert') tlsCert = value;
   else if (argv[index] === '--tls-key') tlsKey = value;
+  else if (argv[index] === '--upstream') upstream = value;
   else usage();
 }
 if (!Number.isInteger(port) || port < 0 || port > 65535) usage();
@@ -74,7 +84,40 @@ function staticHandler(request, response) {
   });
 }
 
-const handler = mode === 'hello' ? helloHandler : staticHandler;
+function proxyHandler(agent, host, upstreamPort) {
+  return (request, response) => {
+    const headers = Object.assign({}, request.headers);
+    delete headers.connection;
+    const peer = request.socket.remoteAddress;
+    headers['x-forwarded-for'] =
+        headers['x-forwarded-for'] ? `${headers['x-forwarded-for']}, ${peer}` : peer;
+    headers['x-forwarded-proto'] = 'http';
+    const up = http.request(
+        {agent, host, port: upstreamPort, method: request.method, path: request.url, headers},
+        (answer) => {
+          response.writeHead(answer.statusCode, answer.headers);
+          answer.pipe(response);
+        });
+    up.on('error', () => {
+      if (!response.headersSent) {
+        response.writeHead(502, {'Content-Type': 'text/plain', 'Content-Length': 12});
+        response.end('bad gateway\n');
+      } else {
+        response.destroy();
+      }
+    });
+    request.pipe(up);
+  };
+}
+
+let handler = mode === 'hello' ? helloHandler : staticHandler;
+if (upstream !== '') {
+  const separator = upstream.lastIndexOf(':');
+  if (separator <= 0) usage();
+  const agent = new http.Agent({keepAlive: true, maxSockets: 64, maxFreeSockets: 64});
+  const upstreamPort = Number(upstream.slice(separator + 1));
+  handler = proxyHandler(agent, upstream.slice(0, separator), upstreamPort);
+}
 const server = tlsCert === '' ?
     http.createServer(handler) :
     https.createServer({cert: fs.readFileSync(tlsCert), key: fs.readFileSync(tlsKey)}, handler);
