@@ -9,7 +9,7 @@
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--access-log FILE]
 //              [--tls-cert PEM --tls-key PEM] [--proxy-protocol [--proxy-protocol-from CIDR]]
-//              [--proxy PREFIX=URL[,URL...] ...]
+//              [--proxy PREFIX=URL[,URL...] ...] [--proxy-balance round-robin|least-conn]
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
                  "URLs are taken in turn, one whose connects fail is skipped for 10 s "
                  "(WebSocket upgrades are tunnelled); repeatable")
       ->type_name("PREFIX=URL[,URL...]");
+  std::string balance = "round-robin";
+  app.add_option("--proxy-balance", balance,
+                 "how each --proxy with several URLs picks one: round-robin (in turn) or "
+                 "least-conn (the one with the fewest requests and WebSocket tunnels in flight)")
+      ->check(CLI::IsMember({"round-robin", "least-conn"}))
+      ->capture_default_str();
   cert->needs(key);
   key->needs(cert);
   try {
@@ -147,6 +153,7 @@ int main(int argc, char** argv) {
                  listen.c_str());
     return 2;
   }
+  config.proxy_least_conn = balance == "least-conn";
   for (const std::string& proxy : proxies) {
     const std::size_t equals = proxy.find('=');
     std::string prefix = equals == std::string::npos ? std::string() : proxy.substr(0, equals);

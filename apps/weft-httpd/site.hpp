@@ -39,6 +39,8 @@ struct settings {
     std::vector<std::string> upstreams;  // taken in turn
   };
   std::vector<proxy_route> proxies;
+  // --proxy-balance least-conn: each route's least-loaded upstream, not the next in turn.
+  bool proxy_least_conn = false;
 };
 
 // What one worker publishes about its scheduler for /stats and the page, refreshed by a

@@ -121,6 +121,29 @@ reverse_proxy::reverse_proxy(const std::vector<std::string>& upstreams, proxy_op
     }
     upstreams_.push_back(std::move(made));
   }
+  if (!options_.weights.empty()) {
+    if (options_.weights.size() != upstreams_.size()) {
+      throw std::invalid_argument(
+          "weft::http::reverse_proxy: " + std::to_string(options_.weights.size()) +
+          " weights for " + std::to_string(upstreams_.size()) +
+          " upstreams; give one per upstream, or none");
+    }
+    for (std::size_t i = 0; i < upstreams_.size(); ++i) {
+      const unsigned weight = options_.weights[i];
+      if (weight < 1 || weight > 1000) {
+        throw std::invalid_argument("weft::http::reverse_proxy: the weight " +
+                                    std::to_string(weight) + " of upstream '" + upstreams_[i]->url +
+                                    "' is not from 1 to 1000");
+      }
+      upstreams_[i]->weight = weight;
+    }
+  }
+  if (options_.balance != proxy_balance::round_robin &&
+      options_.balance != proxy_balance::least_connections) {
+    throw std::invalid_argument("weft::http::reverse_proxy: balance " +
+                                std::to_string(static_cast<int>(options_.balance)) +
+                                " is neither round_robin nor least_connections");
+  }
   if (options_.max_connections == 0) {
     throw std::invalid_argument("weft::http::reverse_proxy: max_connections must be at least 1");
   }
@@ -187,8 +210,14 @@ void reverse_proxy::start_worker(unsigned worker) {
   made->upstream_client = std::make_unique<client>(std::move(settings));
   made->upstreams.resize(upstreams_.size());
   // Workers start their turns at different upstreams, so that the first requests of each do
-  // not all go to the first one.
-  made->next = worker % upstreams_.size();
+  // not all go to the first one: worker w starts where w picks would have left it.
+  std::uint64_t weights = 0;
+  for (const auto& to : upstreams_) {
+    weights += to->weight;
+  }
+  for (std::uint64_t i = 0; i < worker % weights; ++i) {
+    pick(*made, std::chrono::steady_clock::time_point{}, tried_set(upstreams_.size()));
+  }
   std::lock_guard lock(mutex_);
   if (workers_.size() <= worker) {
     workers_.resize(worker + 1);
@@ -217,18 +246,54 @@ reverse_proxy::worker_slot* reverse_proxy::slot_of(unsigned worker) {
 std::size_t reverse_proxy::pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
                                 const tried_set& tried) const {
   const std::size_t count = upstreams_.size();
-  // Those not down in turn; when every untried one is down, those in turn all the same (a
+  if (count == 1) {
+    return 0;
+  }
+  constexpr std::size_t none = static_cast<std::size_t>(-1);
+  // Whether upstream a carries less of this worker's load than b for its weight:
+  // active_a / weight_a < active_b / weight_b, multiplied out.
+  const auto lighter = [&](std::size_t a, std::size_t b) {
+    return slot.upstreams[a].active * upstreams_[b]->weight <
+           slot.upstreams[b].active * upstreams_[a]->weight;
+  };
+  // Those not down first; when every untried one is down, any untried one all the same (a
   // request answered 502 at once helps nobody when one of them may be back).
   for (const bool skip_down : {true, false}) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t index = (slot.next + i) % count;
-      if (!tried.contains(index) && (!skip_down || slot.upstreams[index].down_until <= now)) {
-        slot.next = (index + 1) % count;
-        return index;
+    const auto may_take = [&](std::size_t i) {
+      return !tried.contains(i) && (!skip_down || slot.upstreams[i].down_until <= now);
+    };
+    // least_connections: only those as lightly loaded as the lightest take part in the turn.
+    std::size_t lightest = none;
+    if (options_.balance == proxy_balance::least_connections) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (may_take(i) && (lightest == none || lighter(i, lightest))) {
+          lightest = i;
+        }
       }
     }
+    // Smooth weighted round robin, as nginx's: each candidate's running weight grows by its
+    // weight, the one ahead takes the request and falls back by the candidates' total. Equal
+    // weights give plain turns (a, b, c, a, ...); weights 5, 1, 1 give a a b a c a a, never
+    // five in a row.
+    std::size_t chosen = none;
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!may_take(i) || (lightest != none && (lighter(lightest, i)))) {
+        continue;
+      }
+      health& h = slot.upstreams[i];
+      h.current += upstreams_[i]->weight;
+      total += upstreams_[i]->weight;
+      if (chosen == none || h.current > slot.upstreams[chosen].current) {
+        chosen = i;
+      }
+    }
+    if (chosen != none) {
+      slot.upstreams[chosen].current -= total;
+      return chosen;
+    }
   }
-  return slot.next;  // not reached: forward() stops once every upstream was tried
+  return 0;  // not reached: forward() stops once every upstream was tried
 }
 
 void reverse_proxy::note_connect_failure(worker_slot& slot, unsigned worker, std::size_t index) {
@@ -430,10 +495,12 @@ void reverse_proxy::forward(exchange& ex) {
   const std::function<void(std::string_view)> body_callback = std::ref(on_body);
   std::string url;  // the current try's
   tried_set tried(upstreams_.size());
+  in_flight_guard in_flight;  // the current try's, held through a tunnel
   for (std::size_t tries = 1;; ++tries) {
     const std::size_t index = pick(*slot, std::chrono::steady_clock::now(), tried);
     tried.add(index);
     target& to = *upstreams_[index];
+    in_flight.hold(slot->upstreams[index], to);
     url = url_for(ex.request(), to);
     to.requests.fetch_add(1, std::memory_order_relaxed);
     try {
@@ -622,7 +689,8 @@ proxy_stats reverse_proxy::stats() const {
   for (const auto& to : upstreams_) {
     s.upstreams.push_back({to->url, to->requests.load(std::memory_order_relaxed),
                            to->connect_failures.load(std::memory_order_relaxed),
-                           to->marked_down.load(std::memory_order_relaxed)});
+                           to->marked_down.load(std::memory_order_relaxed), to->weight,
+                           to->in_flight.load(std::memory_order_relaxed)});
   }
   return s;
 }

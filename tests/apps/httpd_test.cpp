@@ -430,7 +430,8 @@ TEST(Httpd, ProxyProtocolServesWhatAProxySendsAndNothingElse) {
 TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
   httpd upstream;
   httpd front({"--proxy", "/up=" + upstream.url(""), "--proxy", "/gone/=http://127.0.0.1:1",
-               "--proxy", "/both=http://127.0.0.1:1," + upstream.url("")});
+               "--proxy", "/both=http://127.0.0.1:1," + upstream.url(""), "--proxy-balance",
+               "least-conn"});
   EXPECT_NE(front.output().find("/up/ -> " + upstream.url("")), std::string::npos)
       << front.output();
   EXPECT_NE(front.output().find("/both/ -> http://127.0.0.1:1, " + upstream.url("")),
@@ -463,6 +464,12 @@ TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
       << stats;
   EXPECT_NE(stats.find("{\"url\":\"http://127.0.0.1:1\",\"requests\":"), std::string::npos)
       << stats;
+  // Nothing in flight once the answers are in (least-conn counts each request while it lasts).
+  EXPECT_EQ(stats.find("\"in_flight\":1"), std::string::npos) << stats;
+  EXPECT_NE(stats.find(",\"in_flight\":0}"), std::string::npos) << stats;
+  auto unknown = run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--proxy-balance", "fastest"});
+  EXPECT_EQ(unknown.exit_status, 2) << unknown.standard_error;
+  EXPECT_NE(unknown.standard_error.find("fastest"), std::string::npos) << unknown.standard_error;
   EXPECT_NE(stats.find("\"prefix\":\"/gone/\",\"requests\":1,\"responses\":0,\"bad_gateway\":1"),
             std::string::npos)
       << stats;

@@ -4,6 +4,7 @@
 // framings and to HTTP/1.0, HEAD/204/304, upstream keep-alive, 502/503/504, and curl through it.
 // Upgrades (HttpReverseProxyTunnel): Node's ws and Go's gorilla/websocket through the tunnel,
 // either side's end, refusals, the idle limit, and backpressure from a client that does not read.
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <strings.h>
@@ -31,6 +32,7 @@
 namespace {
 
 using namespace http_test;
+using weft::http::proxy_balance;
 using weft::http::proxy_options;
 using weft::http::reverse_proxy;
 
@@ -1072,6 +1074,107 @@ TEST(HttpReverseProxyUpstreams, SeventyUpstreamsAreEachTriedOnceBeforeTheOneThat
   EXPECT_EQ(stats.retries, 69u);
   EXPECT_EQ(stats.upstreams[69].requests, 2u);
   EXPECT_EQ(stats.bad_gateway, 0u);
+}
+
+TEST(HttpReverseProxyUpstreams, WeightsShareTheRequestsSmoothly) {
+  running_http a(local_http(), named("a"));
+  running_http b(local_http(), named("b"));
+  running_http c(local_http(), named("c"));
+  front f({url(a.port(), ""), url(b.port(), ""), url(c.port(), "")}, {.weights = {5, 1, 1}});
+  client k(f.server.port());
+  std::string seen;
+  for (int i = 0; i < 14; ++i) {
+    seen += body_through(k, "/api/x");
+  }
+  // nginx's smooth weighted round robin: five of seven to a, never five in a row.
+  EXPECT_EQ(seen, "a a b a c a a a a b a c a a ");
+  const auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.upstreams[0].requests, 10u);
+  EXPECT_EQ(stats.upstreams[0].weight, 5u);
+  EXPECT_EQ(stats.upstreams[1].requests, 2u);
+  EXPECT_EQ(stats.upstreams[2].weight, 1u);
+  EXPECT_EQ(stats.upstreams[2].in_flight, 0u);
+  for (const std::vector<unsigned>& bad :
+       {std::vector<unsigned>{1}, std::vector<unsigned>{1, 0}, std::vector<unsigned>{1, 1001}}) {
+    try {
+      reverse_proxy refused(std::vector<std::string>{url(a.port(), ""), url(b.port(), "")},
+                            {.weights = bad});
+      ADD_FAILURE() << "weights of " << bad.size() << " taken";
+    } catch (const std::invalid_argument& e) {
+      const std::string why = e.what();
+      EXPECT_TRUE(why.find("weights for 2 upstreams") != std::string::npos ||
+                  why.find("is not from 1 to 1000") != std::string::npos)
+          << why;
+    }
+  }
+}
+
+// Two upstreams whose /slow waits until the test writes a byte into a pipe; any other path is
+// answered at once with the upstream's name.
+struct held_upstreams {
+  held_upstreams() { EXPECT_EQ(::pipe2(release, O_NONBLOCK | O_CLOEXEC), 0); }
+  ~held_upstreams() {
+    ::close(release[0]);
+    ::close(release[1]);
+  }
+  weft::http::router routes(std::string name) {
+    weft::http::router r;
+    const int fd = release[0];
+    r.get("/slow", [name, fd](exchange& ex) {
+      char byte = 0;
+      while (::read(fd, &byte, 1) != 1) {
+        weft::wait_readable(fd);
+      }
+      ex.respond(status::ok, name + " slow");
+    });
+    r.any("/*any", [name](exchange& ex) { ex.respond(status::ok, name + " "); });
+    return r;
+  }
+  int release[2] = {-1, -1};
+};
+
+// Waits (bounded) until the proxy counts `n` requests in flight over its upstreams.
+bool wait_in_flight(const reverse_proxy& proxy, std::uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::uint64_t now = 0;
+    for (const auto& up : proxy.stats().upstreams) now += up.in_flight;
+    if (now == n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a bounded poll of a count
+  }
+  return false;
+}
+
+TEST(HttpReverseProxyUpstreams, LeastConnectionsSendsAroundARequestInFlight) {
+  for (const proxy_balance balance :
+       {proxy_balance::least_connections, proxy_balance::round_robin}) {
+    held_upstreams held;
+    running_http a(local_http(), held.routes("a"));
+    running_http b(local_http(), held.routes("b"));
+    front f({url(a.port(), ""), url(b.port(), "")}, {.balance = balance});
+    client slow(f.server.port());
+    slow.send("GET /api/slow HTTP/1.1\r\nHost: front.example\r\n\r\n");
+    ASSERT_TRUE(wait_in_flight(f.proxy, 1));
+    const auto during = f.proxy.stats();
+    const std::size_t busy = during.upstreams[0].in_flight == 1 ? 0 : 1;
+    const std::string busy_name = busy == 0 ? "a " : "b ";
+    client quick(f.server.port());
+    std::string seen;
+    for (int i = 0; i < 4; ++i) {
+      seen += body_through(quick, "/api/x");
+    }
+    if (balance == proxy_balance::least_connections) {
+      // Every quick request goes to the one with nothing in flight.
+      EXPECT_EQ(seen.find(busy_name), std::string::npos) << seen;
+    } else {
+      // In turn, whatever is in flight: two of four to the busy one.
+      EXPECT_NE(seen.find(busy_name), std::string::npos) << seen;
+    }
+    EXPECT_EQ(f.proxy.stats().upstreams[busy].in_flight, 1u);
+    ASSERT_EQ(::write(held.release[1], "x", 1), 1);
+    EXPECT_EQ(body_of(slow.response()), std::string(busy == 0 ? "a" : "b") + " slow");
+    EXPECT_TRUE(wait_in_flight(f.proxy, 0));
+  }
 }
 
 // A listener that never accepts, its queue full (backlog 0, filled by two connections): the

@@ -9,9 +9,12 @@
 //   weft::http::server server(options, std::move(routes));
 //
 // Contract:
-//   - Several upstreams (nginx's upstream block with its default round robin and passive
-//     health checks): reverse_proxy({"http://10.0.0.1:9000", "http://10.0.0.2:9000"}). Each
-//     worker takes them in turn, skipping one that is down. An upstream is down for
+//   - Several upstreams (nginx's upstream block with its round robin or least_conn, weights
+//     and passive health checks): reverse_proxy({"http://10.0.0.1:9000", "http://10.0.0.2:9000"}).
+//     Each worker takes them in turn (smooth weighted round robin: weights 5, 1, 1 give
+//     a a b a c a a), or with balance least_connections the one with the fewest of its
+//     requests and tunnels in flight for its weight (ties in weighted turn), skipping one that
+//     is down. Workers start their turns at different upstreams. An upstream is down for
 //     fail_timeout once max_fails of its connects failed (refused, unreachable, timed out:
 //     http::connect_timeout_error) within fail_timeout; a response from it clears its count.
 //     When every one is down they are tried in turn all the same. A request whose connect
@@ -94,6 +97,15 @@
 
 namespace weft::http {
 
+// How a worker chooses among several upstreams (see the file comment).
+enum class proxy_balance {
+  // Each in turn, as often as its weight says (nginx's default: smooth weighted round robin).
+  round_robin,
+  // The one with the fewest of this worker's requests and tunnels in flight for its weight
+  // (nginx's least_conn); ties in weighted turn. For long requests and tunnels.
+  least_connections,
+};
+
 // The settings of a reverse_proxy (the file comment says what each does).
 struct proxy_options {
   // Taken off the front of the request's path before it is appended to the upstream's path
@@ -116,6 +128,11 @@ struct proxy_options {
   // fail_timeout), as nginx's max_fails and fail_timeout. max_fails 0: never down.
   unsigned max_fails = 1;
   std::chrono::milliseconds fail_timeout{10000};
+  // Several upstreams: how each request's upstream is chosen.
+  proxy_balance balance = proxy_balance::round_robin;
+  // Several upstreams: each one's share of the requests, in the order the upstreams were given
+  // (nginx's weight=), 1 to 1000; empty: 1 each.
+  std::vector<unsigned> weights{};
   // Tunnels upgraded connections (WebSocket) to the upstream (see the file comment).
   bool upgrades = true;
   // A tunnel that carried no byte either way this long is closed (HAProxy's `timeout tunnel`;
@@ -150,6 +167,8 @@ struct proxy_stats {
     std::uint64_t requests = 0;          // requests sent to it (each try counts)
     std::uint64_t connect_failures = 0;  // connects to it that failed
     std::uint64_t marked_down = 0;       // times a worker took it down (max_fails reached)
+    unsigned weight = 1;                 // its share (proxy_options::weights)
+    std::uint64_t in_flight = 0;         // requests and tunnels to it now, over every worker
   };
   std::vector<upstream_stats> upstreams;  // per upstream, in the order given
 };
@@ -191,18 +210,50 @@ class reverse_proxy {
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> connect_failures{0};
     std::atomic<std::uint64_t> marked_down{0};
+    std::atomic<std::uint64_t> in_flight{0};
+    unsigned weight = 1;
   };
-  // An upstream's health as one worker sees it.
+  // An upstream as one worker sees it: its health, its turn, its load.
   struct health {
     unsigned fails = 0;
     std::chrono::steady_clock::time_point first_fail{};
     std::chrono::steady_clock::time_point down_until{};
+    // Smooth weighted round robin's running weight (pick()).
+    std::int64_t current = 0;
+    // This worker's requests and tunnels to it now (least_connections).
+    std::size_t active = 0;
   };
-  // What one worker keeps: its client, its turn and its view of each upstream's health.
+  // What one worker keeps: its client and its view of each upstream.
   struct worker_slot {
     std::unique_ptr<client> upstream_client;
-    std::size_t next = 0;
     std::vector<health> upstreams;
+  };
+  // Counts one try to an upstream as in flight, on the worker's view and the proxy's stats,
+  // until the next try, a tunnel's end or forward()'s return.
+  class in_flight_guard {
+   public:
+    in_flight_guard() = default;
+    in_flight_guard(const in_flight_guard&) = delete;
+    in_flight_guard& operator=(const in_flight_guard&) = delete;
+    ~in_flight_guard() { release(); }
+    void hold(health& h, target& to) {
+      release();
+      h_ = &h;
+      to_ = &to;
+      ++h.active;
+      to.in_flight.fetch_add(1, std::memory_order_relaxed);
+    }
+
+   private:
+    void release() {
+      if (h_ != nullptr) {
+        --h_->active;
+        to_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+        h_ = nullptr;
+      }
+    }
+    health* h_ = nullptr;
+    target* to_ = nullptr;
   };
   struct counters {
     std::atomic<std::uint64_t> requests{0};
@@ -244,8 +295,8 @@ class reverse_proxy {
     std::uint64_t first_ = 0;
     std::vector<bool> rest_;
   };
-  // The upstream a worker sends its next try to: round robin over those not tried yet for
-  // this request, those not down first.
+  // The upstream a worker sends its next try to, among those not tried yet for this request
+  // (those not down first): by options_.balance, in smooth weighted round robin.
   std::size_t pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
                    const tried_set& tried) const;
   // A failed connect to upstream `index` as this worker saw it (max_fails, fail_timeout).
