@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--proxy", proxies,
                  "PREFIX=URL[,URL...]: forward requests under PREFIX to an upstream HTTP "
                  "server, PREFIX taken off the path (/api=http://127.0.0.1:9000/v1); several "
-                 "URLs are taken in turn, one whose connects fail is skipped for 10 s "
-                 "(WebSocket upgrades are tunnelled); repeatable")
+                 "URLs are taken in turn, one that fails (refuses, drops or times out) is "
+                 "skipped for 10 s (WebSocket upgrades are tunnelled); repeatable")
       ->type_name("PREFIX=URL[,URL...]");
   std::string balance = "round-robin";
   app.add_option("--proxy-balance", balance,

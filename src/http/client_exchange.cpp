@@ -23,12 +23,6 @@ long long milliseconds_between(steady::time_point from, steady::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
 }
 
-// RFC 9110 9.2.2: a request that may be sent again without changing the outcome.
-bool idempotent(method m) noexcept {
-  return m == method::get || m == method::head || m == method::put || m == method::delete_ ||
-         m == method::options || m == method::trace;
-}
-
 // The path of a request target, without its query.
 std::string_view path_of(std::string_view target) noexcept {
   return target.substr(0, target.find('?'));
@@ -184,7 +178,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   // A request that is never sent twice must not go out on a connection the server already
   // closed: the pool's check peeks only at connections idle for a second (reusable()), so for
   // one it took unpeeked this asks the kernel itself.
-  if (reused && (fresh || (!idempotent(request.method) && connection.taken_unpeeked() &&
+  if (reused && (fresh || (!is_idempotent(request.method) && connection.taken_unpeeked() &&
                            !connection.quiet()))) {
     connection.close();
     ++counters.connections_closed;
@@ -212,16 +206,16 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   const std::string& subject = url.text;
   auto stale_or_throw = [&](const io_error& failure, const char* when) -> outcome {
     if (reused && says_closed(failure)) {
-      if (idempotent(request.method) && !fresh) {
+      if (is_idempotent(request.method) && !fresh) {
         return outcome::stale;
       }
       throw io_error(
           failure.uv_code(), failure.operation(), subject,
           std::string(std::strerror(-failure.uv_code())) + ": the server closed the " +
               "kept-alive connection " + when + "; " +
-              (idempotent(request.method) ? "the retry on a fresh connection failed too"
-                                          : std::string(method_name(request.method)) +
-                                                " is not idempotent, so it was not sent again"));
+              (is_idempotent(request.method) ? "the retry on a fresh connection failed too"
+                                             : std::string(method_name(request.method)) +
+                                                   " is not idempotent, so it was not sent again"));
     }
     throw;
   };
@@ -259,13 +253,13 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       if (got == 0) {
         ended = true;
         if (!got_bytes) {
-          if (reused && idempotent(request.method) && !fresh) {
+          if (reused && is_idempotent(request.method) && !fresh) {
             return outcome::stale;
           }
           throw io_error(
               -ECONNRESET, "read", subject,
               std::string("the server closed the connection without answering") +
-                  (reused ? std::string("; ") + (idempotent(request.method)
+                  (reused ? std::string("; ") + (is_idempotent(request.method)
                                                      ? "the retry on a fresh connection failed too"
                                                      : std::string(method_name(request.method)) +
                                                            " is not idempotent, so it was not sent "

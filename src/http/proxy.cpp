@@ -296,9 +296,11 @@ std::size_t reverse_proxy::pick(worker_slot& slot, std::chrono::steady_clock::ti
   return 0;  // not reached: forward() stops once every upstream was tried
 }
 
-void reverse_proxy::note_connect_failure(worker_slot& slot, unsigned worker, std::size_t index) {
+void reverse_proxy::note_failure(worker_slot& slot, unsigned worker, std::size_t index,
+                                 bool connect) {
   target& failed = *upstreams_[index];
-  failed.connect_failures.fetch_add(1, std::memory_order_relaxed);
+  (connect ? failed.connect_failures : failed.response_failures)
+      .fetch_add(1, std::memory_order_relaxed);
   if (options_.max_fails == 0 || upstreams_.size() == 1) {
     return;  // one upstream is tried whatever its health
   }
@@ -316,7 +318,7 @@ void reverse_proxy::note_connect_failure(worker_slot& slot, unsigned worker, std
       options_.log("reverse_proxy: upstream " + failed.url + " is down for " +
                    std::to_string(options_.fail_timeout.count()) + " ms on worker " +
                    std::to_string(worker) + " after " + std::to_string(options_.max_fails) +
-                   " failed connect(s)");
+                   " failed tr" + (options_.max_fails == 1 ? "y" : "ies"));
     }
   }
 }
@@ -429,7 +431,9 @@ void reverse_proxy::forward(exchange& ex) {
   // whole_body_limit, is held with its body until that has come and then made whole.
   std::optional<exchange::body_writer> writer;
   std::optional<response> held;
+  bool head_seen = false;  // the current try's upstream sent a response head
   const auto on_head = [&](const response& answer) {
+    head_seen = true;
     if (answer.status == status::switching_protocols) {
       response back;
       back.reason = answer.reason;
@@ -506,6 +510,7 @@ void reverse_proxy::forward(exchange& ex) {
     try {
       // A copy while another upstream may still be tried after this one.
       request sent = tries < upstreams_.size() ? up : std::move(up);
+      head_seen = false;
       if (upgrade) {
         tunnelled = upstream->upgrade_streaming(std::move(sent), url, head_callback, body_callback);
       } else {
@@ -539,11 +544,18 @@ void reverse_proxy::forward(exchange& ex) {
         throw;
       }
       const auto* io = dynamic_cast<const io_error*>(&e);
-      if (dynamic_cast<const connect_timeout_error*>(&e) != nullptr ||
-          (io != nullptr && (io->operation() == "connect" || io->operation() == "getaddrinfo"))) {
-        // Nothing was sent: the next upstream may take it, whatever the method.
-        note_connect_failure(*slot, ex.worker(), index);
-        if (tries < upstreams_.size()) {
+      const bool timed_out = dynamic_cast<const timeout_error*>(&e) != nullptr;
+      // A connect that failed: nothing was sent, so the next upstream may take any method.
+      const bool connect_failed =
+          dynamic_cast<const connect_timeout_error*>(&e) != nullptr ||
+          (io != nullptr && (io->operation() == "connect" || io->operation() == "getaddrinfo"));
+      // Connected, then the request's send or the wait for a response head failed or timed
+      // out (nginx's proxy_next_upstream error timeout): a failed try all the same, but the
+      // upstream may have acted on the request, so only one that may be repeated goes on.
+      const bool head_failed = !connect_failed && !head_seen && (io != nullptr || timed_out);
+      if (connect_failed || head_failed) {
+        note_failure(*slot, ex.worker(), index, connect_failed);
+        if (tries < upstreams_.size() && (connect_failed || is_idempotent(ex.request().method))) {
           counters_.retries.fetch_add(1, std::memory_order_relaxed);
           if (options_.log) {
             options_.log("reverse_proxy: upstream " +
@@ -553,7 +565,7 @@ void reverse_proxy::forward(exchange& ex) {
           continue;
         }
       }
-      if (dynamic_cast<const timeout_error*>(&e) != nullptr) {
+      if (timed_out) {
         fail(ex, status::gateway_timeout, counters_.gateway_timeout, url, e);
       } else if (dynamic_cast<const pool_closed_error*>(&e) != nullptr) {
         fail(ex, status::service_unavailable, counters_.unavailable, url, e);
@@ -689,7 +701,8 @@ proxy_stats reverse_proxy::stats() const {
   for (const auto& to : upstreams_) {
     s.upstreams.push_back({to->url, to->requests.load(std::memory_order_relaxed),
                            to->connect_failures.load(std::memory_order_relaxed),
-                           to->marked_down.load(std::memory_order_relaxed), to->weight,
+                           to->marked_down.load(std::memory_order_relaxed),
+                           to->response_failures.load(std::memory_order_relaxed), to->weight,
                            to->in_flight.load(std::memory_order_relaxed)});
   }
   return s;

@@ -1177,6 +1177,71 @@ TEST(HttpReverseProxyUpstreams, LeastConnectionsSendsAroundARequestInFlight) {
   }
 }
 
+TEST(HttpReverseProxyUpstreams, AnIdempotentRequestAnUpstreamDroppedOrLeftUnansweredGoesOn) {
+  running_http a(local_http(), named("a"));
+  {
+    // Reads the head, then closes without a byte: GET goes on to a.
+    raw_upstream dropping("");
+    front f({dropping.url(), url(a.port(), "")}, {.fail_timeout = std::chrono::seconds(60)});
+    client c(f.server.port());
+    EXPECT_EQ(body_through(c, "/api/x"), "a ");
+    const auto stats = f.proxy.stats();
+    EXPECT_EQ(stats.retries, 1u);
+    EXPECT_EQ(stats.bad_gateway, 0u);
+    EXPECT_EQ(stats.upstreams[0].requests, 1u);
+    EXPECT_EQ(stats.upstreams[0].response_failures, 1u);
+    EXPECT_EQ(stats.upstreams[0].connect_failures, 0u);
+    EXPECT_EQ(stats.upstreams[0].marked_down, 1u);  // a failed try counts toward max_fails
+    EXPECT_EQ(dropping.heads().size(), 1u);
+    const auto lines = f.log();
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_NE(lines[0].find("after 1 failed try"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[1].find("GET " + dropping.url("/x")), std::string::npos) << lines[1];
+    EXPECT_NE(lines[1].find("-> the next upstream"), std::string::npos) << lines[1];
+  }
+  {
+    // Reads the head and never answers: after `timeout`, GET goes on to a.
+    raw_upstream silent("", true);
+    front f({silent.url(), url(a.port(), "")}, {.timeout = std::chrono::milliseconds(200)});
+    client c(f.server.port());
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(body_through(c, "/api/x"), "a ");
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(150));
+    const auto stats = f.proxy.stats();
+    EXPECT_EQ(stats.retries, 1u);
+    EXPECT_EQ(stats.gateway_timeout, 0u);
+    EXPECT_EQ(stats.upstreams[0].response_failures, 1u);
+  }
+}
+
+TEST(HttpReverseProxyUpstreams, ARequestThatMayNotBeRepeatedIsNotSentTwice) {
+  raw_upstream first("");
+  raw_upstream second("");
+  front f({first.url(), second.url()}, {.max_fails = 0});
+  client c(f.server.port());
+  // The upstream that dropped the POST may have acted on it: 502, and no second upstream.
+  c.send("POST /api/order HTTP/1.1\r\nHost: front.example\r\nContent-Length: 4\r\n\r\nbody");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::bad_gateway);
+  auto stats = f.proxy.stats();
+  EXPECT_EQ(stats.retries, 0u);
+  EXPECT_EQ(stats.bad_gateway, 1u);
+  EXPECT_EQ(stats.upstreams[0].requests + stats.upstreams[1].requests, 1u);
+  EXPECT_EQ(stats.upstreams[0].response_failures + stats.upstreams[1].response_failures, 1u);
+  EXPECT_EQ(first.heads().size() + second.heads().size(), 1u);
+  // A GET may be repeated: both are tried, once each, and the last failure is the answer.
+  auto gone = get(c, "/api/x");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, status::bad_gateway);
+  stats = f.proxy.stats();
+  EXPECT_EQ(stats.retries, 1u);
+  EXPECT_EQ(stats.bad_gateway, 2u);
+  EXPECT_EQ(first.heads().size() + second.heads().size(), 3u);
+  EXPECT_EQ(stats.upstreams[0].response_failures + stats.upstreams[1].response_failures, 3u);
+  EXPECT_EQ(stats.upstreams[0].marked_down + stats.upstreams[1].marked_down, 0u);
+}
+
 // A listener that never accepts, its queue full (backlog 0, filled by two connections): the
 // kernel drops further SYNs, so a connect to it hangs until its own limit.
 class full_listener {

@@ -44,6 +44,12 @@ enum class method : std::uint8_t { get, head, post, put, delete_, connect, optio
 std::string_view method_name(method m) noexcept;
 // The method of that exact (case-sensitive, RFC 9110 9.1) name, if it is one of the above.
 std::optional<method> parse_method(std::string_view name) noexcept;
+// Whether a request with this method may be sent again without changing the outcome (RFC 9110
+// 9.2.2: GET, HEAD, PUT, DELETE, OPTIONS, TRACE): what a client or a proxy may retry.
+constexpr bool is_idempotent(method m) noexcept {
+  return m == method::get || m == method::head || m == method::put || m == method::delete_ ||
+         m == method::options || m == method::trace;
+}
 
 // Decodes %XX escapes (and, when plus_is_space, '+' as a space: the form encoding of query
 // strings). A '%' not followed by two hex digits throws std::invalid_argument naming the input.

@@ -14,14 +14,17 @@
 //     Each worker takes them in turn (smooth weighted round robin: weights 5, 1, 1 give
 //     a a b a c a a), or with balance least_connections the one with the fewest of its
 //     requests and tunnels in flight for its weight (ties in weighted turn), skipping one that
-//     is down. Workers start their turns at different upstreams. An upstream is down for
-//     fail_timeout once max_fails of its connects failed (refused, unreachable, timed out:
-//     http::connect_timeout_error) within fail_timeout; a response from it clears its count.
-//     When every one is down they are tried in turn all the same. A request whose connect
-//     failed (nothing was sent, so any method) goes to the next upstream, each upstream tried
-//     once at most (nginx's proxy_next_upstream error timeout, before a byte is sent; the
-//     request, its read body included, is copied for each try but the last); the last failure
-//     is answered as below. The state is each worker's own, as nginx's without a
+//     is down. Workers start their turns at different upstreams. A try fails when its connect
+//     fails (refused, unreachable, timed out: http::connect_timeout_error), or when, connected,
+//     sending the request or waiting for the response head fails or passes `timeout`. An
+//     upstream is down for fail_timeout once max_fails of its tries failed within
+//     fail_timeout; a response from it clears its count. When every one is down they are
+//     tried in turn all the same. A failed try goes on to the next upstream (nginx's
+//     proxy_next_upstream error timeout) when its connect failed (nothing was sent, so any
+//     method), or when the request may be repeated (http::is_idempotent: GET, HEAD, PUT,
+//     DELETE, OPTIONS, TRACE) and no response head came; each upstream is tried once at most
+//     (the request, its read body included, is copied for each try but the last), and the
+//     last failure is answered as below. The state is each worker's own, as nginx's without a
 //     shared zone: nothing is locked on a request's path.
 //   - Workers: each worker has its own http::client (its keep-alive connections to each upstream,
 //     at most max_connections, reused across requests), made by the on_worker_start hook that
@@ -124,8 +127,8 @@ struct proxy_options {
   bool preserve_host = false;
   // X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host (see the file comment).
   bool forwarded_headers = true;
-  // Several upstreams: connect failures within fail_timeout that take one down (for
-  // fail_timeout), as nginx's max_fails and fail_timeout. max_fails 0: never down.
+  // Several upstreams: failed tries (see the file comment) within fail_timeout that take one
+  // down (for fail_timeout), as nginx's max_fails and fail_timeout. max_fails 0: never down.
   unsigned max_fails = 1;
   std::chrono::milliseconds fail_timeout{10000};
   // Several upstreams: how each request's upstream is chosen.
@@ -167,8 +170,10 @@ struct proxy_stats {
     std::uint64_t requests = 0;          // requests sent to it (each try counts)
     std::uint64_t connect_failures = 0;  // connects to it that failed
     std::uint64_t marked_down = 0;       // times a worker took it down (max_fails reached)
-    unsigned weight = 1;                 // its share (proxy_options::weights)
-    std::uint64_t in_flight = 0;         // requests and tunnels to it now, over every worker
+    // Tries that connected, then failed or timed out before a response head came.
+    std::uint64_t response_failures = 0;
+    unsigned weight = 1;          // its share (proxy_options::weights)
+    std::uint64_t in_flight = 0;  // requests and tunnels to it now, over every worker
   };
   std::vector<upstream_stats> upstreams;  // per upstream, in the order given
 };
@@ -210,6 +215,7 @@ class reverse_proxy {
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> connect_failures{0};
     std::atomic<std::uint64_t> marked_down{0};
+    std::atomic<std::uint64_t> response_failures{0};
     std::atomic<std::uint64_t> in_flight{0};
     unsigned weight = 1;
   };
@@ -299,8 +305,9 @@ class reverse_proxy {
   // (those not down first): by options_.balance, in smooth weighted round robin.
   std::size_t pick(worker_slot& slot, std::chrono::steady_clock::time_point now,
                    const tried_set& tried) const;
-  // A failed connect to upstream `index` as this worker saw it (max_fails, fail_timeout).
-  void note_connect_failure(worker_slot& slot, unsigned worker, std::size_t index);
+  // A failed try of upstream `index` as this worker saw it (max_fails, fail_timeout): its
+  // connect (`connect`), or its exchange before a response head.
+  void note_failure(worker_slot& slot, unsigned worker, std::size_t index, bool connect);
   // The URL at `to` for a request's target (its path less strip_prefix, appended to the
   // upstream's path, and its query). The target is a path: forward() answers any other 400.
   std::string url_for(const request& r, const target& to) const;
