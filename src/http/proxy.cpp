@@ -343,7 +343,7 @@ std::string reverse_proxy::url_for(const request& r, const target& to) const {
   return url;
 }
 
-request reverse_proxy::upstream_request(exchange& ex) const {
+request reverse_proxy::upstream_request(exchange& ex, bool upgrade) const {
   request& r = ex.request();
   request up;
   up.method = r.method;
@@ -392,8 +392,13 @@ request reverse_proxy::upstream_request(exchange& ex) const {
       up.headers.add("X-Forwarded-Host", r.host());
     }
   }
-  if (r.headers.contains("Content-Length") || r.headers.contains("Transfer-Encoding")) {
-    up.body = ex.read_body();
+  if (upgrade) {
+    // Hop-by-hop, dropped above with Connection; client::upgrade adds "Connection: Upgrade".
+    for (std::size_t i = 0; i < r.headers.size(); ++i) {
+      if (detail::iequals(r.headers[i].name, "Upgrade")) {
+        up.headers.add(r.headers, i);
+      }
+    }
   }
   return up;
 }
@@ -414,15 +419,12 @@ void reverse_proxy::forward(exchange& ex) {
   }
   const bool head = ex.request().method == method::head;
   const bool upgrade = options_.upgrades && asks_upgrade(ex.request());
-  request up = upstream_request(ex);
-  if (upgrade) {
-    // Hop-by-hop, dropped above with Connection; client::upgrade adds "Connection: Upgrade".
-    const headers& fields = ex.request().headers;
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-      if (detail::iequals(fields[i].name, "Upgrade")) {
-        up.headers.add(fields, i);
-      }
-    }
+  // The first try's request; a later try builds its own (no copy for a try that may fail).
+  request up = upstream_request(ex, upgrade);
+  std::string body;  // read whole before the first try (see the file comment)
+  if (ex.request().headers.contains("Content-Length") ||
+      ex.request().headers.contains("Transfer-Encoding")) {
+    body = ex.read_body();
   }
   // A 101's head, passed on by switch_protocols once the upstream's connection is handed over.
   std::optional<response> switched;
@@ -508,8 +510,9 @@ void reverse_proxy::forward(exchange& ex) {
     url = url_for(ex.request(), to);
     to.requests.fetch_add(1, std::memory_order_relaxed);
     try {
-      // A copy while another upstream may still be tried after this one.
-      request sent = tries < upstreams_.size() ? up : std::move(up);
+      request sent = tries == 1 ? std::move(up) : upstream_request(ex, upgrade);
+      // The body: a copy while another upstream may still be tried after this one.
+      sent.body = tries < upstreams_.size() ? body : std::move(body);
       head_seen = false;
       if (upgrade) {
         tunnelled = upstream->upgrade_streaming(std::move(sent), url, head_callback, body_callback);

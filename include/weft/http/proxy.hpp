@@ -23,7 +23,7 @@
 //     proxy_next_upstream error timeout) when its connect failed (nothing was sent, so any
 //     method), or when the request may be repeated (http::is_idempotent: GET, HEAD, PUT,
 //     DELETE, OPTIONS, TRACE) and no response head came; each upstream is tried once at most
-//     (the request, its read body included, is copied for each try but the last), and the
+//     (the read body is copied for each try but the last, the fields built again), and the
 //     last failure is answered as below. The state is each worker's own, as nginx's without a
 //     shared zone: nothing is locked on a request's path.
 //   - Workers: each worker has its own http::client (its keep-alive connections to each upstream,
@@ -311,8 +311,9 @@ class reverse_proxy {
   // The URL at `to` for a request's target (its path less strip_prefix, appended to the
   // upstream's path, and its query). The target is a path: forward() answers any other 400.
   std::string url_for(const request& r, const target& to) const;
-  // The request to send upstream: fields filtered and added, the body read.
-  request upstream_request(exchange& ex) const;
+  // The request to send upstream, without its body: fields filtered and added, and with
+  // `upgrade` the client's Upgrade field.
+  request upstream_request(exchange& ex, bool upgrade) const;
   // Carries bytes both ways between the client's switched connection and the upstream's until
   // either ends (see the file comment).
   void tunnel(exchange& ex, upgraded_connection& upstream);
