@@ -955,15 +955,21 @@ std::string body_through(client& c, std::string_view target) {
   return body_of(get(c, std::string(target)));
 }
 
+// The bodies of n GETs of target, one after another, joined.
+std::string bodies_through(client& c, std::string_view target, int n) {
+  std::string seen;
+  for (int i = 0; i < n; ++i) {
+    seen += body_through(c, target);
+  }
+  return seen;
+}
+
 TEST(HttpReverseProxyUpstreams, RequestsGoToEachInTurn) {
   running_http a(local_http(), named("a"));
   running_http b(local_http(), named("b"));
   front f({url(a.port(), ""), url(b.port(), "")});
   client c(f.server.port());
-  std::string seen;
-  for (int i = 0; i < 4; ++i) {
-    seen += body_through(c, "/api/x");
-  }
+  const std::string seen = bodies_through(c, "/api/x", 4);
   EXPECT_EQ(seen, "a b a b ");
   const auto stats = f.proxy.stats();
   ASSERT_EQ(stats.upstreams.size(), 2u);
@@ -1082,10 +1088,7 @@ TEST(HttpReverseProxyUpstreams, WeightsShareTheRequestsSmoothly) {
   running_http c(local_http(), named("c"));
   front f({url(a.port(), ""), url(b.port(), ""), url(c.port(), "")}, {.weights = {5, 1, 1}});
   client k(f.server.port());
-  std::string seen;
-  for (int i = 0; i < 14; ++i) {
-    seen += body_through(k, "/api/x");
-  }
+  const std::string seen = bodies_through(k, "/api/x", 14);
   // nginx's smooth weighted round robin: five of seven to a, never five in a row.
   EXPECT_EQ(seen, "a a b a c a a a a b a c a a ");
   const auto stats = f.proxy.stats();
@@ -1159,10 +1162,7 @@ TEST(HttpReverseProxyUpstreams, LeastConnectionsSendsAroundARequestInFlight) {
     const std::size_t busy = during.upstreams[0].in_flight == 1 ? 0 : 1;
     const std::string busy_name = busy == 0 ? "a " : "b ";
     client quick(f.server.port());
-    std::string seen;
-    for (int i = 0; i < 4; ++i) {
-      seen += body_through(quick, "/api/x");
-    }
+    const std::string seen = bodies_through(quick, "/api/x", 4);
     if (balance == proxy_balance::least_connections) {
       // Every quick request goes to the one with nothing in flight.
       EXPECT_EQ(seen.find(busy_name), std::string::npos) << seen;
