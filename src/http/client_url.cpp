@@ -111,10 +111,6 @@ std::string checked_target(std::string_view url, std::string_view target) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // The last URL this thread parsed whole, as far as its authority ("http://host:port"), and the
 // parts that prefix decides (host, port, secure, authority, origin; text and target empty). A
 // client sends most requests to the origin of the one before (a proxy to its upstream, an API

@@ -278,7 +278,7 @@ std::size_t reverse_proxy::pick(worker_slot& slot, std::chrono::steady_clock::ti
     std::size_t chosen = none;
     std::int64_t total = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      if (!may_take(i) || (lightest != none && (lighter(lightest, i)))) {
+      if (!may_take(i) || (lightest != none && lighter(lightest, i))) {
         continue;
       }
       health& h = slot.upstreams[i];
