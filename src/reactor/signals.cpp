@@ -1,11 +1,14 @@
 // Signals on uv_signal_t: one handle per signal number per scheduler, fanned out to waiters.
 #include "weft/reactor/signals.hpp"
 
+#include <pthread.h>
 #include <uv.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -31,6 +34,67 @@ struct signal_watch {
 
 class signal_wait;
 
+// What the process did with each signal number before weft caught it, and how many signal
+// handles (of every scheduler in the process, on any thread) catch it now. A process has one
+// disposition per signal, and libuv's handle, when the last one of a number closes, leaves it at
+// SIG_DFL, whatever the program had: a program started under nohup (SIGHUP ignored) that waited
+// for SIGHUP in one run() would then be killed by the next SIGHUP, and a program's own handler
+// would be gone. So the first handle of a number (process-wide) keeps the disposition it
+// replaces, and the last one to close puts it back. The lock orders the count with libuv's
+// (un)registration: a handle that starts on another thread while the last one closes either
+// registers after the restore (and replaces it again) or counts before the close (which then
+// leaves libuv's handler in place).
+class caught_signals {
+ public:
+  static caught_signals& process() {
+    static caught_signals instance;
+    return instance;
+  }
+
+  // Starts handle on number, keeping the disposition it replaces when it is the process's
+  // first. Returns libuv's status.
+  int start(uv_signal_t& handle, uv_signal_cb callback, int number) {
+    std::lock_guard<std::mutex> hold(lock_);
+    entry& e = numbers_[number];
+    if (e.handles == 0 && sigaction(number, nullptr, &e.prior) != 0) {
+      return -errno;
+    }
+    const int status = uv_signal_start(&handle, callback, number);
+    if (status == 0) {
+      ++e.handles;
+    }
+    return status;
+  }
+
+  // Closes a handle that start() started, restoring the prior disposition when it was the
+  // process's last on number. The signal stays blocked for this thread between libuv's
+  // SIG_DFL and the restore, so a delivery to this thread in that gap waits and meets the
+  // program's disposition, not the default. (A thread of the program that has it unblocked
+  // could still take one in the gap of those two system calls.)
+  void close(uv_signal_t& handle, uv_close_cb callback, int number) noexcept {
+    std::lock_guard<std::mutex> hold(lock_);
+    entry& e = numbers_[number];
+    sigset_t only{};
+    sigset_t before{};
+    sigemptyset(&only);
+    sigaddset(&only, number);
+    pthread_sigmask(SIG_BLOCK, &only, &before);
+    uv_close(reinterpret_cast<uv_handle_t*>(&handle), callback);
+    if (--e.handles == 0) {
+      sigaction(number, &e.prior, nullptr);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
+
+ private:
+  struct entry {
+    std::size_t handles = 0;
+    struct sigaction prior {};
+  };
+  std::mutex lock_;
+  entry numbers_[NSIG]{};
+};
+
 class signal_registry final : public driver_extension {
  public:
   explicit signal_registry(uv_loop_t& loop) : loop_(loop) {}
@@ -46,7 +110,8 @@ class signal_registry final : public driver_extension {
     int status = uv_signal_init(&loop_, &created->handle);
     if (status == 0) {
       created->handle.data = created;
-      status = uv_signal_start(&created->handle, &signal_registry::on_signal, number);
+      status =
+          caught_signals::process().start(created->handle, &signal_registry::on_signal, number);
       if (status < 0) {
         uv_close(reinterpret_cast<uv_handle_t*>(&created->handle), &signal_registry::on_closed);
       }
@@ -63,7 +128,7 @@ class signal_registry final : public driver_extension {
 
   void close() noexcept override {
     for (auto& [number, watch] : watches_) {
-      uv_close(reinterpret_cast<uv_handle_t*>(&watch->handle), &signal_registry::on_closed);
+      caught_signals::process().close(watch->handle, &signal_registry::on_closed, number);
     }
     watches_.clear();
   }
