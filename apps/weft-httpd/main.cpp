@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "access_log.hpp"
@@ -67,14 +68,33 @@ void raise_descriptor_limit() {
   }
 }
 
+// The N of "weight=N" (nginx's server parameter), 1 to 1000, into weight.
+bool parse_weight(const std::string& text, unsigned& weight) {
+  constexpr std::string_view key = "weight=";
+  if (text.compare(0, key.size(), key) != 0) {
+    return false;
+  }
+  const char* end = text.data() + text.size();
+  unsigned value = 0;
+  const auto [stop, error] = std::from_chars(text.data() + key.size(), end, value);
+  if (error != std::errc() || stop != end || value < 1 || value > 1000) {
+    return false;
+  }
+  weight = value;
+  return true;
+}
+
 // "weft-httpd: /api/ -> http://127.0.0.1:9000/v1/" for each --proxy (its upstreams joined by
-// ", ").
+// ", ", each with its weight where not 1).
 std::string proxy_lines(const weft_httpd::settings& config) {
   std::string lines;
   for (const auto& route : config.proxies) {
     lines += "weft-httpd: " + route.prefix + "/ -> ";
     for (std::size_t i = 0; i < route.upstreams.size(); ++i) {
       lines += (i > 0 ? ", " : "") + route.upstreams[i];
+      if (route.weights[i] != 1) {
+        lines += " weight=" + std::to_string(route.weights[i]);
+      }
     }
     lines += "\n";
   }
@@ -129,9 +149,10 @@ int main(int argc, char** argv) {
   app.add_option("--proxy", proxies,
                  "PREFIX=URL[,URL...]: forward requests under PREFIX to an upstream HTTP "
                  "server, PREFIX taken off the path (/api=http://127.0.0.1:9000/v1); several "
-                 "URLs are taken in turn, one that fails (refuses, drops or times out) is "
-                 "skipped for 10 s (WebSocket upgrades are tunnelled); repeatable")
-      ->type_name("PREFIX=URL[,URL...]");
+                 "URLs are taken in turn, each as often as its weight (\"URL weight=5\", 1 to "
+                 "1000, 1 without), one that fails (refuses, drops or times out) is skipped "
+                 "for 10 s (WebSocket upgrades are tunnelled); repeatable")
+      ->type_name("PREFIX=URL[ weight=N][,URL...]");
   std::string balance = "round-robin";
   app.add_option("--proxy-balance", balance,
                  "how each --proxy with several URLs picks one: round-robin (in turn) or "
@@ -165,11 +186,22 @@ int main(int argc, char** argv) {
                    proxy.c_str());
       return 2;
     }
-    weft_httpd::settings::proxy_route route{prefix, {}};
+    weft_httpd::settings::proxy_route route{prefix, {}, {}};
     const std::string urls = proxy.substr(equals + 1);
     for (std::size_t at = 0; at <= urls.size();) {
       const std::size_t comma = std::min(urls.find(',', at), urls.size());
-      route.upstreams.push_back(urls.substr(at, comma - at));
+      const std::string upstream = urls.substr(at, comma - at);
+      unsigned weight = 1;
+      const std::size_t space = upstream.find(' ');
+      if (space != std::string::npos && !parse_weight(upstream.substr(space + 1), weight)) {
+        std::fprintf(stderr,
+                     "weft-httpd: --proxy %s: '%s' is not weight=N with N from 1 to 1000 after "
+                     "the URL\n",
+                     proxy.c_str(), upstream.substr(space + 1).c_str());
+        return 2;
+      }
+      route.upstreams.push_back(upstream.substr(0, space));
+      route.weights.push_back(weight);
       at = comma + 1;
     }
     config.proxies.push_back(std::move(route));

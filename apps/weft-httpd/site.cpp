@@ -76,6 +76,7 @@ site::site(settings config)
   for (const settings::proxy_route& route : config_.proxies) {
     http::proxy_options options;
     options.strip_prefix = route.prefix;
+    options.weights = route.weights;
     if (config_.proxy_least_conn) {
       options.balance = http::proxy_balance::least_connections;
     }

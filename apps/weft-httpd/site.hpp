@@ -37,6 +37,7 @@ struct settings {
   struct proxy_route {
     std::string prefix;
     std::vector<std::string> upstreams;  // taken in turn
+    std::vector<unsigned> weights;       // each upstream's share (" weight=N"), 1 by default
   };
   std::vector<proxy_route> proxies;
   // --proxy-balance least-conn: each route's least-loaded upstream, not the next in turn.

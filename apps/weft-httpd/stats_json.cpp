@@ -105,6 +105,7 @@ std::string render_stats_json(const site::snapshot& n) {
       json += ",\"connect_failures\":" + number(u.connect_failures);
       json += ",\"marked_down\":" + number(u.marked_down);
       json += ",\"response_failures\":" + number(u.response_failures);
+      json += ",\"weight\":" + number(u.weight);
       json += ",\"in_flight\":" + number(u.in_flight);
       json += "}";
     }

@@ -485,6 +485,37 @@ TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
   EXPECT_EQ(upstream.stop(), 0);
 }
 
+// " weight=N" after an upstream's URL: its share of the turns (nginx's server weight=).
+TEST(Httpd, ProxyWeightsShareTheRequestsAndABadWeightIsRefused) {
+  httpd heavy;
+  httpd light;
+  httpd front({"--proxy", "/w=" + heavy.url("") + " weight=3," + light.url("")});
+  EXPECT_NE(front.output().find("/w/ -> " + heavy.url("") + " weight=3, " + light.url("") + "\n"),
+            std::string::npos)
+      << front.output();
+  // One connection, so one worker's turns: eight requests are two whole rounds of 3 + 1.
+  std::vector<std::string> urls(8, front.url("/w/hello"));
+  auto served = curl(urls);
+  EXPECT_EQ(served.standard_output.size(), 8 * std::string("hello\n").size())
+      << served.standard_error;
+  auto stats = curl({front.url("/stats")}).standard_output;
+  EXPECT_NE(stats.find("{\"url\":\"" + heavy.url("") + "\",\"requests\":6,"), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("{\"url\":\"" + light.url("") + "\",\"requests\":2,"), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("\"weight\":3,\"in_flight\":0}"), std::string::npos) << stats;
+  for (const char* weight : {"weight=0", "weight=1001", "weight=x", "heavy=2", "weight=2 "}) {
+    auto bad = run({WEFT_TEST_HTTPD, "--listen", "127.0.0.1:0", "--proxy",
+                    std::string("/w=http://127.0.0.1:9000 ") + weight});
+    EXPECT_EQ(bad.exit_status, 2) << weight << ": " << bad.standard_error;
+    EXPECT_NE(bad.standard_error.find("is not weight=N with N from 1 to 1000"), std::string::npos)
+        << bad.standard_error;
+  }
+  EXPECT_EQ(front.stop(), 0);
+  EXPECT_EQ(heavy.stop(), 0);
+  EXPECT_EQ(light.stop(), 0);
+}
+
 TEST(Httpd, PgRoutesAnswerFromARealPostgres) {
   std::string conninfo;
   try {
