@@ -9,7 +9,8 @@
 //   weft-httpd [--listen HOST:PORT] [--workers N] [--root DIR] [--pg CONNINFO]
 //              [--driver uv|ev|event|poll] [--log] [--access-log FILE]
 //              [--tls-cert PEM --tls-key PEM] [--proxy-protocol [--proxy-protocol-from CIDR]]
-//              [--proxy PREFIX=URL[,URL...] ...] [--proxy-balance round-robin|least-conn]
+//              [--proxy PREFIX=URL[ weight=N][,URL...] ...]
+//              [--proxy-balance round-robin|least-conn]
 #include <signal.h>
 #include <sys/resource.h>
 
