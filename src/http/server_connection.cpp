@@ -125,6 +125,20 @@ namespace {
   }
 }
 
+void connection_state::note_response_head(status s) { count_response(counters, s); }
+
+void connection_state::log_sent(status s, std::uint64_t body_bytes, bool aborted) noexcept {
+  if (!server.options.log && !server.options.access_log) {
+    return;
+  }
+  try {
+    log_response(s, body_bytes, aborted);
+  } catch (...) {
+    // Out of memory for the line: called on the way out of a failed send too, and must not
+    // throw over its exception.
+  }
+}
+
 void connection_state::note_stream_response(status s) {
   count_response(counters, s);
   stream_status = s;

@@ -3,6 +3,7 @@
 // bodies and files write it out first.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <stdexcept>
@@ -687,12 +688,40 @@ bool write_file_head(detail::connection_state& state, http::response& head, std:
     throw;
   }
   state.responded = true;
-  state.note_response(head.status, state.head_request ? 0 : length);
   if (state.head_request || length == 0) {
+    state.note_response(head.status, 0);
     return false;
   }
+  state.note_response_head(head.status);
   state.flush();
   return true;
+}
+
+// Queues the file's range behind its head (queue: net's send_file or adopt_file), waits until
+// the socket took all of it, and writes the access line with the body bytes that went out: the
+// whole range, or, when the connection ended first, as much of it as was written (nginx's
+// $body_bytes_sent), marked aborted. Logged at queueing, an aborted download of a large file
+// showed as complete, and its duration as the head's. On TLS the count is of record bytes, a
+// fraction of a percent over the file's own for a transfer cut short.
+template <class Queue>
+void send_file_body(detail::connection_state& state, http::status s, std::uint64_t length,
+                    Queue&& queue) {
+  net::connection& conn = state.conn;
+  // The body's place in the connection's output: after what was written and what is queued.
+  const std::uint64_t start = conn.counters().bytes_out + conn.queued();
+  const auto written = [&] {
+    const std::uint64_t out = conn.counters().bytes_out;
+    return std::min(length, out > start ? out - start : 0);
+  };
+  bool complete = false;
+  try {
+    queue();
+    complete = conn.wait_sent();
+  } catch (...) {
+    state.log_sent(s, written(), true);
+    throw;
+  }
+  state.log_sent(s, complete ? length : written(), !complete);
 }
 
 }  // namespace
@@ -716,7 +745,7 @@ void exchange::send_file(http::response head, int fd, std::uint64_t offset, std:
     }
   }
   if (write_file_head(state_, head, length)) {
-    state_.conn.send_file(fd, offset, length);
+    send_file_body(state_, head.status, length, [&] { state_.conn.send_file(fd, offset, length); });
   }
 }
 
@@ -728,7 +757,8 @@ void exchange::send_file(http::response head, file_handle file, std::uint64_t of
     throw std::invalid_argument("weft::http::exchange::send_file: the file_handle is empty");
   }
   if (write_file_head(state_, head, length)) {
-    state_.conn.adopt_file(file.release(), offset, length);
+    send_file_body(state_, head.status, length,
+                   [&] { state_.conn.adopt_file(file.release(), offset, length); });
   }
 }
 

@@ -108,6 +108,11 @@ struct connection_state {
   // Counts a streamed response's status; its access line waits for the body's end
   // (end_stream_log), when the bytes it carried are known.
   void note_stream_response(status s);
+  // Counts a response whose body goes out after its head (a file); log_sent writes its access
+  // line once the body's bytes reached the socket, or the connection ended first.
+  void note_response_head(status s);
+  // The access line of such a response: body_bytes written, "aborted" when not all of them.
+  void log_sent(status s, std::uint64_t body_bytes, bool aborted) noexcept;
   // The access line of the streamed response (once): the bytes written, and "aborted" when the
   // body did not end as its framing says. Called by body_writer::finish, by the paths that abort
   // the stream, and by the destructor for a stream the server's forced stop cut.

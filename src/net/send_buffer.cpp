@@ -71,6 +71,45 @@ constexpr std::size_t keep_capacity = 256 * 1024;
   }
 }
 
+bool connection::wait_sent(const timeout& limit) {
+  const bool stalls = options_.send_timeout.count() > 0;
+  while (pending() && (state_ == state::open || state_ == state::closing)) {
+    // room_ is set at every write while a wait_sent() waits (after_write), and when the
+    // connection closes: each wait below is one stretch in which the socket took nothing.
+    const std::uint64_t written = counters_.bytes_out;
+    room_.clear();
+    ++sent_waiters_;
+    try {
+      room_.wait(stalls ? limit.capped(options_.send_timeout) : limit);
+      --sent_waiters_;
+    } catch (const timeout_error&) {
+      --sent_waiters_;
+      if (limit.bounded() && timeout::clock::now() >= limit.deadline()) {
+        throw timeout_error("weft::net::connection::wait_sent to " + peer_address_ + ": " +
+                            std::to_string(queued()) + " bytes and " +
+                            std::to_string(files_.size()) + " file ranges still queued, " +
+                            weft::detail::timed_out_after(limit));
+      }
+      if (counters_.bytes_out != written || state_ != state::open) {
+        continue;  // a write or the close raced the deadline: not a stall
+      }
+      log("closed: send limit (" + std::to_string(queued()) + " bytes and " +
+          std::to_string(files_.size()) + " file ranges queued; the peer took nothing for " +
+          std::to_string(options_.send_timeout.count()) + " ms)");
+      begin_close(close_reason::send_limit, false);
+      throw timeout_error("weft::net::connection::wait_sent to " + peer_address_ +
+                          ": the peer took nothing for " +
+                          std::to_string(options_.send_timeout.count()) +
+                          " ms (the send timeout): it does not read; connection closed (send "
+                          "limit)");
+    } catch (...) {
+      --sent_waiters_;
+      throw;
+    }
+  }
+  return !pending() && !output_dropped_;
+}
+
 [[gnu::hot]] bool connection::try_send(std::string_view payload, message_kind kind) {
   if (state_ != state::open || queued() >= options_.send_buffer_limit) {
     return refuse("try_send");
@@ -194,6 +233,9 @@ void connection::queue_file(int copy, std::uint64_t offset, std::uint64_t length
 
 // Drops everything queued: plaintext, records, file ranges.
 void connection::drop_output() noexcept {
+  if (pending()) {
+    output_dropped_ = true;
+  }
   out_.clear();
   out_head_ = 0;
   if (tls_ != nullptr) {
@@ -422,7 +464,7 @@ void connection::after_write() noexcept {
     }
     out_head_ = 0;
   }
-  if (queued() < options_.send_buffer_limit && room_.waiting() > 0) {
+  if ((queued() < options_.send_buffer_limit || sent_waiters_ > 0) && room_.waiting() > 0) {
     room_.set();
   }
   if (queued() == 0 && full_) {
@@ -430,11 +472,16 @@ void connection::after_write() noexcept {
   }
 }
 
-void connection::write_failed(int error_number) noexcept {
-  std::size_t lost = queued();
+std::uint64_t connection::unsent() const noexcept {
+  std::uint64_t bytes = queued();
   for (const queued_file& f : files_) {
-    lost += f.left;
+    bytes += f.left;
   }
+  return bytes;
+}
+
+void connection::write_failed(int error_number) noexcept {
+  const std::uint64_t lost = unsent();
   drop_output();
   if (state_ == state::closed || state_ == state::released) {
     return;
@@ -496,7 +543,7 @@ void connection::run_flusher() {
       }
     } catch (const timeout_error&) {
       flusher_waiting_ = false;
-      log("closed: close timeout (" + std::to_string(queued()) +
+      log("closed: close timeout (" + std::to_string(unsent()) +
           " queued bytes not written within " + std::to_string(options_.close_timeout.count()) +
           " ms)");
       reason_ = close_reason::close_timeout;

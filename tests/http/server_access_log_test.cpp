@@ -1,7 +1,10 @@
 // server_options::access_log: one record per response with what nginx's log formats take (the
 // client, the request line, status, body bytes, Referer, User-Agent, the time it took), a
 // streamed body's record at its end, the answers to requests that never reached a handler, and
-// combined_log_line's format and escaping.
+// combined_log_line's format and escaping; a file's record once its bytes went out.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <mutex>
 #include <regex>
@@ -114,6 +117,53 @@ TEST(HttpServerAccessLog, EachResponseIsOneRecordWithWhatLogFormatsTake) {
   EXPECT_LT(all[4].duration, 10s);
   EXPECT_EQ(all[5].code, status::bad_request);
   EXPECT_EQ(all[5].duration.count(), 0);
+}
+
+// A file's record waits until its bytes went out: a download the client cut short logs the
+// bytes written, marked aborted (logged when queued, it showed as whole and instant), and a
+// whole one its length.
+TEST(HttpServerAccessLog, AFileCountsTheBytesDeliveredAndACutDownloadIsAborted) {
+  constexpr std::uint64_t size = std::uint64_t{32} << 20;
+  char name[] = "/tmp/weft-access-file-XXXXXX";
+  const int fd = ::mkstemp(name);
+  ASSERT_GE(fd, 0);
+  ::unlink(name);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);  // sparse: zeros, no disk
+  access_records records;
+  auto options = local_http();
+  options.access_log = records.sink();
+  weft::http::router r;
+  r.get("/big", [&](exchange& ex) { ex.send_file({}, fd, 0, size); });
+  running_http server(options, std::move(r));
+  {
+    // Reads 100 KiB of the body through a small receive window, then closes with the rest
+    // unread: a reset.
+    const int cut = connect_to(server.port(), 16384);
+    send_all(cut, "GET /big HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_EQ(read_bytes(cut, 100 * 1024).size(), 100u * 1024);
+    ::close(cut);
+  }
+  ASSERT_TRUE(eventually([&] { return records.snapshot().size() == 1; }, 10000ms));
+  const int whole = connect_to(server.port());
+  send_all(whole, "GET /big HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+  const std::string got = read_to_end(whole, 20000ms);
+  ::close(whole);
+  const std::size_t head_end = got.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  EXPECT_EQ(got.size() - head_end - 4, size);
+  ASSERT_TRUE(eventually([&] { return records.snapshot().size() == 2; }, 10000ms));
+  const auto all = records.snapshot();
+  EXPECT_EQ(all[0].code, status::ok);
+  EXPECT_TRUE(all[0].aborted);
+  EXPECT_GT(all[0].bytes, 0u);  // at least what reached the client, less the head
+  EXPECT_LT(all[0].bytes, size / 2) << "a cut download logged as (nearly) whole";
+  EXPECT_NE(all[0].line.find("\"GET /big HTTP/1.1\" 200 " + std::to_string(all[0].bytes) + " "),
+            std::string::npos)
+      << all[0].line;
+  EXPECT_NE(all[0].line.find(" aborted"), std::string::npos) << all[0].line;
+  EXPECT_FALSE(all[1].aborted);
+  EXPECT_EQ(all[1].bytes, size);
+  ::close(fd);
 }
 
 TEST(HttpServerAccessLog, AnAbortedStreamSaysSo) {

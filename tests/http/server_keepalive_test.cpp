@@ -1,7 +1,12 @@
 // Keep-alive, pipelining (in order, one write per batch), HTTP/1.0, Connection: close, HEAD and
 // max_requests_per_connection; and curl reusing one connection.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "http/server_support.hpp"
@@ -120,6 +125,41 @@ TEST(HttpServerKeepAlive, IdleConnectionIsClosedQuietlyAfterKeepAliveTimeout) {
   c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   ASSERT_TRUE(c.response());
   EXPECT_TRUE(c.closes());  // no 408: nothing was asked
+}
+
+// The keep-alive idle time starts once a file's bytes are written, not when they are queued:
+// a download slower than keep_alive_timeout keeps its connection for the next request. (Timed
+// from the queueing, the connection was closed under a download in progress, and the close's
+// flush deadline, 5 s, then cut any download that took longer: a truncated body.)
+TEST(HttpServerKeepAlive, AFileSlowerThanTheKeepAliveTimeoutKeepsItsConnection) {
+  // Much more than the kernel's socket buffers hold (the server's send buffer grows to 4 MiB):
+  // the most of it is still queued in the server during the client's pause.
+  constexpr std::size_t size = 32 << 20;
+  char name[] = "/tmp/weft-keepalive-file-XXXXXX";
+  const int fd = ::mkstemp(name);
+  ASSERT_GE(fd, 0);
+  ::unlink(name);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+  auto options = local_http();
+  options.keep_alive_timeout = std::chrono::milliseconds(100);
+  weft::http::router r;
+  r.get("/big", [&](exchange& ex) { ex.send_file({}, fd, 0, size); });
+  r.get("/next", [](exchange& ex) { ex.respond(status::ok, "next\n"); });
+  running_http server(options, std::move(r));
+  const int c = connect_to(server.port(), 16384);
+  send_all(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got = read_bytes(c, 1 << 20);
+  // A slow client: it takes nothing for three keep-alive timeouts, then the rest.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::size_t head = got.find("\r\n\r\n") + 4;
+  ASSERT_NE(head, std::string::npos + 4);
+  got += read_bytes(c, head + size - got.size(), std::chrono::milliseconds(10000));
+  EXPECT_EQ(got.size(), head + size);
+  send_all(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string next = read_bytes(c, 5, std::chrono::milliseconds(5000));
+  EXPECT_EQ(next, "HTTP/");
+  ::close(c);
+  ::close(fd);
 }
 
 TEST(HttpServerKeepAlive, CurlReusesTheConnection) {

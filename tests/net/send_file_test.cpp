@@ -223,6 +223,85 @@ TEST(NetSendFile, AnAdoptedFileIsSentThenClosedByTheConnection) {
   EXPECT_TRUE(eventually([&] { return ::fcntl(adopted.load(), F_GETFD) == -1; }));
 }
 
+// wait_sent: returns once the socket took every byte and range queued (true), its own limit
+// leaves the connection open, and a peer that resets with bytes unread makes it false.
+TEST(NetSendFile, WaitSentEndsOnceAllIsWrittenAndSaysWhenSomeWasDropped) {
+  constexpr std::size_t size = 8 << 20;
+  temp_file file(size);
+  std::atomic<bool> may_read{false};
+  std::atomic<int> outcome{-1};  // the second connection's wait_sent: 0 false, 1 true
+  std::atomic<int> served{0};
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      const int index = served++;
+      small_send_buffer(c.native_handle());
+      EXPECT_TRUE(c.wait_sent());  // nothing queued: at once
+      try {
+        c.send("head:");
+        c.send_file(file.fd(), 0, size);
+        c.send(":tail");
+      } catch (const weft::net::connection_closed_error&) {
+        // The second client's reset can come while the range is being written here.
+        ASSERT_EQ(index, 1);
+      }
+      if (index == 0) {
+        // The client reads nothing yet: the limit passes, the connection stays open.
+        EXPECT_THROW(c.wait_sent(weft::timeout(std::chrono::milliseconds(50))),
+                     weft::timeout_error);
+        EXPECT_TRUE(c.is_open());
+        EXPECT_EQ(c.queued_files(), 1u);
+        may_read = true;
+        may_read.notify_one();
+        EXPECT_TRUE(c.wait_sent());
+        EXPECT_EQ(c.queued_files(), 0u);
+        EXPECT_EQ(c.queued(), 0u);
+        EXPECT_EQ(c.counters().bytes_out, size + 10);
+      } else {
+        outcome = c.wait_sent() ? 1 : 0;
+        EXPECT_FALSE(c.wait_sent());  // and after the drop, at once
+      }
+    });
+  });
+  int fd = connect_to(server.port(), 16384);
+  may_read.wait(false);
+  std::string got = read_bytes(fd, size + 10, std::chrono::milliseconds(20000));
+  ::close(fd);
+  EXPECT_TRUE(got == "head:" + file.content() + ":tail");
+  // The second client reads a little, then closes with the rest unread (a reset).
+  int cut = connect_to(server.port(), 16384);
+  EXPECT_EQ(read_bytes(cut, 65536).size(), 65536u);
+  ::close(cut);
+  ASSERT_TRUE(eventually([&] { return outcome.load() != -1; }, std::chrono::milliseconds(10000)));
+  EXPECT_EQ(outcome.load(), 0);
+}
+
+// A peer that takes nothing for the send timeout is cut off by wait_sent as by a waiting send.
+TEST(NetSendFile, WaitSentOnAPeerThatDoesNotReadClosesAtTheSendTimeout) {
+  constexpr std::size_t size = 8 << 20;
+  temp_file file(size);
+  auto options = local_options();
+  options.send_timeout = std::chrono::milliseconds(200);
+  std::atomic<bool> timed_out{false};
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      small_send_buffer(c.native_handle());
+      c.send_file(file.fd(), 0, size);
+      try {
+        c.wait_sent();
+      } catch (const weft::timeout_error& e) {
+        timed_out = std::string(e.what()).find("took nothing") != std::string::npos;
+      }
+      EXPECT_EQ(c.closed_by(), close_reason::send_limit);
+    });
+  });
+  int fd = connect_to(server.port(), 16384);
+  ASSERT_TRUE(eventually(
+      [&] { return server.server().stats().total.closed_by(close_reason::send_limit) == 1; },
+      std::chrono::milliseconds(10000)));
+  ::close(fd);
+  EXPECT_TRUE(timed_out.load());
+}
+
 TEST(NetSwitchProtocol, ReplayedBytesAndTheRestOfTheInputReachTheNewFramer) {
   std::string lines;
   std::string failure;

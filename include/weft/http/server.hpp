@@ -97,9 +97,9 @@ struct compression_options {
 struct access_record {
   // The client ("127.0.0.1:5000", "[::1]:5000"; the PROXY header's client behind a proxy).
   std::string_view peer;
-  // When the response ended (its last byte queued, or its abort), and how long it took from the
-  // end of the request's head (zero for a request answered before its head was complete: a 400,
-  // 408, 413...).
+  // When the response ended (its last byte queued, a file's last byte written, or its abort),
+  // and how long it took from the end of the request's head (zero for a request answered before its
+  // head was complete: a 400, 408, 413...).
   std::chrono::system_clock::time_point time;
   std::chrono::nanoseconds duration{0};
   http::method method = http::method::get;
@@ -107,7 +107,7 @@ struct access_record {
   int version_minor = 1;
   http::status status = http::status::ok;
   std::uint64_t body_bytes = 0;  // the body's bytes written (0 for HEAD)
-  bool aborted = false;          // a streamed body cut short
+  bool aborted = false;          // a streamed body or a file cut short
   std::string_view referer;      // the Referer field; empty when absent
   std::string_view user_agent;   // the User-Agent field; empty when absent
   unsigned worker = 0;
@@ -260,6 +260,10 @@ class exchange {
   // The head with Content-Length: length, then that range of the file (net::connection::
   // send_file: fd is duplicated, the caller may close its own at once; a range past the end of
   // the file is std::invalid_argument; a file that shrinks meanwhile aborts the connection).
+  // Returns once the socket took the whole range (net::connection::wait_sent), so that the
+  // access line has the bytes delivered and the transfer's duration, or once the connection
+  // ended first (the line then counts what was written, marked aborted). A peer that takes
+  // nothing for the send timeout is cut off: timeout_error.
   void send_file(http::response head, int fd, std::uint64_t offset, std::uint64_t length);
   // The same for a file the exchange takes over (static_files' replies): no dup(2) and no
   // fstat(2), the file is closed once sent (at once for HEAD); the range is trusted (a file

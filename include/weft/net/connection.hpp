@@ -258,6 +258,17 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void adopt_file(int fd, std::uint64_t offset, std::uint64_t length);
   // File ranges queued by send_file and not yet fully written.
   std::size_t queued_files() const noexcept { return files_.size(); }
+  // Suspends until everything queued (bytes, TLS records, file ranges, and what is queued
+  // meanwhile) has been written to the socket: true then, at once when nothing is queued; false
+  // once the connection has dropped queued bytes, during the wait or before it (a write error,
+  // a reset, destroy(), the close timeout: the connection is closed). A graceful close in between
+  // still writes the queue, and the wait goes on with it. The send timeout of the options bounds
+  // each stretch in which the socket takes nothing: past it the peer is not reading, and the
+  // connection closes as for a waiting send() (send_limit, timeout_error). limit bounds the whole
+  // wait (timeout_error or cancelled_error; the connection stays open). weft::http waits so for
+  // a file's range: its access line then has the bytes that left, and the keep-alive idle time
+  // starts after them.
+  bool wait_sent(const timeout& limit = timeout::never());
   // The most bytes queued in memory before a send waits (try_send refuses).
   std::size_t send_buffer_limit() const noexcept { return options_.send_buffer_limit; }
   // Zero is std::invalid_argument.
@@ -388,6 +399,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void file_failed(int error_number, const char* operation) noexcept;
   void queue_file(int fd, std::uint64_t offset, std::uint64_t length);
   bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
+  std::uint64_t unsent() const noexcept;  // queued() and the file ranges' bytes left
   bool input_ended(bool mid_message);
   void after_write() noexcept;
   void start_flusher();
@@ -483,6 +495,8 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
     std::size_t at;
   };
   std::vector<queued_file> files_;
+  bool output_dropped_ = false;   // drop_output() dropped something queued
+  std::size_t sent_waiters_ = 0;  // coroutines in wait_sent(): woken at every write
 
   std::chrono::steady_clock::time_point started_at_;
   std::chrono::steady_clock::time_point last_input_at_;
