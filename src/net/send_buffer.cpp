@@ -519,14 +519,21 @@ void connection::start_flusher() {
 }
 
 // Writes the queue as the socket drains; ends once it is empty (watching writability no more),
-// or the connection is closed. While closing it has the close deadline.
+// or the connection is closed. While closing it has the close deadline, which every write moves
+// on: close_timeout bounds a stretch in which the peer takes nothing, not the whole flush (a
+// slow client's large reply is still written whole; nginx's send_timeout is the same rule).
 void connection::run_flusher() {
   for (;;) {
     if (state_ == state::closed || state_ == state::released) {
       break;
     }
+    const std::uint64_t written = counters_.bytes_out;
     if (!flush_now()) {
       break;
+    }
+    if (state_ == state::closing && counters_.bytes_out != written &&
+        options_.close_timeout.count() > 0) {
+      close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
     }
     if (!pending()) {
       if (state_ == state::closing) {
@@ -544,8 +551,8 @@ void connection::run_flusher() {
     } catch (const timeout_error&) {
       flusher_waiting_ = false;
       log("closed: close timeout (" + std::to_string(unsent()) +
-          " queued bytes not written within " + std::to_string(options_.close_timeout.count()) +
-          " ms)");
+          " queued bytes not written; the peer took nothing for " +
+          std::to_string(options_.close_timeout.count()) + " ms)");
       reason_ = close_reason::close_timeout;
       begin_close(close_reason::close_timeout, false);
       break;

@@ -1,7 +1,9 @@
 // weft::net::connection through a running tcp_server: the two styles, closing, pausing, the
 // connection's identity and counters.
 #include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "net/net_support.hpp"
 
@@ -123,6 +125,47 @@ TEST(NetConnection, CloseFlushesEverythingQueuedThenCloses) {
   EXPECT_EQ(state.load(), 1);
   EXPECT_EQ(running.server().stats().total.closed_by(close_reason::local), 1u);
   EXPECT_EQ(running.server().stats().total.bytes_out, total);
+}
+
+// close_timeout bounds a stretch in which the peer takes nothing, not the whole flush: a
+// reader slower than that in total, but never pausing that long, gets everything; one that
+// stops reading is cut at it. (As a total deadline it cut a slow client's large reply short.)
+TEST(NetConnection, CloseTimeoutCutsAStalledPeerButNotASlowOne) {
+  auto options = local_options();
+  constexpr std::size_t total = 4 << 20;
+  options.send_buffer_limit = 8 << 20;
+  options.close_timeout = std::chrono::milliseconds(200);
+  running_server running(options, [&](weft::net::tcp_server& server) {
+    server.serve([&](connection& c) {
+      c.receive();  // the client says it is ready
+      small_send_buffer(c.native_handle());
+      EXPECT_TRUE(c.try_send(std::string(total, 'x')));
+      c.close();
+    });
+  });
+  // Slow: 256 KiB, then 50 ms without reading, sixteen times (0.8 s in all, four close
+  // timeouts, but no pause near one).
+  int slow = connect_to(running.port(), 16384);
+  send_all(slow, "go");
+  std::size_t got = 0;
+  for (int round = 0; round < 16; ++round) {
+    got += read_bytes(slow, 256 * 1024).size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(got, total);
+  EXPECT_EQ(read_to_end(slow), "");  // then the end: nothing was dropped
+  ::close(slow);
+  ASSERT_TRUE(eventually(
+      [&] { return running.server().stats().total.closed_by(close_reason::local) == 1; }));
+  // Stalled: 256 KiB, then nothing; the flush is cut once it takes nothing for 200 ms.
+  int stalled = connect_to(running.port(), 16384);
+  send_all(stalled, "go");
+  EXPECT_EQ(read_bytes(stalled, 256 * 1024).size(), 256u * 1024);
+  EXPECT_TRUE(eventually(
+      [&] { return running.server().stats().total.closed_by(close_reason::close_timeout) == 1; }));
+  ::close(stalled);
+  running.stop();
+  running.wait();
 }
 
 TEST(NetConnection, DestroyDropsWhatIsQueuedAndClosesAtOnce) {

@@ -44,8 +44,9 @@
 // blocks SIGPIPE on that thread (pthread_sigmask), and the SIGPIPE an EPIPE raises is consumed
 // there: a peer that resets never ends the process.
 //
-// Closing: close() stops receiving and sending, writes what is queued (at most the close timeout,
-// then destroys), shuts the socket down for writing and closes it; it never suspends. destroy()
+// Closing: close() stops receiving and sending, writes what is queued (destroying the connection
+// once the peer takes nothing for the close timeout: a slow reader still gets a large reply
+// whole), shuts the socket down for writing and closes it; it never suspends. destroy()
 // drops the queue and closes at once. The first close wins; its reason is closed_by().
 #pragma once
 
@@ -87,7 +88,7 @@ enum class close_reason : std::uint8_t {
   too_big,            // a message over max_message_size
   protocol_error,     // bytes that break the protocol
   send_limit,         // the peer did not read: a send waited past the send timeout
-  close_timeout,      // a graceful close could not flush within close_timeout
+  close_timeout,      // a graceful close's flush: the peer took nothing for close_timeout
   max_connections,    // accepted over max_connections and closed at once
   server_stop,        // the server stopped (gracefully, or destroyed at its deadline)
   error,              // a socket error or an exception from the handler
@@ -146,7 +147,7 @@ struct connection_options {
   std::chrono::milliseconds idle_timeout{0};             // no bytes from the peer this long
   std::chrono::milliseconds handshake_timeout{0};  // accept to first message, and while handshaking
   std::chrono::milliseconds message_timeout{0};    // first byte of a message to its end
-  std::chrono::milliseconds close_timeout{5000};   // flushing a graceful close
+  std::chrono::milliseconds close_timeout{5000};   // a closing flush's stretch with no progress
   std::chrono::milliseconds send_timeout{30000};   // a send waiting for room
   // TLS only: from the connection's start to the end of its TLS handshake (a peer that starts
   // one and stalls is cut here even where handshake_timeout is off; weft::http sets its

@@ -22,9 +22,10 @@
 // Stopping: stop(grace) (or SIGINT/SIGTERM with handle_signals) stops accepting on every worker,
 // ends the connections that are idle (no message partly received: receive() returns nullopt,
 // close_reason::server_stop) and lets the others finish their current message and reply within
-// the grace period; a reply already queued is flushed (within close_timeout). At the end of the
-// grace period, or at a second stop()/signal, what remains is destroyed (handlers cancelled with
-// weft::cancelled_error). serve() returns once every worker's connections are gone.
+// the grace period; a reply already queued is flushed (while the peer takes some of it every
+// close_timeout). At the end of the grace period, or at a second stop()/signal, what remains is
+// destroyed (handlers cancelled with weft::cancelled_error). serve() returns once every worker's
+// connections are gone.
 //
 // Accept errors: running out of descriptors (EMFILE, ENFILE) or memory (ENOBUFS, ENOMEM) makes a
 // worker back off (accept_retry_delay, doubling up to accept_retry_max_delay) and retry, counted
@@ -77,8 +78,9 @@ struct tcp_server_options {
   std::size_t send_buffer_limit = std::size_t{1} << 20;
   // Zero switches a timeout off. idle: no bytes from the peer; handshake: from accept until the
   // first complete message and while the protocol says it is handshaking; message: from the
-  // first byte of a message to its end (slowloris); close: flushing a graceful close; send: a
-  // send() waiting for room (then close_reason::send_limit).
+  // first byte of a message to its end (slowloris); close: a graceful close's flush taking
+  // nothing (each stretch, not the whole flush); send: a send() waiting for room (then
+  // close_reason::send_limit).
   std::chrono::milliseconds idle_timeout{0};
   std::chrono::milliseconds handshake_timeout{0};
   std::chrono::milliseconds message_timeout{0};
