@@ -285,7 +285,13 @@ void connection_state::fail_request(status s, std::string_view reason) {
         }
       } else {
         // Between requests: the first waits up to header_timeout from the accept, the next ones
-        // keep_alive_timeout; either way a connection that sends nothing is closed quietly.
+        // keep_alive_timeout; either way a connection that sends nothing is closed quietly. The
+        // idle time starts once the last reply is written (a large body to a slow client): timed
+        // from its queueing, a busy connection was closed under its download (nginx's
+        // keepalive_timeout also starts after the response).
+        if (conn.queued() > 0 || conn.queued_files() > 0) {
+          conn.wait_sent();
+        }
         const auto idle = requests_served == 0 ? server.options.header_timeout
                                                : server.options.keep_alive_timeout;
         if (may_hibernate && conn.worker_connections() > server.options.hibernate_above &&
