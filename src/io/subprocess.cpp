@@ -36,6 +36,7 @@
 #include "io/file_handle_wait.hpp"
 #include "io/stream_handle.hpp"
 #include "io/stream_state.hpp"
+#include "reactor/signal_disposition.hpp"
 #include "reactor/uv_driver.hpp"
 #include "sched/scheduler_core.hpp"
 #include "weft/error.hpp"
@@ -61,6 +62,8 @@ struct child_state final : shared_handle_state {
 namespace {
 
 void close_process(child_state& state) noexcept {
+  // The loop's last process handle closing stops libuv's SIGCHLD watcher.
+  child_signal_scope sigchld(*state.process.loop);
   state.close_handle(reinterpret_cast<uv_handle_t*>(&state.process));
 }
 
@@ -229,7 +232,11 @@ child child_access::spawn(const std::vector<std::string>& argv, const subprocess
   spawn_options.stdio = stdio;
   // uv_spawn initialises the handle first, even when it then fails.
   state.handle_initialized(reinterpret_cast<uv_handle_t*>(&state.process));
-  int status = uv_spawn(&loop, &state.process, &spawn_options);
+  int status = 0;
+  {
+    child_signal_scope sigchld(loop);  // the loop's first spawn starts libuv's SIGCHLD watcher
+    status = uv_spawn(&loop, &state.process, &spawn_options);
+  }
   if (status < 0) {
     auto [code, message] = explain_spawn_failure(status, argv[0], options.cwd);
     throw io_error(code, "spawn", argv[0], message);

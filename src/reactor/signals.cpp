@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <uv.h>
 
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "reactor/signal_disposition.hpp"
 #include "reactor/uv_driver.hpp"
 #include "sched/deadline_wait.hpp"
 #include "sched/scheduler_core.hpp"
@@ -35,15 +35,17 @@ struct signal_watch {
 class signal_wait;
 
 // What the process did with each signal number before weft caught it, and how many signal
-// handles (of every scheduler in the process, on any thread) catch it now. A process has one
-// disposition per signal, and libuv's handle, when the last one of a number closes, leaves it at
-// SIG_DFL, whatever the program had: a program started under nohup (SIGHUP ignored) that waited
-// for SIGHUP in one run() would then be killed by the next SIGHUP, and a program's own handler
-// would be gone. So the first handle of a number (process-wide) keeps the disposition it
-// replaces, and the last one to close puts it back. The lock orders the count with libuv's
-// (un)registration: a handle that starts on another thread while the last one closes either
-// registers after the restore (and replaces it again) or counts before the close (which then
-// leaves libuv's handler in place).
+// handles (of every scheduler in the process, on any thread) catch it now: the handles of
+// signals::wait, and the child watcher libuv starts on a loop for uv_spawn (SIGCHLD; see
+// child_signal_scope). A process has one disposition per signal, and libuv, when the last handle
+// of a number stops, leaves it at SIG_DFL, whatever the program had: a program started under
+// nohup (SIGHUP ignored) that waited for SIGHUP in one run() would then be killed by the next
+// SIGHUP, and a program's own handler (its SIGCHLD handler after a subprocess) would be gone.
+// So the first handle of a number (process-wide) keeps the disposition it replaces, and the last
+// one to stop puts it back. The lock orders the count with libuv's (un)registration: a handle
+// that starts on another thread while the last one stops either registers after the restore
+// (and replaces it again) or counts before the stop (which then leaves libuv's handler in
+// place).
 class caught_signals {
  public:
   static caught_signals& process() {
@@ -55,13 +57,10 @@ class caught_signals {
   // first. Returns libuv's status.
   int start(uv_signal_t& handle, uv_signal_cb callback, int number) {
     std::lock_guard<std::mutex> hold(lock_);
-    entry& e = numbers_[number];
-    if (e.handles == 0 && sigaction(number, nullptr, &e.prior) != 0) {
-      return -errno;
-    }
+    adopt(number);
     const int status = uv_signal_start(&handle, callback, number);
-    if (status == 0) {
-      ++e.handles;
+    if (status != 0) {
+      release(number);
     }
     return status;
   }
@@ -73,17 +72,25 @@ class caught_signals {
   // could still take one in the gap of those two system calls.)
   void close(uv_signal_t& handle, uv_close_cb callback, int number) noexcept {
     std::lock_guard<std::mutex> hold(lock_);
-    entry& e = numbers_[number];
     sigset_t only{};
     sigset_t before{};
     sigemptyset(&only);
     sigaddset(&only, number);
     pthread_sigmask(SIG_BLOCK, &only, &before);
     uv_close(reinterpret_cast<uv_handle_t*>(&handle), callback);
-    if (--e.handles == 0) {
-      sigaction(number, &e.prior, nullptr);
-    }
+    release(number);
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
+
+  // For a handle libuv starts and stops itself (the child watcher): counts it before it
+  // starts, and uncounts it once it stopped.
+  void adopt_one(int number) {
+    std::lock_guard<std::mutex> hold(lock_);
+    adopt(number);
+  }
+  void release_one(int number) noexcept {
+    std::lock_guard<std::mutex> hold(lock_);
+    release(number);
   }
 
  private:
@@ -91,6 +98,20 @@ class caught_signals {
     std::size_t handles = 0;
     struct sigaction prior {};
   };
+  // Under lock_. (sigaction cannot fail to read a valid number's disposition.)
+  void adopt(int number) noexcept {
+    entry& e = numbers_[number];
+    if (e.handles++ == 0) {
+      sigaction(number, nullptr, &e.prior);
+    }
+  }
+  void release(int number) noexcept {
+    entry& e = numbers_[number];
+    if (--e.handles == 0) {
+      sigaction(number, &e.prior, nullptr);
+    }
+  }
+
   std::mutex lock_;
   entry numbers_[NSIG]{};
 };
@@ -196,6 +217,25 @@ void signal_registry::on_signal(uv_signal_t* handle, int) {
 }
 
 }  // namespace
+
+namespace {
+bool child_watcher_active(uv_loop_t& loop) noexcept {
+  return uv_is_active(reinterpret_cast<const uv_handle_t*>(&loop.child_watcher)) != 0;
+}
+}  // namespace
+
+child_signal_scope::child_signal_scope(uv_loop_t& loop) : loop_(loop) {
+  if (!child_watcher_active(loop)) {
+    caught_signals::process().adopt_one(SIGCHLD);  // it may start now
+  }
+}
+
+child_signal_scope::~child_signal_scope() {
+  if (!child_watcher_active(loop_)) {
+    caught_signals::process().release_one(SIGCHLD);  // stopped, or never started
+  }
+}
+
 }  // namespace weft::detail
 
 namespace weft::signals {

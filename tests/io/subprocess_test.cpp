@@ -54,6 +54,32 @@ TEST(Subprocess, ExecCapturesStdoutStderrAndTheExitCode) {
   EXPECT_TRUE(children_of_this_process().empty());
 }
 
+volatile std::sig_atomic_t sigchld_seen = 0;
+void count_sigchld(int) { sigchld_seen = sigchld_seen + 1; }
+
+// libuv's SIGCHLD watcher stops with the loop's last process handle and left SIGCHLD at
+// SIG_DFL: the program's own handler (or its SIG_IGN, to reap children itself) is back instead,
+// after each run that spawned.
+TEST(Subprocess, TheProgramsSigchldDispositionIsBackAfterItsChildren) {
+  for (void (*own)(int) : {&count_sigchld, SIG_IGN}) {
+    struct sigaction wanted {};
+    struct sigaction before {};
+    wanted.sa_handler = own;
+    sigemptyset(&wanted.sa_mask);
+    sigaction(SIGCHLD, &wanted, &before);
+    run_clean([] {
+      for (int round = 0; round < 2; ++round) {  // the watcher stops and starts again between
+        auto result = weft::subprocess::exec({"/bin/sh", "-c", "exit 7"});
+        EXPECT_EQ(result.exit_status, 7);  // libuv reaped it, whatever SIGCHLD was
+      }
+    });
+    struct sigaction now {};
+    sigaction(SIGCHLD, nullptr, &now);
+    EXPECT_EQ(now.sa_handler, own);
+    sigaction(SIGCHLD, &before, nullptr);
+  }
+}
+
 TEST(Subprocess, ExecFeedsStdinData) {
   run_clean([] {
     weft::subprocess::options options;
