@@ -22,7 +22,9 @@
 // /nonexistent: no such file or directory", "spawn ./tool: program ./tool is not executable:
 // permission denied". Writing to a child's stdin after it has gone is an io_error (EPIPE): the
 // first spawn ignores SIGPIPE for the whole process, unless the program installed its own handler,
-// because otherwise that write would kill this process.
+// because otherwise that write would kill this process. While children run, libuv catches
+// SIGCHLD to reap them; once the last one of every scheduler is reaped, SIGCHLD is back to what
+// the program had (its own handler, SIG_IGN, or the default).
 //
 // Thread: call from a coroutine on the scheduler's thread (std::logic_error elsewhere, naming
 // the call made: "weft::subprocess::exec called outside a coroutine; ...").
