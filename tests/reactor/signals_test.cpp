@@ -21,6 +21,19 @@ struct sigaction disposition_of(int number) {
   return now;
 }
 
+// A run in which a coroutine waits for number and another raises it.
+void catch_one_in_a_run(int number) {
+  run_clean([number] {
+    auto waiter =
+        weft::spawn([number] { return weft::signals::wait({number}, weft::timeout(5s)); });
+    weft::spawn([number] {
+      weft::yield();
+      std::raise(number);
+    });
+    EXPECT_EQ(waiter.await(), number);
+  });
+}
+
 // Gives number the program's own disposition (handler, with SA_RESTART and SIGALRM in its mask:
 // details that must come back too) for the test, and the one before at its end.
 class own_disposition {
@@ -96,14 +109,7 @@ TEST(Signals, ADeliveryWhileNobodyWaitsIsKeptForTheNextWait) {
 
 TEST(Signals, TheProgramsOwnHandlerIsBackWhenRunEnds) {
   own_disposition own(SIGUSR1, count_delivery);
-  run_clean([] {
-    auto waiter = weft::spawn([] { return weft::signals::wait({SIGUSR1}, weft::timeout(5s)); });
-    weft::spawn([] {
-      weft::yield();
-      std::raise(SIGUSR1);
-    });
-    EXPECT_EQ(waiter.await(), SIGUSR1);
-  });
+  catch_one_in_a_run(SIGUSR1);
   EXPECT_EQ(handled, 0);  // weft caught that one, not the program
   const struct sigaction now = disposition_of(SIGUSR1);
   EXPECT_EQ(now.sa_handler, &count_delivery);
@@ -117,14 +123,7 @@ TEST(Signals, AnIgnoredSignalIsIgnoredAgainWhenRunEnds) {
   // As under nohup: SIGHUP ignored. A run that waited for it must not leave it at the default
   // action (termination) for the rest of the program.
   own_disposition ignored(SIGHUP, SIG_IGN);
-  run_clean([] {
-    auto waiter = weft::spawn([] { return weft::signals::wait({SIGHUP}, weft::timeout(5s)); });
-    weft::spawn([] {
-      weft::yield();
-      std::raise(SIGHUP);
-    });
-    EXPECT_EQ(waiter.await(), SIGHUP);
-  });
+  catch_one_in_a_run(SIGHUP);
   ASSERT_EQ(disposition_of(SIGHUP).sa_handler, SIG_IGN);
   std::raise(SIGHUP);  // ignored, as the program asked
 }
