@@ -216,12 +216,10 @@ void signal_registry::on_signal(uv_signal_t* handle, int) {
   }
 }
 
-}  // namespace
-
-namespace {
 bool child_watcher_active(uv_loop_t& loop) noexcept {
   return uv_is_active(reinterpret_cast<const uv_handle_t*>(&loop.child_watcher)) != 0;
 }
+
 }  // namespace
 
 child_signal_scope::child_signal_scope(uv_loop_t& loop) : loop_(loop) {
