@@ -133,19 +133,28 @@ TEST(HttpServerKeepAlive, IdleConnectionIsClosedQuietlyAfterKeepAliveTimeout) {
 // progress, and the close's flush deadline, 5 s in all, then cut any download that took longer:
 // a truncated body.)
 TEST(HttpServerKeepAlive, AReplySlowerThanTheKeepAliveTimeoutKeepsItsConnection) {
-  // Much more than the kernel's socket buffers hold (the server's send buffer grows to 4 MiB):
-  // the most of it is still queued in the server during the client's pause.
-  constexpr std::size_t size = 32 << 20;
+  // Far more than the socket buffers hold (16 KiB each way, set below): the most of it is still
+  // queued in the server during the client's pause, and once the server has written the last
+  // byte, the client has at most those buffers left to read before it asks again. (With the
+  // kernel's own sizes, up to 4 MiB were left, and reading them under ASan on a loaded machine
+  // outlasted the keep-alive timeout.)
+  constexpr std::size_t size = 8 << 20;
   char name[] = "/tmp/weft-keepalive-file-XXXXXX";
   const int fd = ::mkstemp(name);
   ASSERT_GE(fd, 0);
   ::unlink(name);
   ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
   auto options = local_http();
-  options.keep_alive_timeout = std::chrono::milliseconds(100);
+  options.keep_alive_timeout = std::chrono::milliseconds(400);
   weft::http::router r;
-  r.get("/file", [&](exchange& ex) { ex.send_file({}, fd, 0, size); });
-  r.get("/memory", [&](exchange& ex) { ex.respond(status::ok, std::string(size, 'm')); });
+  r.get("/file", [&](exchange& ex) {
+    small_send_buffer(ex.connection().native_handle());
+    ex.send_file({}, fd, 0, size);
+  });
+  r.get("/memory", [&](exchange& ex) {
+    small_send_buffer(ex.connection().native_handle());
+    ex.respond(status::ok, std::string(size, 'm'));
+  });
   r.get("/next", [](exchange& ex) { ex.respond(status::ok, "next\n"); });
   running_http server(options, std::move(r));
   for (const std::string path : {"/file", "/memory"}) {
@@ -154,7 +163,7 @@ TEST(HttpServerKeepAlive, AReplySlowerThanTheKeepAliveTimeoutKeepsItsConnection)
     send_all(c, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
     std::string got = read_bytes(c, 1 << 20);
     // A slow client: it takes nothing for three keep-alive timeouts, then the rest.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
     const std::size_t head = got.find("\r\n\r\n") + 4;
     ASSERT_NE(head, std::string::npos + 4);
     got += read_bytes(c, head + size - got.size(), std::chrono::milliseconds(10000));

@@ -134,7 +134,7 @@ TEST(NetConnection, CloseTimeoutCutsAStalledPeerButNotASlowOne) {
   auto options = local_options();
   constexpr std::size_t total = 4 << 20;
   options.send_buffer_limit = 8 << 20;
-  options.close_timeout = std::chrono::milliseconds(200);
+  options.close_timeout = std::chrono::milliseconds(400);
   running_server running(options, [&](weft::net::tcp_server& server) {
     server.serve([&](connection& c) {
       c.receive();  // the client says it is ready
@@ -143,21 +143,21 @@ TEST(NetConnection, CloseTimeoutCutsAStalledPeerButNotASlowOne) {
       c.close();
     });
   });
-  // Slow: 256 KiB, then 50 ms without reading, sixteen times (0.8 s in all, four close
-  // timeouts, but no pause near one).
+  // Slow: 256 KiB, then 40 ms without reading, sixteen times (0.64 s in all, more than the
+  // close timeout, but no pause near it).
   int slow = connect_to(running.port(), 16384);
   send_all(slow, "go");
   std::size_t got = 0;
   for (int round = 0; round < 16; ++round) {
     got += read_bytes(slow, 256 * 1024).size();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
   }
   EXPECT_EQ(got, total);
   EXPECT_EQ(read_to_end(slow), "");  // then the end: nothing was dropped
   ::close(slow);
   ASSERT_TRUE(eventually(
       [&] { return running.server().stats().total.closed_by(close_reason::local) == 1; }));
-  // Stalled: 256 KiB, then nothing; the flush is cut once it takes nothing for 200 ms.
+  // Stalled: 256 KiB, then nothing; the flush is cut once it takes nothing for 400 ms.
   int stalled = connect_to(running.port(), 16384);
   send_all(stalled, "go");
   EXPECT_EQ(read_bytes(stalled, 256 * 1024).size(), 256u * 1024);
