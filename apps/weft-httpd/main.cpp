@@ -70,9 +70,9 @@ void raise_descriptor_limit() {
 }
 
 // The N of "weight=N" (nginx's server parameter), 1 to 1000, into weight.
-bool parse_weight(const std::string& text, unsigned& weight) {
+bool parse_weight(std::string_view text, unsigned& weight) {
   constexpr std::string_view key = "weight=";
-  if (text.compare(0, key.size(), key) != 0) {
+  if (!text.starts_with(key)) {
     return false;
   }
   const char* end = text.data() + text.size();
@@ -194,12 +194,15 @@ int main(int argc, char** argv) {
       const std::string upstream = urls.substr(at, comma - at);
       unsigned weight = 1;
       const std::size_t space = upstream.find(' ');
-      if (space != std::string::npos && !parse_weight(upstream.substr(space + 1), weight)) {
-        std::fprintf(stderr,
-                     "weft-httpd: --proxy %s: '%s' is not weight=N with N from 1 to 1000 after "
-                     "the URL\n",
-                     proxy.c_str(), upstream.substr(space + 1).c_str());
-        return 2;
+      if (space != std::string::npos) {
+        const std::string after = upstream.substr(space + 1);
+        if (!parse_weight(after, weight)) {
+          std::fprintf(stderr,
+                       "weft-httpd: --proxy %s: '%s' is not weight=N with N from 1 to 1000 after "
+                       "the URL\n",
+                       proxy.c_str(), after.c_str());
+          return 2;
+        }
       }
       route.upstreams.push_back(upstream.substr(0, space));
       route.weights.push_back(weight);

@@ -86,15 +86,14 @@ bool connection::wait_sent(const timeout& limit) {
       --sent_waiters_;
       if (limit.bounded() && timeout::clock::now() >= limit.deadline()) {
         throw timeout_error("weft::net::connection::wait_sent to " + peer_address_ + ": " +
-                            std::to_string(queued()) + " bytes and " +
-                            std::to_string(files_.size()) + " file ranges still queued, " +
+                            std::to_string(unsent()) + " bytes still queued, " +
                             weft::detail::timed_out_after(limit));
       }
       if (counters_.bytes_out != written || state_ != state::open) {
         continue;  // a write or the close raced the deadline: not a stall
       }
-      log("closed: send limit (" + std::to_string(queued()) + " bytes and " +
-          std::to_string(files_.size()) + " file ranges queued; the peer took nothing for " +
+      log("closed: send limit (" + std::to_string(unsent()) +
+          " bytes queued; the peer took nothing for " +
           std::to_string(options_.send_timeout.count()) + " ms)");
       begin_close(close_reason::send_limit, false);
       throw timeout_error("weft::net::connection::wait_sent to " + peer_address_ +
