@@ -83,12 +83,22 @@ void prepare_upgrade(http::request& request, std::string_view url) {
 }  // namespace
 
 response client::request(http::request request, std::string_view url) {
+  return buffered_call(std::move(request), url, nullptr);
+}
+
+response client::request(http::request request, std::string_view url, const body_source& body) {
+  return buffered_call(std::move(request), url, &body);
+}
+
+response client::buffered_call(http::request request, std::string_view url,
+                               const body_source* body) {
   if (closed_) {
     refuse_closed(url);
   }
   response result;
   detail::client_call call{*this, std::move(request), detail::parse_client_url(url)};
   call.result = &result;
+  call.source = body;
   call.run();
   return result;
 }
@@ -99,10 +109,17 @@ void client::request_streaming(http::request request, std::string_view url,
   stream_call(std::move(request), url, on_head, on_body, nullptr);
 }
 
+void client::request_streaming(http::request request, std::string_view url, const body_source& body,
+                               const std::function<void(const response& head)>& on_head,
+                               const std::function<void(std::string_view piece)>& on_body) {
+  stream_call(std::move(request), url, on_head, on_body, nullptr, &body);
+}
+
 void client::stream_call(http::request request, std::string_view url,
                          const std::function<void(const response& head)>& on_head,
                          const std::function<void(std::string_view piece)>& on_body,
-                         std::unique_ptr<upgraded_connection>* upgrade_into) {
+                         std::unique_ptr<upgraded_connection>* upgrade_into,
+                         const body_source* body) {
   const char* name = upgrade_into != nullptr ? "upgrade_streaming" : "request_streaming";
   if (closed_) {
     refuse_closed(url);
@@ -118,6 +135,7 @@ void client::stream_call(http::request request, std::string_view url,
   call.on_head = &on_head;
   call.on_body = &on_body;
   call.upgrade_into = upgrade_into;
+  call.source = body;
   call.run();
 }
 

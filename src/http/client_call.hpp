@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,8 @@ struct client_call {
   // upgrade(): a 101 hands the connection over into here (and its head goes to result or
   // on_head); null: a 101 is an unexpected_response.
   std::unique_ptr<upgraded_connection>* upgrade_into = nullptr;
+  // A streamed request body (request.body empty); null once a redirect dropped the body.
+  const body_source* source = nullptr;
 
   std::chrono::steady_clock::time_point started{};
   timeout limit;  // request_timeout from started
@@ -52,6 +55,17 @@ struct client_call {
  private:
   enum class outcome : std::uint8_t { complete, stale, redirect };
   outcome attempt(client_origin& origin, bool fresh, const std::string& wire);
+  // Checks and frames a streamed body's request (run(), once).
+  void prepare_source();
+  // Writes the source's pieces and the body's end on connection (attempt(), after the head).
+  void send_source(client_connection& connection);
+  // Whether a failed exchange may be sent again on a fresh connection.
+  bool resendable() const noexcept {
+    return is_idempotent(request.method) && (source == nullptr || !source_taken_);
+  }
+  // Why it was not sent again (fresh: it was, on a new connection), for the error of a
+  // kept-alive connection the server closed.
+  std::string not_resent_reason(bool fresh) const;
   [[noreturn]] void timed_out(const std::string& phase) const;
   // The limit of one wait: `limit`, capped at io_timeout from now when that is set.
   timeout wait_limit() const;
@@ -61,10 +75,12 @@ struct client_call {
   // current response's body when it came gzipped.
   bool ask_gzip_ = false;
   std::unique_ptr<gunzip_stream> gunzip_;
-  std::string pending_;   // a piece of the body, decoded
-  std::string location_;  // the Location of the redirect being followed
-  bool follow_ = false;   // the current response is a redirect to follow (its body is drained)
-  status result_status_ = status::ok;  // the status of the last final response
+  std::string pending_;        // a piece of the body, decoded
+  std::string location_;       // the Location of the redirect being followed
+  bool follow_ = false;        // the current response is a redirect to follow (its body is drained)
+  bool source_taken_ = false;  // a piece of the streamed body was asked for
+  std::optional<std::uint64_t> source_length_;  // its Content-Length; none: chunked
+  status result_status_ = status::ok;           // the status of the last final response
 };
 
 }  // namespace weft::http::detail

@@ -2,9 +2,12 @@
 // sending a request, reading its response through the parser, the one retry after a stale
 // kept-alive connection, and following redirects.
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -31,6 +34,15 @@ std::string_view path_of(std::string_view target) noexcept {
 bool is_redirect(status s) noexcept {
   const std::uint16_t code = code_of(s);
   return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
+}
+
+// Whether following a redirect of that status sends the request, body included, again: 303
+// turns any method but HEAD into GET, and 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4
+// allow it, and every browser does it).
+bool redirect_keeps_body(status s, method m) noexcept {
+  const std::uint16_t code = code_of(s);
+  return !((code == 303 && m != method::head) ||
+           ((code == 301 || code == 302) && m == method::post));
 }
 
 // The errors of a write or read that say a kept-alive connection was closed by the server.
@@ -90,6 +102,9 @@ void client_call::run() {
   if (!options.user_agent.empty() && !request.headers.contains("User-Agent")) {
     request.headers.add("User-Agent", options.user_agent);
   }
+  if (source != nullptr) {
+    prepare_source();
+  }
   ask_gzip_ = options.decompress && !request.headers.contains("Accept-Encoding");
   if (ask_gzip_) {
     request.headers.add("Accept-Encoding", "gzip");
@@ -112,7 +127,12 @@ void client_call::run() {
       }
     }
     wire.clear();
-    serialize(request, wire);  // std::invalid_argument for a request that cannot be framed
+    // std::invalid_argument for a request that cannot be framed.
+    if (source != nullptr) {
+      serialize_head(request, wire);
+    } else {
+      serialize(request, wire);
+    }
     if (options.max_redirects > 0) {
       visited.emplace(request.method, url.text);
     }
@@ -134,10 +154,9 @@ void client_call::run() {
                       std::to_string(options.max_redirects) + ")");
     }
     client_url next = parse_client_url(resolve_location(url, location_));
-    const std::uint16_t code = code_of(result_status_);
-    if ((code == 303 && request.method != method::head) ||
-        ((code == 301 || code == 302) && request.method == method::post)) {
+    if (!redirect_keeps_body(result_status_, request.method)) {
       request.method = method::get;
+      source = nullptr;
       request.body.clear();
       request.trailers.clear();
       request.headers.remove("Content-Length");
@@ -178,8 +197,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   // A request that is never sent twice must not go out on a connection the server already
   // closed: the pool's check peeks only at connections idle for a second (reusable()), so for
   // one it took unpeeked this asks the kernel itself.
-  if (reused && (fresh || (!is_idempotent(request.method) && connection.taken_unpeeked() &&
-                           !connection.quiet()))) {
+  if (reused && (fresh || ((!is_idempotent(request.method) || source != nullptr) &&
+                           connection.taken_unpeeked() && !connection.quiet()))) {
     connection.close();
     ++counters.connections_closed;
     reused = false;
@@ -206,16 +225,12 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   const std::string& subject = url.text;
   auto stale_or_throw = [&](const io_error& failure, const char* when) -> outcome {
     if (reused && says_closed(failure)) {
-      if (is_idempotent(request.method) && !fresh) {
+      if (resendable() && !fresh) {
         return outcome::stale;
       }
-      throw io_error(
-          failure.uv_code(), failure.operation(), subject,
-          std::string(std::strerror(-failure.uv_code())) + ": the server closed the " +
-              "kept-alive connection " + when + "; " +
-              (is_idempotent(request.method) ? "the retry on a fresh connection failed too"
-                                             : std::string(method_name(request.method)) +
-                                                   " is not idempotent, so it was not sent again"));
+      throw io_error(failure.uv_code(), failure.operation(), subject,
+                     std::string(std::strerror(-failure.uv_code())) + ": the server closed the " +
+                         "kept-alive connection " + when + "; " + not_resent_reason(fresh));
     }
     throw;
   };
@@ -226,6 +241,13 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     return stale_or_throw(failure, "before the request was sent");
   } catch (const timeout_error&) {
     timed_out("sending the request");
+  }
+  if (source != nullptr) {
+    try {
+      send_source(connection);
+    } catch (const io_error& failure) {
+      return stale_or_throw(failure, "while the body was sent");
+    }
   }
 
   response_parser& parser = connection.parser();
@@ -253,18 +275,12 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       if (got == 0) {
         ended = true;
         if (!got_bytes) {
-          if (reused && is_idempotent(request.method) && !fresh) {
+          if (reused && resendable() && !fresh) {
             return outcome::stale;
           }
-          throw io_error(
-              -ECONNRESET, "read", subject,
-              std::string("the server closed the connection without answering") +
-                  (reused ? std::string("; ") + (is_idempotent(request.method)
-                                                     ? "the retry on a fresh connection failed too"
-                                                     : std::string(method_name(request.method)) +
-                                                           " is not idempotent, so it was not sent "
-                                                           "again")
-                          : std::string()));
+          throw io_error(-ECONNRESET, "read", subject,
+                         std::string("the server closed the connection without answering") +
+                             (reused ? "; " + not_resent_reason(fresh) : std::string()));
         }
       } else {
         got_bytes = true;
@@ -338,7 +354,9 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         if (options.cookies != nullptr) {
           options.cookies->store(url.host, path_of(url.target), url.secure, head.headers);
         }
-        if (options.max_redirects > 0 && is_redirect(head.status)) {
+        // A redirect that would send a streamed body again is the answer (client.hpp).
+        if (options.max_redirects > 0 && is_redirect(head.status) &&
+            (source == nullptr || !redirect_keeps_body(head.status, request.method))) {
           const auto location = head.headers.get("Location");
           if (!location || location->empty()) {
             throw error(
@@ -424,6 +442,86 @@ complete:
     *result = std::move(parser.message());
   }
   return outcome::complete;
+}
+
+std::string client_call::not_resent_reason(bool fresh) const {
+  if (!is_idempotent(request.method)) {
+    return std::string(method_name(request.method)) +
+           " is not idempotent, so it was not sent again";
+  }
+  if (fresh) {
+    return "the retry on a fresh connection failed too";
+  }
+  return "its body was streamed from a body_source, so it was not sent again";
+}
+
+void client_call::prepare_source() {
+  const std::string what = "weft::http::client " + describe();
+  if (!request.body.empty()) {
+    throw std::invalid_argument(what + ": the request has a body of " +
+                                std::to_string(request.body.size()) +
+                                " bytes and a body_source; give it one or the other");
+  }
+  if (const auto declared = request.headers.get("Content-Length")) {
+    std::uint64_t n = 0;
+    const auto [end, failure] =
+        std::from_chars(declared->data(), declared->data() + declared->size(), n);
+    if (failure != std::errc() || end != declared->data() + declared->size() || declared->empty() ||
+        request.headers.count("Content-Length") != 1) {
+      throw std::invalid_argument(what + ": Content-Length '" + std::string(*declared) +
+                                  "' is not one decimal number");
+    }
+    source_length_ = n;
+    return;  // serialize_head refuses it beside Transfer-Encoding
+  }
+  if (request.version_minor == 0) {
+    throw std::invalid_argument(what +
+                                ": an HTTP/1.0 request has no chunked coding; a streamed body "
+                                "needs a Content-Length field");
+  }
+  if (!request.headers.contains("Transfer-Encoding")) {
+    request.headers.add("Transfer-Encoding", "chunked");
+  }
+}
+
+void client_call::send_source(client_connection& connection) {
+  source_taken_ = true;
+  const auto write = [&](std::string_view bytes) {
+    try {
+      connection.write_all(bytes, wait_limit(), url.text);
+    } catch (const timeout_error&) {
+      timed_out("sending the body");
+    }
+  };
+  const auto mismatch = [&](const std::string& how) {
+    return std::length_error("weft::http::client " + describe() + ": the body_source " + how +
+                             " the request's Content-Length of " + std::to_string(*source_length_) +
+                             " bytes");
+  };
+  std::uint64_t sent = 0;
+  std::string frame;  // a chunk's size line, data and CRLF, written at once
+  while (const std::optional<std::string_view> piece = (*source)()) {
+    if (piece->empty()) {
+      continue;
+    }
+    sent += piece->size();
+    if (!source_length_) {
+      frame.clear();
+      append_chunk(frame, *piece);
+      write(frame);
+    } else if (sent > *source_length_) {
+      throw mismatch("gave more than");
+    } else {
+      write(*piece);
+    }
+  }
+  if (!source_length_) {
+    frame.clear();
+    append_last_chunk(frame, request.trailers);
+    write(frame);
+  } else if (sent < *source_length_) {
+    throw mismatch("ended after " + std::to_string(sent) + " bytes, short of");
+  }
 }
 
 }  // namespace weft::http::detail

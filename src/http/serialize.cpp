@@ -192,7 +192,10 @@ bool serialize_head(const response& r, std::string& out, const response_context&
   return write_response_head(r, out, context, false);
 }
 
-void serialize(const request& r, std::string& out) {
+namespace {
+
+// serialize(request) with its body, or serialize_head(request) without it.
+void write_request(const request& r, std::string& out, bool with_body) {
   if (r.target.empty()) {
     throw std::invalid_argument("http::serialize(request): the target is empty (use \"/\")");
   }
@@ -227,7 +230,7 @@ void serialize(const request& r, std::string& out) {
     throw std::invalid_argument(
         "http::serialize(request): HTTP/1.0 has no chunked coding; leave Transfer-Encoding out");
   }
-  if (f.content_length && *f.content_length != r.body.size()) {
+  if (f.content_length && with_body && *f.content_length != r.body.size()) {
     throw std::invalid_argument("http::serialize(request): Content-Length " +
                                 std::to_string(*f.content_length) + " but the body has " +
                                 std::to_string(r.body.size()) + " bytes");
@@ -238,7 +241,7 @@ void serialize(const request& r, std::string& out) {
   for (headers::field field : r.headers) {
     head_bytes += field.name.size() + field.value.size() + 4;
   }
-  out.reserve(out.size() + head_bytes + (f.chunked ? 0 : r.body.size()));
+  out.reserve(out.size() + head_bytes + (f.chunked || !with_body ? 0 : r.body.size()));
   out.append(method_name(r.method));
   out.push_back(' ');
   out.append(r.target);
@@ -254,6 +257,9 @@ void serialize(const request& r, std::string& out) {
     out.append("\r\n", 2);
   }
   out.append("\r\n", 2);
+  if (!with_body) {
+    return;
+  }
   if (f.chunked) {
     append_chunk(out, r.body);
     append_last_chunk(out, r.trailers);
@@ -261,6 +267,12 @@ void serialize(const request& r, std::string& out) {
     out.append(r.body);
   }
 }
+
+}  // namespace
+
+void serialize(const request& r, std::string& out) { write_request(r, out, true); }
+
+void serialize_head(const request& r, std::string& out) { write_request(r, out, false); }
 
 void append_chunk(std::string& out, std::string_view data) {
   if (data.empty()) return;

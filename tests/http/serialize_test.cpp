@@ -196,6 +196,32 @@ TEST(HttpSerialize, RequestRoundTripsThroughTheParser) {
   EXPECT_EQ(out.messages[0].target, r.target);
 }
 
+TEST(HttpSerialize, RequestHeadForABodyStreamedAfterIt) {
+  http::request sized;
+  sized.method = http::method::put;
+  sized.headers.add("Host", "h");
+  sized.headers.add("Content-Length", "1000");  // the body comes later: no mismatch with ""
+  std::string wire;
+  http::serialize_head(sized, wire);
+  EXPECT_EQ(wire, "PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n");
+  http::request chunked;
+  chunked.method = http::method::post;
+  chunked.headers.add("Host", "h");
+  chunked.headers.add("Transfer-Encoding", "chunked");
+  chunked.body = "ignored";
+  chunked.trailers.add("X-Sum", "1");  // for append_last_chunk, after the streamed chunks
+  wire.clear();
+  http::serialize_head(chunked, wire);
+  EXPECT_EQ(wire, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+  // The rules stay serialize()'s.
+  http::request both = sized;
+  both.headers.add("Transfer-Encoding", "chunked");
+  wire.clear();
+  EXPECT_THROW(http::serialize_head(both, wire), std::invalid_argument);
+  http::request no_host;
+  EXPECT_THROW(http::serialize_head(no_host, wire), std::invalid_argument);
+}
+
 TEST(HttpSerialize, RequestBodiesAndTheirLength) {
   http::request get;
   get.headers.add("Host", "h");

@@ -49,6 +49,23 @@
 //     User-Agent (client_options::user_agent, unless empty) are added when absent, and
 //     "Accept-Encoding: gzip" unless client_options::decompress is off (a gzip answer to it is
 //     then decoded as it arrives).
+//   - Streamed request bodies (the overloads taking a body_source, for an upload too large to
+//     hold, or a body being received elsewhere, as a proxy's): the head goes out first, then
+//     each piece as the source gives it, each written before the next is asked for, so memory
+//     stays within one piece. request.body must be empty (std::invalid_argument otherwise).
+//     Framed by the request's Content-Length when it has one, and the source must then give
+//     exactly that many bytes (std::length_error when it gives more or ends short; the
+//     connection is discarded, the server never sees a message it could take as whole);
+//     chunked otherwise ("Transfer-Encoding: chunked" is added, and the request's trailers
+//     follow the last chunk; an HTTP/1.0 request needs a Content-Length). A body taken from
+//     the source cannot be sent again: a reused connection is checked with a peek first, as
+//     for a POST, and the stale-connection retry happens only when the head's write failed; a
+//     redirect that keeps the body (307 and 308, and 301 and 302 of anything but a POST) is
+//     returned as it is, as Go's client does for a body it cannot get again, while one that
+//     drops it (303, and 301 and 302 of a POST) is followed. An exception from the source
+//     ends the call (the connection is discarded) and propagates. The response is read once
+//     the whole body has gone: a server that answers early and stops reading makes the call
+//     fail on the write (io_error), or time out.
 //   - Redirects: off by default (the 3xx response is returned as is). With max_redirects > 0,
 //     301, 302, 303, 307 and 308 with a Location are followed: 303 turns any method but HEAD
 //     into GET without a body, 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4 allow
@@ -98,6 +115,12 @@
 #include "weft/sched/timeout.hpp"
 
 namespace weft::http {
+
+// A request body made piece by piece (see "Streamed request bodies" in the file comment): each
+// call returns the next piece, a view that must stay valid until the next call, or nullopt at
+// the end of the body. It runs on the calling coroutine and may suspend (reading a file, or a
+// request body still arriving).
+using body_source = std::function<std::optional<std::string_view>()>;
 
 // The settings of a client (see the file comment for what each bounds).
 struct client_options {
@@ -271,12 +294,19 @@ class client {
   // Any method: url gives the host, the port and the target (request.target is replaced by
   // the URL's path and query); the rest of the request is sent as it is.
   response request(http::request request, std::string_view url);
+  // The same with the body streamed from `body` (request.body empty; see the file comment).
+  response request(http::request request, std::string_view url, const body_source& body);
   // The same, streaming: on_head receives the final response's status and header fields (its
   // body empty) once they arrive, then on_body each piece of the body as it is received (views
   // valid during the call only). Nothing is buffered beyond one read; limits.max_body_size
   // still bounds the body. Skipped 1xx responses and followed redirects reach neither callback.
   // An exception from a callback ends the call (the connection is closed) and propagates.
   void request_streaming(http::request request, std::string_view url,
+                         const std::function<void(const response& head)>& on_head,
+                         const std::function<void(std::string_view piece)>& on_body);
+  // The same with the request's body streamed from `body` (see the file comment): both
+  // directions stream, and the call holds no more than a piece of either.
+  void request_streaming(http::request request, std::string_view url, const body_source& body,
                          const std::function<void(const response& head)>& on_head,
                          const std::function<void(std::string_view piece)>& on_body);
 
@@ -308,11 +338,14 @@ class client {
 
  private:
   friend struct detail::client_call;
+  // request() with its body in the request or from a source.
+  response buffered_call(http::request request, std::string_view url, const body_source* body);
   // request_streaming and upgrade_streaming (upgrade_into set).
   void stream_call(http::request request, std::string_view url,
                    const std::function<void(const response& head)>& on_head,
                    const std::function<void(std::string_view piece)>& on_body,
-                   std::unique_ptr<upgraded_connection>* upgrade_into);
+                   std::unique_ptr<upgraded_connection>* upgrade_into,
+                   const body_source* body = nullptr);
   detail::client_origin& origin_for(const std::string& key, const std::string& host,
                                     std::uint16_t port, bool secure);
 

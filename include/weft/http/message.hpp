@@ -150,6 +150,11 @@ bool serialize_head(const response& r, std::string& out, const response_context&
 // without Host, a Host value with a byte no host[:port] holds (space, '@', '/', a control), a
 // target with a space or a control character, or a framing conflict.
 void serialize(const request& r, std::string& out);
+// Appends only the request's head, for a body streamed after it (raw when the fields give
+// Content-Length, with append_chunk()/append_last_chunk() when they say chunked). The rules are
+// serialize()'s, but r.body is ignored: without either field, and with a body or a POST, PUT or
+// PATCH, the head gets "Content-Length: <r.body.size()>".
+void serialize_head(const request& r, std::string& out);
 
 // One chunk of a chunked body ("<hex size>\r\n<data>\r\n"); nothing for empty data (an empty
 // chunk would end the body).
