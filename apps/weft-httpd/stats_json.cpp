@@ -94,6 +94,7 @@ std::string render_stats_json(const site::snapshot& n) {
     json += ",\"gateway_timeout\":" + number(p.gateway_timeout);
     json += ",\"aborted\":" + number(p.aborted);
     json += ",\"retries\":" + number(p.retries);
+    json += ",\"streamed_bodies\":" + number(p.streamed_bodies);
     json += ",\"upgrades\":" + number(p.upgrades);
     json += ",\"tunnels_open\":" + number(p.tunnels_open);
     json += ",\"upstreams\":[";

@@ -421,10 +421,51 @@ void reverse_proxy::forward(exchange& ex) {
   const bool upgrade = options_.upgrades && asks_upgrade(ex.request());
   // The first try's request; a later try builds its own (no copy for a try that may fail).
   request up = upstream_request(ex, upgrade);
-  std::string body;  // read whole before the first try (see the file comment)
-  if (ex.request().headers.contains("Content-Length") ||
-      ex.request().headers.contains("Transfer-Encoding")) {
-    body = ex.read_body();
+  // The request body (see the file comment): held whole up to request_buffer, or streamed by
+  // `source`, which gives what was held first and then the rest as it arrives.
+  // An upgrade's body (rare, and small) is held: client::upgrade takes it whole.
+  const std::size_t hold =
+      upgrade ? std::numeric_limits<std::size_t>::max() : options_.request_buffer;
+  std::string body;
+  std::optional<std::uint64_t> declared;  // a streamed body's Content-Length
+  bool streamed = false;
+  if (const auto length = ex.request().headers.get("Content-Length")) {
+    std::uint64_t n = 0;
+    std::from_chars(length->data(), length->data() + length->size(), n);  // the parser checked it
+    if (n <= hold) {
+      body = ex.read_body();
+    } else {
+      streamed = true;
+      declared = n;
+    }
+  } else if (ex.request().headers.contains("Transfer-Encoding")) {
+    while (const auto piece = ex.read_body_chunk()) {
+      body.append(*piece);
+      if (body.size() > hold) {
+        streamed = true;
+        break;
+      }
+    }
+  }
+  bool held_given = false;  // `source` gave what was held
+  bool body_taken = false;  // the current try asked `source` for the body
+  const auto source = [&]() -> std::optional<std::string_view> {
+    body_taken = true;
+    if (!held_given) {
+      held_given = true;
+      if (!body.empty()) {
+        return std::string_view(body);
+      }
+    }
+    return ex.read_body_chunk();
+  };
+  std::optional<body_source> body_stream;
+  if (streamed) {
+    counters_.streamed_bodies.fetch_add(1, std::memory_order_relaxed);
+    body_stream.emplace(std::ref(source));
+    if (declared) {
+      up.headers.add("Content-Length", std::to_string(*declared));
+    }
   }
   // A 101's head, passed on by switch_protocols once the upstream's connection is handed over.
   std::optional<response> switched;
@@ -511,13 +552,22 @@ void reverse_proxy::forward(exchange& ex) {
     to.requests.fetch_add(1, std::memory_order_relaxed);
     try {
       request sent = tries == 1 ? std::move(up) : upstream_request(ex, upgrade);
-      // The body: a copy while another upstream may still be tried after this one.
-      sent.body = tries < upstreams_.size() ? body : std::move(body);
       head_seen = false;
-      if (upgrade) {
-        tunnelled = upstream->upgrade_streaming(std::move(sent), url, head_callback, body_callback);
+      if (body_stream) {
+        if (tries > 1 && declared) {
+          sent.headers.add("Content-Length", std::to_string(*declared));
+        }
+        upstream->request_streaming(std::move(sent), url, *body_stream, head_callback,
+                                    body_callback);
       } else {
-        upstream->request_streaming(std::move(sent), url, head_callback, body_callback);
+        // The body: a copy while another upstream may still be tried after this one.
+        sent.body = tries < upstreams_.size() ? body : std::move(body);
+        if (upgrade) {
+          tunnelled =
+              upstream->upgrade_streaming(std::move(sent), url, head_callback, body_callback);
+        } else {
+          upstream->request_streaming(std::move(sent), url, head_callback, body_callback);
+        }
       }
       slot->upstreams[index].fails = 0;  // it answered
       if (tunnelled) {
@@ -535,6 +585,10 @@ void reverse_proxy::forward(exchange& ex) {
         ex.respond(std::move(*held));
       }
       break;
+    } catch (const body_error&) {
+      // The client's streamed body failed (too large, malformed, too slow, gone): the server
+      // answered it and closes the connection; the upstream's connection was discarded.
+      throw;
     } catch (const weft::error& e) {  // not http::error, which `error` names here
       if (ex.responded()) {
         // The head is out (or the client went away while the body streamed): no status can be
@@ -558,7 +612,9 @@ void reverse_proxy::forward(exchange& ex) {
       const bool head_failed = !connect_failed && !head_seen && (io != nullptr || timed_out);
       if (connect_failed || head_failed) {
         note_failure(*slot, ex.worker(), index, connect_failed);
-        if (tries < upstreams_.size() && (connect_failed || is_idempotent(ex.request().method))) {
+        // A streamed body, once read, is gone: only a try that read none of it goes on.
+        if (tries < upstreams_.size() && !body_taken &&
+            (connect_failed || is_idempotent(ex.request().method))) {
           counters_.retries.fetch_add(1, std::memory_order_relaxed);
           if (options_.log) {
             options_.log("reverse_proxy: upstream " +
@@ -692,6 +748,7 @@ proxy_stats reverse_proxy::stats() const {
   s.unavailable = counters_.unavailable.load(std::memory_order_relaxed);
   s.aborted = counters_.aborted.load(std::memory_order_relaxed);
   s.retries = counters_.retries.load(std::memory_order_relaxed);
+  s.streamed_bodies = counters_.streamed_bodies.load(std::memory_order_relaxed);
   // Closed first, with acquire: each tunnel counted closed was counted in `upgrades` before
   // (sequenced on its worker, then the release above), so the upgrades read after it include
   // it, and open never goes below zero. Read the other way, a tunnel opened and closed between

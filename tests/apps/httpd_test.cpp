@@ -452,6 +452,21 @@ TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
   EXPECT_NE(upload.standard_output.find("part - "), std::string::npos) << upload.standard_output;
   EXPECT_NE(upload.standard_output.find(" 10 bytes crc32 "), std::string::npos)
       << upload.standard_output;
+  // One of 3 MiB, past the proxy's 64 KiB request buffer, streams through: the upstream counts
+  // the same bytes and crc32 as when the file goes to it directly.
+  const std::string big = testing::TempDir() + "weft-httpd-upload.bin";
+  {
+    std::ofstream out(big, std::ios::trunc | std::ios::binary);
+    for (unsigned i = 0; i < (3u << 20); ++i) {
+      out.put(static_cast<char>(i * 2654435761u >> 24));
+    }
+  }
+  auto direct = curl({"-F", "part=@" + big, upstream.url("/upload")});
+  auto through = curl({"-F", "part=@" + big, front.url("/up/upload")});
+  std::filesystem::remove(big);
+  EXPECT_NE(direct.standard_output.find(" 3145728 bytes crc32 "), std::string::npos)
+      << direct.standard_output;
+  EXPECT_EQ(through.standard_output, direct.standard_output);
   auto gone = curl({"-o", "/dev/null", "-w", "%{http_code}", front.url("/gone/x")});
   EXPECT_EQ(gone.standard_output, "502");
   // Two upstreams, the first refusing: every request is served by the second.
@@ -462,6 +477,9 @@ TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
   EXPECT_NE(stats.find("\"prefix\":\"/both/\",\"requests\":3,\"responses\":3,\"bad_gateway\":0"),
             std::string::npos)
       << stats;
+  EXPECT_NE(stats.find("\"prefix\":\"/up/\",\"requests\":4,\"responses\":4,"), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("\"retries\":0,\"streamed_bodies\":1,"), std::string::npos) << stats;
   EXPECT_NE(stats.find("{\"url\":\"http://127.0.0.1:1\",\"requests\":"), std::string::npos)
       << stats;
   // Nothing in flight once the answers are in (least-conn counts each request while it lasts).

@@ -17,7 +17,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -25,6 +27,7 @@
 
 #include "http/server_support.hpp"
 #include "refusing_port.hpp"
+#include "test_support.hpp"
 #include "weft/http/proxy.hpp"
 #include "weft/net/websocket_protocol.hpp"
 #include "weft/sched/this_coroutine.hpp"
@@ -630,6 +633,85 @@ TEST(HttpReverseProxy, CurlUploadsChunkedAndReusesItsConnection) {
   EXPECT_EQ(f.proxy.stats().responses, 3u);
 }
 
+// --- Request bodies past request_buffer stream upstream ---
+
+// The byte at `at` of an upload, and an order-sensitive sum over a run of them.
+char upload_byte(std::uint64_t at) { return static_cast<char>('a' + (at * 7 + at / 251) % 26); }
+std::uint64_t upload_sum(std::uint64_t sum, std::string_view bytes) {
+  for (const char c : bytes) {
+    sum = sum * 31 + static_cast<unsigned char>(c);
+  }
+  return sum;
+}
+
+TEST(HttpReverseProxy, ALargeUploadStreamsToTheUpstreamWhileTheClientSendsIt) {
+  // 64 MiB: more than every socket buffer on the way can hold (a few MiB each), so an
+  // upstream that sees its first byte before the client gave the last one was streamed to.
+  constexpr std::uint64_t total = 64u << 20;
+  std::atomic<std::uint64_t> given{0};
+  std::atomic<std::uint64_t> given_at_first{0};
+  weft::http::server_options upstream_options = local_http();
+  upstream_options.limits.max_body_size = total;
+  running_http upstream(upstream_options, [&](exchange& ex) {
+    std::uint64_t bytes = 0;
+    std::uint64_t sum = 0;
+    while (const auto piece = ex.read_body_chunk()) {
+      if (bytes == 0) {
+        given_at_first = given.load();
+      }
+      bytes += piece->size();
+      sum = upload_sum(sum, *piece);
+    }
+    const auto length = ex.request().headers.get("Content-Length");
+    const std::string framing =
+        length ? "length " + std::string(*length)
+               : std::string(ex.request().headers.get("Transfer-Encoding").value_or("none"));
+    ex.respond(status::ok, std::to_string(bytes) + " " + std::to_string(sum) + " " + framing);
+  });
+  reverse_proxy proxy(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  weft::http::server_options front_options = attached(proxy);
+  front_options.limits.max_body_size = total;
+  running_http front_server(front_options, proxy_routes(proxy));
+  weft_test::run_clean([&] {
+    weft::http::client web;
+    for (const bool sized : {true, false}) {
+      given = 0;
+      given_at_first = 0;
+      std::uint64_t sum = 0;
+      std::string piece;
+      const weft::http::body_source source = [&]() -> std::optional<std::string_view> {
+        const std::uint64_t at = given.load();
+        if (at == total) {
+          return std::nullopt;
+        }
+        piece.resize(64 << 10);
+        for (std::size_t i = 0; i < piece.size(); ++i) {
+          piece[i] = upload_byte(at + i);
+        }
+        sum = upload_sum(sum, piece);
+        given = at + piece.size();
+        return std::string_view(piece);
+      };
+      weft::http::request up;
+      up.method = weft::http::method::post;
+      if (sized) {
+        up.headers.add("Content-Length", std::to_string(total));
+      }
+      const weft::http::response r =
+          web.request(up, url(front_server.port(), "/api/upload"), source);
+      EXPECT_EQ(r.status, status::ok);
+      EXPECT_EQ(r.body, std::to_string(total) + " " + std::to_string(sum) + " " +
+                            (sized ? "length " + std::to_string(total) : "chunked"));
+      EXPECT_GT(given_at_first.load(), 0u);
+      EXPECT_LT(given_at_first.load(), total) << (sized ? "sized" : "chunked");
+    }
+    web.close();
+  });
+  const auto stats = proxy.stats();
+  EXPECT_EQ(stats.streamed_bodies, 2u);
+  EXPECT_EQ(stats.responses, 2u);
+}
+
 // --- Upgrades through the proxy: a tunnel to the upstream ---
 
 // A raw socket client of a tunnel: the request, the 101's head, then bytes both ways.
@@ -1211,6 +1293,43 @@ TEST(HttpReverseProxyUpstreams, AnIdempotentRequestAnUpstreamDroppedOrLeftUnansw
     EXPECT_EQ(stats.retries, 1u);
     EXPECT_EQ(stats.gateway_timeout, 0u);
     EXPECT_EQ(stats.upstreams[0].response_failures, 1u);
+  }
+}
+
+TEST(HttpReverseProxyUpstreams, AStreamedBodyGoesToTheNextUpstreamOnlyBeforeItWasRead) {
+  const std::string body = pattern(200 << 10);  // past the 64 KiB request_buffer
+  const std::string length = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  running_http a(local_http(), named("a"));
+  {
+    // The first refuses the connect: no byte of the body was read, so it goes on whole.
+    const weft_test::refusing_port refusing;
+    front f({url(refusing.port(), ""), url(a.port(), "")});
+    client c(f.server.port());
+    c.send("POST /api/x HTTP/1.1\r\nHost: front.example\r\n" + length + body);
+    const auto r = c.response();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->body == "a " + body) << r->body.size();
+    const auto stats = f.proxy.stats();
+    EXPECT_EQ(stats.streamed_bodies, 1u);
+    EXPECT_EQ(stats.retries, 1u);
+    EXPECT_EQ(stats.upstreams[1].requests, 1u);
+  }
+  {
+    // The first takes the head and drops the connection once the body streams to it: a PUT
+    // may be repeated, but the body that went to it is gone, so the answer is 502.
+    raw_upstream dropping("");
+    front f({dropping.url(), url(a.port(), "")}, {.max_fails = 0});
+    client c(f.server.port());
+    c.send("PUT /api/x HTTP/1.1\r\nHost: front.example\r\n" + length + body);
+    const auto r = c.response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status::bad_gateway);
+    const auto stats = f.proxy.stats();
+    EXPECT_EQ(stats.retries, 0u);
+    EXPECT_EQ(stats.bad_gateway, 1u);
+    EXPECT_EQ(stats.upstreams[0].requests, 1u);
+    EXPECT_EQ(stats.upstreams[1].requests, 0u);
+    EXPECT_EQ(dropping.heads().size(), 1u);
   }
 }
 

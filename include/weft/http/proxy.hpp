@@ -43,9 +43,16 @@
 //     upstream's unless preserve_host. With forwarded_headers (the default), X-Forwarded-For
 //     gets the client's address appended (after any proxies before this one),
 //     X-Forwarded-Proto says http or https (whether the client's connection is TLS) and
-//     X-Forwarded-Host carries the client's Host. A body is read whole first (within the
-//     server's limits.max_body_size: 413 past it; "Expect: 100-continue" is answered here) and
-//     sent with Content-Length, as nginx's proxy_request_buffering does.
+//     X-Forwarded-Host carries the client's Host. A request body (within the server's
+//     limits.max_body_size: 413 past it; "Expect: 100-continue" is answered here, when the body
+//     is first read) of at most request_buffer bytes is read whole first and sent with
+//     Content-Length, as nginx's proxy_request_buffering does, so that another upstream can
+//     still take it after a failed try. A larger one, by its Content-Length or a chunked one
+//     once it grows past request_buffer, streams upstream as it arrives (nginx's
+//     proxy_request_buffering off, Go's ReverseProxy): with its Content-Length, or chunked,
+//     the memory it holds within request_buffer and a read, and a slow upstream slowing the
+//     client's upload (backpressure through the socket buffers). Such a request goes to
+//     another upstream only when its connect failed, before a byte of the body was read.
 //   - The response: status, reason and fields as the upstream sent them, less the hop-by-hop
 //     ones; Server and Date are the upstream's when it sent them. A body whose Content-Length
 //     is at most 64 KiB is held until it is whole and goes out with its head in one write (as
@@ -141,6 +148,9 @@ struct proxy_options {
   // A tunnel that carried no byte either way this long is closed (HAProxy's `timeout tunnel`;
   // nginx's proxy_read_timeout, 60 s, counts the upstream's direction only). Zero: no limit.
   std::chrono::milliseconds tunnel_idle_timeout{300000};
+  // A request body up to this many bytes is held whole before the request goes upstream;
+  // a larger one streams (see the file comment).
+  std::size_t request_buffer = 64 * 1024;
   // Bounds on the upstream's response head (its body streams, unbounded).
   std::size_t max_response_header_size = 64 * 1024;
   // The TLS context of an https upstream (net::tls_context::client: its authorities, checks);
@@ -160,6 +170,7 @@ struct proxy_stats {
   std::uint64_t unavailable = 0;        // answered 503 (the worker's client closed)
   std::uint64_t aborted = 0;            // failures after the head went out (connection aborted)
   std::uint64_t retries = 0;            // requests sent to the next upstream after a failed connect
+  std::uint64_t streamed_bodies = 0;    // request bodies streamed upstream (past request_buffer)
   std::uint64_t upgrades = 0;           // tunnels opened (101 passed on)
   std::uint64_t tunnels_open = 0;       // tunnels open now
   std::uint64_t tunnel_bytes_up = 0;    // tunnelled from clients to the upstream
@@ -269,6 +280,7 @@ class reverse_proxy {
     std::atomic<std::uint64_t> unavailable{0};
     std::atomic<std::uint64_t> aborted{0};
     std::atomic<std::uint64_t> retries{0};
+    std::atomic<std::uint64_t> streamed_bodies{0};
     std::atomic<std::uint64_t> upgrades{0};
     std::atomic<std::uint64_t> tunnels_closed{0};
     std::atomic<std::uint64_t> tunnel_bytes_up{0};
