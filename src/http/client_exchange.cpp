@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -242,11 +243,25 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   } catch (const timeout_error&) {
     timed_out("sending the request");
   }
+  // A server may answer before it has read the whole body (a 413, a 401) and stop reading: its
+  // answer, when one comes, is the call's response, as Go's client gives it; the write's
+  // failure is the error only when no response head comes.
+  std::exception_ptr body_cut;
+  const auto throw_cut = [&] {
+    try {
+      std::rethrow_exception(body_cut);
+    } catch (const io_error& failure) {
+      stale_or_throw(failure, "while the body was sent");  // throws: the body was taken
+    }
+  };
   if (source != nullptr) {
     try {
       send_source(connection);
     } catch (const io_error& failure) {
-      return stale_or_throw(failure, "while the body was sent");
+      if (!says_closed(failure)) {
+        throw;
+      }
+      body_cut = std::current_exception();
     }
   }
 
@@ -265,6 +280,9 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       try {
         got = connection.fill(wait_limit(), subject);
       } catch (const io_error& failure) {
+        if (body_cut && !final_head) {
+          throw_cut();
+        }
         if (!got_bytes) {
           return stale_or_throw(failure, "before answering");
         }
@@ -274,6 +292,9 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       }
       if (got == 0) {
         ended = true;
+        if (body_cut && !final_head) {
+          throw_cut();
+        }
         if (!got_bytes) {
           if (reused && resendable() && !fresh) {
             return outcome::stale;
@@ -434,7 +455,8 @@ complete:
     }
   }
   connection.count_exchange();
-  guard.keep = !ended && parser.keep_alive() && request.keep_alive() && connection.input().empty();
+  guard.keep = !body_cut && !ended && parser.keep_alive() && request.keep_alive() &&
+               connection.input().empty();
   if (follow_) {
     return outcome::redirect;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http/client_support.hpp"
+#include "http/server_support.hpp"
 
 namespace {
 
@@ -239,6 +240,45 @@ TEST(HttpClientUpload, AReusedConnectionTheServerClosedIsNotUsedForAStreamedBody
     EXPECT_EQ(web.stats().connections_opened, 2u);
     web.close();
     server.close();
+  });
+}
+
+TEST(HttpClientUpload, AServerThatAnswersBeforeTheBodyEndsGivesItsAnswer) {
+  // Two early answers from weft's server, each followed by its close while the client still
+  // writes: its own 413 for a Content-Length past limits.max_body_size (answered at the head),
+  // and a handler's 401 given without reading the body (1 MiB of it discarded first). The
+  // client's next writes fail, and the answer already received is the call's response.
+  constexpr std::uint64_t total = 32u << 20;
+  weft::http::server_options roomy = http_test::local_http();
+  roomy.limits.max_body_size = total;
+  const auto refuse = [](http_test::exchange& ex) {
+    ex.respond(weft::http::status::unauthorized, "who are you\n");
+  };
+  http_test::running_http limited(http_test::local_http(), refuse);
+  http_test::running_http handler(roomy, refuse);
+  run_clean([&] {
+    weft::http::client web;
+    const std::string piece(64 << 10, 'u');
+    for (const auto& [port, expected] :
+         {std::pair{limited.port(), "Content-Length 33554432 is larger than the limit 1048576"},
+          std::pair{handler.port(), "who are you"}}) {
+      std::uint64_t given = 0;
+      const weft::http::body_source source = [&]() -> std::optional<std::string_view> {
+        if (given == total) {
+          return std::nullopt;
+        }
+        given += piece.size();
+        return std::string_view(piece);
+      };
+      const std::string url = http_test::url(port, "/up");
+      const weft::http::response r = web.request(put_request(std::to_string(total)), url, source);
+      EXPECT_EQ(code_of(r.status), port == limited.port() ? 413 : 401);
+      EXPECT_NE(r.body.find(expected), std::string::npos) << r.body;
+      EXPECT_LT(given, total);                      // the writes stopped when the server did
+      EXPECT_EQ(web.stats().idle_connections, 0u);  // a request cut short is not reused
+    }
+    EXPECT_EQ(web.stats().connections_opened, 2u);
+    web.close();
   });
 }
 

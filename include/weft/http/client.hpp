@@ -64,8 +64,9 @@
 //     returned as it is, as Go's client does for a body it cannot get again, while one that
 //     drops it (303, and 301 and 302 of a POST) is followed. An exception from the source
 //     ends the call (the connection is discarded) and propagates. The response is read once
-//     the whole body has gone: a server that answers early and stops reading makes the call
-//     fail on the write (io_error), or time out.
+//     the whole body has gone, or once the server stopped taking it: a server that answered
+//     early (a 413, a 401) and closed the connection gives that response (the connection is
+//     not reused), and the write's io_error is the error only when no response head came.
 //   - Redirects: off by default (the 3xx response is returned as is). With max_redirects > 0,
 //     301, 302, 303, 307 and 308 with a Location are followed: 303 turns any method but HEAD
 //     into GET without a body, 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4 allow
