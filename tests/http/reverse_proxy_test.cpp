@@ -712,6 +712,40 @@ TEST(HttpReverseProxy, ALargeUploadStreamsToTheUpstreamWhileTheClientSendsIt) {
   EXPECT_EQ(stats.responses, 2u);
 }
 
+TEST(HttpReverseProxy, AnUpstreamsEarlyAnswerToAStreamedUploadIsPassedOn) {
+  // The upstream's limit is 1 MiB: it answers 413 at the head and closes while the body still
+  // streams to it. The proxy passes that answer on instead of a 502 for the failed write.
+  constexpr std::uint64_t total = 8u << 20;
+  running_http upstream(local_http(), upstream_handler);
+  reverse_proxy proxy(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  weft::http::server_options front_options = attached(proxy);
+  front_options.limits.max_body_size = total;
+  running_http front_server(front_options, proxy_routes(proxy));
+  weft_test::run_clean([&] {
+    weft::http::client web;
+    const std::string piece(64 << 10, 'p');
+    std::uint64_t given = 0;
+    const weft::http::body_source source = [&]() -> std::optional<std::string_view> {
+      if (given == total) {
+        return std::nullopt;
+      }
+      given += piece.size();
+      return std::string_view(piece);
+    };
+    weft::http::request up;
+    up.method = weft::http::method::put;
+    up.headers.add("Content-Length", std::to_string(total));
+    const weft::http::response r = web.request(up, url(front_server.port(), "/api/x"), source);
+    EXPECT_EQ(r.status, status::content_too_large);
+    EXPECT_NE(r.body.find("larger than the limit 1048576"), std::string::npos) << r.body;
+    web.close();
+  });
+  const auto stats = proxy.stats();
+  EXPECT_EQ(stats.bad_gateway, 0u);
+  EXPECT_EQ(stats.responses, 1u);
+  EXPECT_EQ(stats.streamed_bodies, 1u);
+}
+
 // --- Upgrades through the proxy: a tunnel to the upstream ---
 
 // A raw socket client of a tunnel: the request, the 101's head, then bytes both ways.
