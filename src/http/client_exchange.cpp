@@ -522,9 +522,10 @@ void client_call::send_source(client_connection& connection) {
   };
   std::uint64_t sent = 0;
   std::string frame;  // a chunk's size line, data and CRLF, written at once
-  while (const std::optional<std::string_view> piece = (*source)()) {
-    if (piece->empty()) {
-      continue;
+  for (;;) {
+    const std::optional<std::string_view> piece = (*source)();
+    if (!piece || piece->empty()) {
+      break;  // the end (an empty piece too: a read that returned 0)
     }
     sent += piece->size();
     if (!source_length_) {

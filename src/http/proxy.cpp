@@ -457,7 +457,11 @@ void reverse_proxy::forward(exchange& ex) {
         return std::string_view(body);
       }
     }
-    return ex.read_body_chunk();
+    auto piece = ex.read_body_chunk();
+    while (piece && piece->empty()) {
+      piece = ex.read_body_chunk();  // an empty piece would end the body (body_source)
+    }
+    return piece;
   };
   std::optional<body_source> body_stream;
   if (streamed) {

@@ -46,11 +46,11 @@ TEST(HttpClientUpload, AStreamedBodyGoesWithItsContentLength) {
   run_clean([] {
     script_server server([](weft::tcp::stream& s, const received& r) { s.write_all(ok(r.body)); });
     weft::http::client web;
-    pieces_source source{{"abc", "", "defg"}};
+    pieces_source source{{"abc", "defg"}};
     const weft::http::body_source body = std::ref(source);
     const weft::http::response r = web.request(put_request("7"), server.url("/up"), body);
     EXPECT_EQ(r.body, "abcdefg");
-    EXPECT_EQ(source.calls, 4);  // three pieces (one empty, skipped), then the end
+    EXPECT_EQ(source.calls, 3);  // two pieces, then the end
     ASSERT_EQ(server.requests().size(), 1u);
     EXPECT_EQ(server.requests()[0].method, "PUT");
     EXPECT_EQ(server.requests()[0].field("Content-Length"), "7");
@@ -82,6 +82,19 @@ TEST(HttpClientUpload, WithoutAContentLengthTheBodyIsChunkedWithItsTrailers) {
     EXPECT_EQ(server.requests()[0].field("Content-Length"), "");
     EXPECT_EQ(server.requests()[0].body,
               "3\r\nabc\r\n129\r\n" + std::string(297, 'x') + "\r\n0\r\nX-Sum: 300\r\n\r\n");
+    web.close();
+    server.close();
+  });
+}
+
+TEST(HttpClientUpload, AnEmptyPieceEndsTheBodyAsAFileReadAtItsEndDoes) {
+  run_clean([] {
+    script_server server([](weft::tcp::stream& s, const received& r) { s.write_all(ok(r.body)); });
+    weft::http::client web;
+    pieces_source source{{"abc", "", "never sent"}};
+    EXPECT_EQ(web.request(put_request(), server.url("/e"), std::ref(source)).body,
+              "3\r\nabc\r\n0\r\n\r\n");
+    EXPECT_EQ(source.calls, 2);
     web.close();
     server.close();
   });

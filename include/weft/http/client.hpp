@@ -118,9 +118,9 @@
 namespace weft::http {
 
 // A request body made piece by piece (see "Streamed request bodies" in the file comment): each
-// call returns the next piece, a view that must stay valid until the next call, or nullopt at
-// the end of the body. It runs on the calling coroutine and may suspend (reading a file, or a
-// request body still arriving).
+// call returns the next piece, a view that must stay valid until the next call, or nullopt (or
+// an empty piece: what a read at the end of a file gives) at the end of the body. It runs on
+// the calling coroutine and may suspend (reading a file, or a request body still arriving).
 using body_source = std::function<std::optional<std::string_view>()>;
 
 // The settings of a client (see the file comment for what each bounds).
