@@ -347,6 +347,9 @@ void connection::file_failed(int error_number, const char* operation) noexcept {
           worker_->counters.messages_out.add(1);
           worker_->counters.bytes_out.add(done);
         }
+        // The rest of the payload was accepted and is lost with the socket. It was never
+        // queued, so drop_output cannot see it: wait_sent must still say so.
+        output_dropped_ = true;
         write_failed(errno);
         return;
       }

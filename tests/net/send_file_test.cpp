@@ -2,6 +2,7 @@
 // sendfile(2), not counted against the send buffer; a short file closes the connection rather
 // than truncating silently. And receiving in place (input/consume_input/read_input).
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -271,6 +272,31 @@ TEST(NetSendFile, WaitSentEndsOnceAllIsWrittenAndSaysWhenSomeWasDropped) {
   int cut = connect_to(server.port(), 16384);
   EXPECT_EQ(read_bytes(cut, 65536).size(), 65536u);
   ::close(cut);
+  ASSERT_TRUE(eventually([&] { return outcome.load() != -1; }, std::chrono::milliseconds(10000)));
+  EXPECT_EQ(outcome.load(), 0);
+}
+
+// A send whose first write fails (the peer reset before it) loses the payload before any of it
+// was queued: wait_sent says so all the same (it said true, and weft-httpd then logged such a
+// reply as delivered).
+TEST(NetSendFile, ASendThatTheResetPeerNeverTookMakesWaitSentFalse) {
+  std::atomic<bool> reset{false};
+  std::atomic<int> outcome{-1};  // wait_sent: 0 false, 1 true
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      for (int i = 0; i < 10000 && !reset.load(); ++i) {
+        weft::sleep_for(std::chrono::milliseconds(1));
+      }
+      c.send(std::string(1 << 20, 'x'));  // accepted: the connection did not know yet
+      outcome = c.wait_sent() ? 1 : 0;
+      EXPECT_FALSE(c.is_open());
+    });
+  });
+  const int fd = connect_to(server.port());
+  const linger abort_on_close{1, 0};
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close), 0);
+  ::close(fd);  // a reset
+  reset = true;
   ASSERT_TRUE(eventually([&] { return outcome.load() != -1; }, std::chrono::milliseconds(10000)));
   EXPECT_EQ(outcome.load(), 0);
 }
