@@ -116,13 +116,30 @@ namespace {
   }
 }
 
+// A logged response whose body is larger than this waits in respond() until the socket took
+// it, so that its access line counts what was written (a client gone mid-body shows, as for
+// files); a smaller one is logged when it is batched, at most this much off for a client that
+// left (kernel buffers hold more), and batched responses keep their one write.
+constexpr std::uint64_t logged_at_queue_limit = 64 * 1024;
+
 }  // namespace
 
 [[gnu::hot]] void connection_state::note_response(status s, std::uint64_t body_bytes) {
   count_response(counters, s);
   if (server.options.log || server.options.access_log) {
+    if (body_bytes > logged_at_queue_limit) {
+      log_large_response(s, body_bytes);
+      return;
+    }
     log_response(s, body_bytes);
   }
+}
+
+void connection_state::log_large_response(status s, std::uint64_t body_bytes) {
+  // The body ends `out`: its place in the connection's output is after what was written, what
+  // is queued, and what `out` holds before it.
+  const std::uint64_t end = conn.counters().bytes_out + conn.queued() + out.size();
+  log_once_sent(s, end - body_bytes, body_bytes, [this] { flush(); });
 }
 
 void connection_state::note_response_head(status s) { count_response(counters, s); }

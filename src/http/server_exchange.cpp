@@ -697,31 +697,16 @@ bool write_file_head(detail::connection_state& state, http::response& head, std:
   return true;
 }
 
-// Queues the file's range behind its head (queue: net's send_file or adopt_file), waits until
-// the socket took all of it, and writes the access line with the body bytes that went out: the
-// whole range, or, when the connection ended first, as much of it as was written (nginx's
-// $body_bytes_sent), marked aborted. Logged at queueing, an aborted download of a large file
-// showed as complete, and its duration as the head's. On TLS the count is of record bytes, a
-// fraction of a percent over the file's own for a transfer cut short.
+// Queues the file's range behind its head (queue: net's send_file or adopt_file) and logs it
+// once it went out (log_once_sent). Logged at queueing, an aborted download of a large file
+// showed as complete, and its duration as the head's.
 template <class Queue>
 void send_file_body(detail::connection_state& state, http::status s, std::uint64_t length,
                     Queue&& queue) {
   net::connection& conn = state.conn;
   // The body's place in the connection's output: after what was written and what is queued.
-  const std::uint64_t start = conn.counters().bytes_out + conn.queued();
-  const auto written = [&] {
-    const std::uint64_t out = conn.counters().bytes_out;
-    return std::min(length, out > start ? out - start : 0);
-  };
-  bool complete = false;
-  try {
-    queue();
-    complete = conn.wait_sent();
-  } catch (...) {
-    state.log_sent(s, written(), true);
-    throw;
-  }
-  state.log_sent(s, complete ? length : written(), !complete);
+  state.log_once_sent(s, conn.counters().bytes_out + conn.queued(), length,
+                      std::forward<Queue>(queue));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // flags of the current request, the exchange, the request space it borrowed).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -113,6 +114,15 @@ struct connection_state {
   void note_response_head(status s);
   // The access line of such a response: body_bytes written, "aborted" when not all of them.
   void log_sent(status s, std::uint64_t body_bytes, bool aborted) noexcept;
+  // Runs queue() (which hands a body of `length` bytes, at `start` in the connection's output,
+  // to the connection), waits until the socket took all of it, and writes the access line with
+  // the body bytes that went out: all of them, or, when the connection ended first, as many as
+  // were written (nginx's $body_bytes_sent), marked aborted. On TLS the count is of record
+  // bytes, a fraction of a percent over the body's own for a transfer cut short.
+  template <class Queue>
+  void log_once_sent(status s, std::uint64_t start, std::uint64_t length, Queue&& queue);
+  // note_response's path for a body past logged_at_queue_limit (see its definition).
+  [[gnu::noinline]] void log_large_response(status s, std::uint64_t body_bytes);
   // The access line of the streamed response (once): the bytes written, and "aborted" when the
   // body did not end as its framing says. Called by body_writer::finish, by the paths that abort
   // the stream, and by the destructor for a stream the server's forced stop cut.
@@ -190,6 +200,24 @@ struct connection_state {
   bool discard_body();
   bool wait_bytes(const timeout& limit, bool mid_message);
 };
+
+template <class Queue>
+void connection_state::log_once_sent(status s, std::uint64_t start, std::uint64_t length,
+                                     Queue&& queue) {
+  const auto written = [&] {
+    const std::uint64_t out = conn.counters().bytes_out;
+    return std::min(length, out > start ? out - start : 0);
+  };
+  bool complete = false;
+  try {
+    queue();
+    complete = conn.wait_sent();
+  } catch (...) {
+    log_sent(s, written(), true);
+    throw;
+  }
+  log_sent(s, complete ? length : written(), !complete);
+}
 
 // The head of a response written by the server itself (the fast path of respond(status, body)
 // and the error answers): status line, Server, Date, Content-Type, `wire_fields` (field lines

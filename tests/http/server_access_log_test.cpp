@@ -166,6 +166,47 @@ TEST(HttpServerAccessLog, AFileCountsTheBytesDeliveredAndACutDownloadIsAborted) 
   ::close(fd);
 }
 
+// So does a large body made in memory (respond() waits until the socket took it): the client
+// that leaves mid-body is counted with what was written; a small one is logged as it is
+// batched, as before.
+TEST(HttpServerAccessLog, ALargeBodyInMemoryCountsTheBytesDeliveredToo) {
+  constexpr std::size_t size = std::size_t{32} << 20;
+  const std::string big(size, 'm');
+  access_records records;
+  auto options = local_http();
+  options.access_log = records.sink();
+  weft::http::router r;
+  r.get("/big", [&](exchange& ex) { ex.respond(status::ok, big); });
+  r.get("/hello", [](exchange& ex) { ex.respond(status::ok, "hello\n"); });
+  running_http server(options, std::move(r));
+  {
+    const int cut = connect_to(server.port(), 16384);
+    send_all(cut, "GET /big HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_EQ(read_bytes(cut, 100 * 1024).size(), 100u * 1024);
+    ::close(cut);
+  }
+  ASSERT_TRUE(eventually([&] { return records.snapshot().size() == 1; }, 10000ms));
+  const int whole = connect_to(server.port());
+  send_all(whole,
+           "GET /big HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n"
+           "Connection: close\r\n\r\n");
+  const std::string got = read_to_end(whole, 20000ms);
+  ::close(whole);
+  EXPECT_EQ(got.find(big), got.find("\r\n\r\n") + 4);
+  EXPECT_NE(got.find("\r\n\r\nhello\n"), std::string::npos);
+  ASSERT_TRUE(eventually([&] { return records.snapshot().size() == 3; }, 10000ms));
+  const auto all = records.snapshot();
+  EXPECT_TRUE(all[0].aborted);
+  EXPECT_GT(all[0].bytes, 0u);
+  EXPECT_LT(all[0].bytes, size / 2) << "a cut download logged as (nearly) whole";
+  EXPECT_NE(all[0].line.find(" aborted"), std::string::npos) << all[0].line;
+  EXPECT_FALSE(all[1].aborted);
+  EXPECT_EQ(all[1].bytes, size);
+  EXPECT_EQ(all[1].target, "/big");
+  EXPECT_EQ(all[2].target, "/hello");  // in the order of the responses
+  EXPECT_EQ(all[2].bytes, 6u);
+}
+
 TEST(HttpServerAccessLog, AnAbortedStreamSaysSo) {
   weft::http::access_record record;
   record.peer = "[::1]:5000";
