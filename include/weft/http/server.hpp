@@ -97,7 +97,8 @@ struct compression_options {
 struct access_record {
   // The client ("127.0.0.1:5000", "[::1]:5000"; the PROXY header's client behind a proxy).
   std::string_view peer;
-  // When the response ended (its last byte queued, a file's last byte written, or its abort),
+  // When the response ended (its last byte queued; for a file and a body over 64 KiB, its last
+  // byte written; or its abort),
   // and how long it took from the end of the request's head (zero for a request answered before its
   // head was complete: a 400, 408, 413...).
   std::chrono::system_clock::time_point time;
@@ -107,7 +108,7 @@ struct access_record {
   int version_minor = 1;
   http::status status = http::status::ok;
   std::uint64_t body_bytes = 0;  // the body's bytes written (0 for HEAD)
-  bool aborted = false;          // a streamed body or a file cut short
+  bool aborted = false;          // a streamed body, a file or a body over 64 KiB cut short
   std::string_view referer;      // the Referer field; empty when absent
   std::string_view user_agent;   // the User-Agent field; empty when absent
   unsigned worker = 0;
@@ -154,7 +155,9 @@ struct server_options {
   // line reads `weft.http worker W PEER: "GET /path HTTP/1.1" STATUS BYTES`, BYTES the body's
   // (0 for HEAD). A streamed body's line comes when it ends, with the bytes written, followed by
   // " aborted" when the body was cut short (the handler failed, the client left, the server's
-  // stop forced it).
+  // stop forced it). With either log, a file (send_file) and a respond() body over 64 KiB are
+  // logged once the socket took them (respond() then waits for that), with the bytes written,
+  // " aborted" when the client left first; smaller bodies are logged as they are batched.
   std::function<void(std::string_view)> log{};
   // An access log of one's own: called once per response (when a streamed body ends), on the
   // workers' threads, with what nginx's log formats take (combined_log_line() writes its
