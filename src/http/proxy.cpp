@@ -90,6 +90,64 @@ bool bodiless(status s) noexcept {
   return is_informational(s) || code_of(s) == 204 || code_of(s) == 304;
 }
 
+// A request's body as the proxy forwards it (see the file comment): read whole when it has at
+// most `hold` bytes, else streamed by next(), which gives what was read first and then the
+// rest as it arrives.
+class forwarded_body {
+ public:
+  forwarded_body(exchange& ex, std::size_t hold) : ex_(ex) {
+    if (const auto length = ex.request().headers.get("Content-Length")) {
+      std::uint64_t n = 0;
+      std::from_chars(length->data(), length->data() + length->size(), n);  // parser-checked
+      if (n <= hold) {
+        held_ = ex.read_body();
+      } else {
+        streamed_ = true;
+        declared_ = n;
+      }
+    } else if (ex.request().headers.contains("Transfer-Encoding")) {
+      while (const auto piece = ex.read_body_chunk()) {
+        held_.append(*piece);
+        if (held_.size() > hold) {
+          streamed_ = true;
+          break;
+        }
+      }
+    }
+  }
+  // Whether it streams (next()), or was read whole (held()).
+  bool streamed() const noexcept { return streamed_; }
+  // A streamed body's Content-Length; none: chunked.
+  std::optional<std::uint64_t> declared() const noexcept { return declared_; }
+  std::string& held() noexcept { return held_; }
+  // Whether next() was called: a try that took some of the body cannot be repeated.
+  bool taken() const noexcept { return taken_; }
+  // The next piece of a streamed body (body_source): nullopt at its end. The request's own empty
+  // pieces are skipped, since an empty piece ends a body_source.
+  std::optional<std::string_view> next() {
+    taken_ = true;
+    if (!held_given_) {
+      held_given_ = true;
+      if (!held_.empty()) {
+        return std::string_view(held_);
+      }
+    }
+    auto piece = ex_.read_body_chunk();
+    while (piece && piece->empty()) {
+      piece = ex_.read_body_chunk();
+    }
+    return piece;
+  }
+
+ private:
+  exchange& ex_;
+  std::string held_;
+  std::optional<std::uint64_t> declared_;
+  bool streamed_ = false;
+  bool held_given_ = false;
+  bool taken_ = false;
+};
+
 }  // namespace
 
 reverse_proxy::reverse_proxy(std::string_view upstream, proxy_options options)
@@ -421,55 +479,13 @@ void reverse_proxy::forward(exchange& ex) {
   const bool upgrade = options_.upgrades && asks_upgrade(ex.request());
   // The first try's request; a later try builds its own (no copy for a try that may fail).
   request up = upstream_request(ex, upgrade);
-  // The request body (see the file comment): held whole up to request_buffer, or streamed by
-  // `source`, which gives what was held first and then the rest as it arrives.
   // An upgrade's body (rare, and small) is held: client::upgrade takes it whole.
-  const std::size_t hold =
-      upgrade ? std::numeric_limits<std::size_t>::max() : options_.request_buffer;
-  std::string body;
-  std::optional<std::uint64_t> declared;  // a streamed body's Content-Length
-  bool streamed = false;
-  if (const auto length = ex.request().headers.get("Content-Length")) {
-    std::uint64_t n = 0;
-    std::from_chars(length->data(), length->data() + length->size(), n);  // the parser checked it
-    if (n <= hold) {
-      body = ex.read_body();
-    } else {
-      streamed = true;
-      declared = n;
-    }
-  } else if (ex.request().headers.contains("Transfer-Encoding")) {
-    while (const auto piece = ex.read_body_chunk()) {
-      body.append(*piece);
-      if (body.size() > hold) {
-        streamed = true;
-        break;
-      }
-    }
-  }
-  bool held_given = false;  // `source` gave what was held
-  bool body_taken = false;  // the current try asked `source` for the body
-  const auto source = [&]() -> std::optional<std::string_view> {
-    body_taken = true;
-    if (!held_given) {
-      held_given = true;
-      if (!body.empty()) {
-        return std::string_view(body);
-      }
-    }
-    auto piece = ex.read_body_chunk();
-    while (piece && piece->empty()) {
-      piece = ex.read_body_chunk();  // an empty piece would end the body (body_source)
-    }
-    return piece;
-  };
+  forwarded_body body(ex,
+                      upgrade ? std::numeric_limits<std::size_t>::max() : options_.request_buffer);
   std::optional<body_source> body_stream;
-  if (streamed) {
+  if (body.streamed()) {
     counters_.streamed_bodies.fetch_add(1, std::memory_order_relaxed);
-    body_stream.emplace(std::ref(source));
-    if (declared) {
-      up.headers.add("Content-Length", std::to_string(*declared));
-    }
+    body_stream.emplace([&body] { return body.next(); });
   }
   // A 101's head, passed on by switch_protocols once the upstream's connection is handed over.
   std::optional<response> switched;
@@ -558,14 +574,14 @@ void reverse_proxy::forward(exchange& ex) {
       request sent = tries == 1 ? std::move(up) : upstream_request(ex, upgrade);
       head_seen = false;
       if (body_stream) {
-        if (tries > 1 && declared) {
-          sent.headers.add("Content-Length", std::to_string(*declared));
+        if (const auto length = body.declared()) {
+          sent.headers.add("Content-Length", std::to_string(*length));
         }
         upstream->request_streaming(std::move(sent), url, *body_stream, head_callback,
                                     body_callback);
       } else {
         // The body: a copy while another upstream may still be tried after this one.
-        sent.body = tries < upstreams_.size() ? body : std::move(body);
+        sent.body = tries < upstreams_.size() ? body.held() : std::move(body.held());
         if (upgrade) {
           tunnelled =
               upstream->upgrade_streaming(std::move(sent), url, head_callback, body_callback);
@@ -617,7 +633,7 @@ void reverse_proxy::forward(exchange& ex) {
       if (connect_failed || head_failed) {
         note_failure(*slot, ex.worker(), index, connect_failed);
         // A streamed body, once read, is gone: only a try that read none of it goes on.
-        if (tries < upstreams_.size() && !body_taken &&
+        if (tries < upstreams_.size() && !body.taken() &&
             (connect_failed || is_idempotent(ex.request().method))) {
           counters_.retries.fetch_add(1, std::memory_order_relaxed);
           if (options_.log) {

@@ -276,13 +276,7 @@ TEST(HttpClientUpload, AServerThatAnswersBeforeTheBodyEndsGivesItsAnswer) {
          {std::pair{limited.port(), "Content-Length 33554432 is larger than the limit 1048576"},
           std::pair{handler.port(), "who are you"}}) {
       std::uint64_t given = 0;
-      const weft::http::body_source source = [&]() -> std::optional<std::string_view> {
-        if (given == total) {
-          return std::nullopt;
-        }
-        given += piece.size();
-        return std::string_view(piece);
-      };
+      const weft::http::body_source source = http_test::repeated_piece(piece, total, given);
       const std::string url = http_test::url(port, "/up");
       const weft::http::response r = web.request(put_request(std::to_string(total)), url, source);
       EXPECT_EQ(code_of(r.status), port == limited.port() ? 413 : 401);

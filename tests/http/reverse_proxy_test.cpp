@@ -725,13 +725,7 @@ TEST(HttpReverseProxy, AnUpstreamsEarlyAnswerToAStreamedUploadIsPassedOn) {
     weft::http::client web;
     const std::string piece(64 << 10, 'p');
     std::uint64_t given = 0;
-    const weft::http::body_source source = [&]() -> std::optional<std::string_view> {
-      if (given == total) {
-        return std::nullopt;
-      }
-      given += piece.size();
-      return std::string_view(piece);
-    };
+    const weft::http::body_source source = repeated_piece(piece, total, given);
     weft::http::request up;
     up.method = weft::http::method::put;
     up.headers.add("Content-Length", std::to_string(total));

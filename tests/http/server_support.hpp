@@ -3,6 +3,8 @@
 // a child process with a bounded wait.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -198,6 +200,17 @@ inline std::string run_command(const std::string& command, int seconds = 20) {
 
 inline std::string url(std::uint16_t port, std::string_view path) {
   return "http://127.0.0.1:" + std::to_string(port) + std::string(path);
+}
+
+// An upload of `total` bytes for http::client: `piece` given again and again (the last one cut
+// to fit); `given` counts the bytes handed out so far.
+inline weft::http::body_source repeated_piece(const std::string& piece, std::uint64_t total,
+                                              std::uint64_t& given) {
+  return [&piece, total, &given]() -> std::optional<std::string_view> {
+    const std::uint64_t n = std::min<std::uint64_t>(piece.size(), total - given);
+    given += n;
+    return std::string_view(piece.data(), static_cast<std::size_t>(n));  // empty: the end
+  };
 }
 
 }  // namespace http_test
