@@ -2,6 +2,7 @@
 // curl, wrk, h2load (nghttp2-client) and Node's ws. The browser test is httpd_browser_test.cpp.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -454,7 +455,9 @@ TEST(Httpd, ProxyForwardsAPrefixToUpstreamServersWebSocketIncluded) {
       << upload.standard_output;
   // One of 3 MiB, past the proxy's 64 KiB request buffer, streams through: the upstream counts
   // the same bytes and crc32 as when the file goes to it directly.
-  const std::string big = testing::TempDir() + "weft-httpd-upload.bin";
+  // (Named by the process: ctest runs this suite on several drivers at once.)
+  const std::string big =
+      testing::TempDir() + "weft-httpd-upload-" + std::to_string(::getpid()) + ".bin";
   {
     std::ofstream out(big, std::ios::trunc | std::ios::binary);
     for (unsigned i = 0; i < (3u << 20); ++i) {
