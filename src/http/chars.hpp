@@ -3,13 +3,26 @@
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace weft::http::detail {
+
+// A field value that is one decimal number (Content-Length): nullopt when it is empty, holds any
+// other byte, or does not fit in 64 bits.
+inline std::optional<std::uint64_t> decimal_value(std::string_view s) noexcept {
+  std::uint64_t n = 0;
+  const auto [end, failure] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || failure != std::errc() || end != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return n;
+}
 
 // tchar (RFC 9110 5.6.2): the characters of a token (method, field name, transfer coding).
 constexpr std::array<bool, 256> make_token_table() {

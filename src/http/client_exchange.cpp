@@ -2,7 +2,6 @@
 // sending a request, reading its response through the parser, the one retry after a stale
 // kept-alive connection, and following redirects.
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -485,15 +484,11 @@ void client_call::prepare_source() {
                                 " bytes and a body_source; give it one or the other");
   }
   if (const auto declared = request.headers.get("Content-Length")) {
-    std::uint64_t n = 0;
-    const auto [end, failure] =
-        std::from_chars(declared->data(), declared->data() + declared->size(), n);
-    if (failure != std::errc() || end != declared->data() + declared->size() || declared->empty() ||
-        request.headers.count("Content-Length") != 1) {
+    source_length_ = detail::decimal_value(*declared);
+    if (!source_length_ || request.headers.count("Content-Length") != 1) {
       throw std::invalid_argument(what + ": Content-Length '" + std::string(*declared) +
                                   "' is not one decimal number");
     }
-    source_length_ = n;
     return;  // serialize_head refuses it beside Transfer-Encoding
   }
   if (request.version_minor == 0) {

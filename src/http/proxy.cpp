@@ -3,7 +3,6 @@
 // contract).
 #include "weft/http/proxy.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -97,8 +96,7 @@ class forwarded_body {
  public:
   forwarded_body(exchange& ex, std::size_t hold) : ex_(ex) {
     if (const auto length = ex.request().headers.get("Content-Length")) {
-      std::uint64_t n = 0;
-      std::from_chars(length->data(), length->data() + length->size(), n);  // parser-checked
+      const std::uint64_t n = detail::decimal_value(*length).value_or(0);  // parser-checked
       if (n <= hold) {
         held_ = ex.read_body();
       } else {
@@ -526,13 +524,8 @@ void reverse_proxy::forward(exchange& ex) {
       }
       if (detail::iequals(field.name, "Content-Length")) {
         // 204 and 304 go without it; a body held whole gets it from the body.
-        std::uint64_t n = 0;
-        const auto [end, failure] =
-            std::from_chars(field.value.data(), field.value.data() + field.value.size(), n);
-        if (failure == std::errc() && end == field.value.data() + field.value.size()) {
-          length = n;
-        }
-        if (bodiless(answer.status) || (!head && n <= whole_body_limit)) {
+        length = detail::decimal_value(field.value);  // the client's parser checked it
+        if (bodiless(answer.status) || (!head && length && *length <= whole_body_limit)) {
           continue;
         }
       }

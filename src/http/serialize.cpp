@@ -80,13 +80,11 @@ framing framing_of(const headers& fields, std::string_view what) {
                                   "message is framed by one of them (RFC 9112 6.2)");
     }
     std::string_view value = *fields.get("Content-Length");
-    std::uint64_t n = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (cl != 1 || ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+    f.content_length = detail::decimal_value(value);
+    if (cl != 1 || !f.content_length) {
       throw std::invalid_argument(std::string(what) + ": Content-Length '" + std::string(value) +
                                   "' is not one decimal number");
     }
-    f.content_length = n;
   }
   return f;
 }

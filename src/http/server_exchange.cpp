@@ -553,9 +553,8 @@ exchange::body_writer exchange::start_response(http::response head) {
   const std::size_t mark = state_.out.size();
   try {
     if (auto length = head.headers.get("Content-Length")) {
-      std::uint64_t n = 0;
-      auto [end, ec] = std::from_chars(length->data(), length->data() + length->size(), n);
-      if (ec != std::errc() || end != length->data() + length->size() || length->empty()) {
+      const std::optional<std::uint64_t> n = detail::decimal_value(*length);
+      if (!n) {
         throw std::invalid_argument("weft::http::exchange::start_response: Content-Length '" +
                                     std::string(*length) + "' is not one decimal number");
       }
@@ -563,7 +562,7 @@ exchange::body_writer exchange::start_response(http::response head) {
         state_.keep_alive = false;
       }
       state_.stream = detail::stream_mode::length;
-      state_.stream_expected = n;
+      state_.stream_expected = *n;
     } else if (minor >= 1) {
       head.headers.set("Transfer-Encoding", "chunked");
       if (!serialize_head(head, state_.out, context_of(state_))) {
