@@ -53,12 +53,15 @@ struct client_call {
   void run();
 
  private:
-  enum class outcome : std::uint8_t { complete, stale, redirect };
+  // expectation_failed: a 417 to an Expect: 100-continue whose body was not sent.
+  enum class outcome : std::uint8_t { complete, stale, redirect, expectation_failed };
   outcome attempt(client_origin& origin, bool fresh, const std::string& wire);
   // Checks and frames a streamed body's request (run(), once).
   void prepare_source();
   // Writes the source's pieces and the body's end on connection (attempt(), after the head).
   void send_source(client_connection& connection);
+  // Whether this hop's body waits for 100 Continue (client_options::expect_continue_timeout).
+  bool expects_continue() const noexcept;
   // Whether a failed exchange may be sent again on a fresh connection.
   bool resendable() const noexcept {
     return is_idempotent(request.method) && (source == nullptr || !source_taken_);

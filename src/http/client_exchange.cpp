@@ -146,6 +146,12 @@ void client_call::run() {
       ++owner.counters_.responses;
       return;
     }
+    if (done == outcome::expectation_failed) {
+      // RFC 9110 10.1.1: the same request again, without the expectation (its body, never
+      // sent, still whole); not a redirect hop.
+      request.headers.remove("Expect");
+      continue;
+    }
     // A redirect to follow.
     if (hops == options.max_redirects) {
       throw error(error_kind::too_many_redirects, url.text,
@@ -235,8 +241,13 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     throw;
   };
 
+  // With Expect: 100-continue the head goes alone, and the body (a buffered one: the rest of
+  // wire) waits for the server's 100 Continue or for expect_continue_timeout.
+  bool body_waits = expects_continue();
+  const std::size_t head_end =
+      body_waits && source == nullptr ? wire.find("\r\n\r\n") + 4 : wire.size();
   try {
-    connection.write_all(wire, wait_limit(), subject);
+    connection.write_all(std::string_view(wire).substr(0, head_end), wait_limit(), subject);
   } catch (const io_error& failure) {
     return stale_or_throw(failure, "before the request was sent");
   } catch (const timeout_error&) {
@@ -250,25 +261,42 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     try {
       std::rethrow_exception(body_cut);
     } catch (const io_error& failure) {
-      stale_or_throw(failure, "while the body was sent");  // throws: the body was taken
+      stale_or_throw(failure, "while the body was sent");
+      throw;  // the server took part of the request: never sent again
     }
   };
-  if (source != nullptr) {
+  const auto send_body = [&] {
+    body_waits = false;
     try {
-      send_source(connection);
+      if (source != nullptr) {
+        send_source(connection);
+      } else if (head_end < wire.size()) {
+        try {
+          connection.write_all(std::string_view(wire).substr(head_end), wait_limit(), subject);
+        } catch (const timeout_error&) {
+          timed_out("sending the body");
+        }
+      }
     } catch (const io_error& failure) {
       if (!says_closed(failure)) {
         throw;
       }
       body_cut = std::current_exception();
     }
+  };
+  const steady::time_point continue_deadline =
+      steady::now() + owner.options_.expect_continue_timeout;
+  bool body_withheld = false;  // the final answer came before the body was sent
+  if (!body_waits) {
+    send_body();
   }
 
   response_parser& parser = connection.parser();
   parser.set_request_method(request.method);
   bool got_bytes = false;  // a byte of the response arrived
   bool final_head = false;
-  bool interim = false;  // the response being read is a 1xx
+  bool interim = false;             // the response being read is a 1xx
+  bool expectation_failed = false;  // a 417 to the Expect of a body not sent
   follow_ = false;
   bool need_read = connection.input().empty();
   bool ended = false;  // the server ended the stream
@@ -276,8 +304,15 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     parse_result step;
     if (need_read && !ended) {
       std::size_t got = 0;
+      timeout wait = wait_limit();
+      // Waiting for 100 Continue: the wait ends at continue_deadline, when that comes first.
+      const bool continue_binds =
+          body_waits && (!wait.bounded() || continue_deadline < wait.deadline());
+      if (continue_binds) {
+        wait = wait.capped(continue_deadline - steady::now());
+      }
       try {
-        got = connection.fill(wait_limit(), subject);
+        got = connection.fill(wait, subject);
       } catch (const io_error& failure) {
         if (body_cut && !final_head) {
           throw_cut();
@@ -287,6 +322,10 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         }
         throw;
       } catch (const timeout_error&) {
+        if (continue_binds) {
+          send_body();  // no 100 Continue in time: the server may not know the expectation
+          continue;
+        }
         timed_out(final_head ? "reading the body" : "waiting for the response head");
       }
       if (got == 0) {
@@ -367,16 +406,28 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         }
         interim = is_informational(head.status);
         if (interim) {
+          if (head.status == status::continue_ && body_waits) {
+            send_body();
+          }
           continue;
         }
         final_head = true;
+        if (body_waits) {
+          body_waits = false;  // answered without the body: it is never sent
+          body_withheld = true;
+          if (head.status == status::expectation_failed) {
+            expectation_failed = true;  // read to its end, then sent again without Expect
+            continue;
+          }
+        }
         result_status_ = head.status;
         if (options.cookies != nullptr) {
           options.cookies->store(url.host, path_of(url.target), url.secure, head.headers);
         }
         // A redirect that would send a streamed body again is the answer (client.hpp).
         if (options.max_redirects > 0 && is_redirect(head.status) &&
-            (source == nullptr || !redirect_keeps_body(head.status, request.method))) {
+            (source == nullptr || !source_taken_ ||
+             !redirect_keeps_body(head.status, request.method))) {
           const auto location = head.headers.get("Location");
           if (!location || location->empty()) {
             throw error(
@@ -404,8 +455,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         continue;
       }
       case parse_event::body:
-        if (follow_) {
-          continue;  // a redirect's body: read to keep the connection, not kept
+        if (follow_ || expectation_failed) {
+          continue;  // a redirect's or a 417's body: read to its end, not kept
         }
         if (gunzip_ != nullptr) {
           // Decoded into pending_ first, so that what on_body throws stays the caller's.
@@ -446,7 +497,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     }
   }
 complete:
-  if (gunzip_ != nullptr && !follow_) {
+  if (gunzip_ != nullptr && !follow_ && !expectation_failed) {
     try {
       gunzip_->finish();
     } catch (const gunzip_error& failure) {
@@ -454,8 +505,12 @@ complete:
     }
   }
   connection.count_exchange();
-  guard.keep = !body_cut && !ended && parser.keep_alive() && request.keep_alive() &&
-               connection.input().empty();
+  // A withheld body may still be awaited by the server: the connection cannot carry another.
+  guard.keep = !body_cut && !body_withheld && !ended && parser.keep_alive() &&
+               request.keep_alive() && connection.input().empty();
+  if (expectation_failed) {
+    return outcome::expectation_failed;
+  }
   if (follow_) {
     return outcome::redirect;
   }
@@ -474,6 +529,11 @@ std::string client_call::not_resent_reason(bool fresh) const {
     return "the retry on a fresh connection failed too";
   }
   return "its body was streamed from a body_source, so it was not sent again";
+}
+
+bool client_call::expects_continue() const noexcept {
+  return owner.options_.expect_continue_timeout.count() > 0 && request.version_minor >= 1 &&
+         (source != nullptr || !request.body.empty()) && request.expects_continue();
 }
 
 void client_call::prepare_source() {

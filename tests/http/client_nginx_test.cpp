@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "http/client_support.hpp"
+#include "http/server_support.hpp"
 #include "net/tls_support.hpp"
 
 namespace {
@@ -174,6 +175,7 @@ class nginx_server {
         << "    location = /conn {\n"
         << "      return 200 \"$connection $connection_requests\\n\";\n"
         << "    }\n"
+        << "    location = /small { client_max_body_size 1k; return 200 \"small\\n\"; }\n"
         << "    location = /moved { return 302 /conn; }\n"
         << "    location = /login {\n"
         << "      add_header Set-Cookie \"session=n9; Path=/; HttpOnly\";\n"
@@ -463,6 +465,34 @@ TEST_F(HttpClientNginx, AnUntrustedCertificateIsRefusedNamingWhy) {
           << refused.what();
     }
     EXPECT_EQ(web.stats().idle_connections, 0u);
+    web.close();
+  });
+}
+
+TEST_F(HttpClientNginx, ExpectContinueSendsTheBodyOnlyWhenNginxAsksForIt) {
+  run_clean([&] {
+    weft::http::client web({.request_timeout = 10s, .expect_continue_timeout = 60s});
+    weft::http::request post;
+    post.method = weft::http::method::post;
+    post.headers.add("Expect", "100-continue");
+    std::uint64_t given = 0;
+    const std::string piece(4096, 'n');
+    // Past client_max_body_size: nginx answers 413 at the head, and no byte is taken.
+    post.headers.add("Content-Length", "100000");
+    const weft::http::response large =
+        web.request(post, nginx_->url("/small"), http_test::repeated_piece(piece, 100000, given));
+    EXPECT_EQ(code_of(large.status), 413);
+    EXPECT_EQ(given, 0u);
+    // Within it: nginx says 100 Continue (the client's 60 s would otherwise pass its 10 s
+    // limit), reads the whole body, and keeps the connection for the next request.
+    post.headers.set("Content-Length", "1000");
+    const weft::http::response small =
+        web.request(post, nginx_->url("/small"), http_test::repeated_piece(piece, 1000, given));
+    EXPECT_EQ(small.body, "small\n");
+    EXPECT_EQ(given, 1000u);
+    const auto [connection, requests] = connection_of(web.get(nginx_->url("/conn")).body);
+    EXPECT_EQ(requests, 2);
+    EXPECT_EQ(web.stats().connections_opened, 2u);  // the 413's was not kept
     web.close();
   });
 }

@@ -67,6 +67,14 @@
 //     the whole body has gone, or once the server stopped taking it: a server that answered
 //     early (a 413, a 401) and closed the connection gives that response (the connection is
 //     not reused), and the write's io_error is the error only when no response head came.
+//   - Expect: 100-continue (RFC 9110 10.1.1), set by the caller on a request with a body
+//     (buffered or streamed): the head goes alone, and the body waits for the server's
+//     100 Continue, or for expect_continue_timeout, whichever comes first. A final answer that
+//     comes first (a 413, a 401, a redirect) is the response and the body is never sent, nor
+//     taken from a body_source (the connection is then closed: the server may still be
+//     waiting for it). Such a redirect is followed as any other, a streamed body included,
+//     since it was not taken. A 417 Expectation Failed to it sends the request again at once
+//     without the Expect field, as the RFC asks. Other 1xx responses before it are skipped.
 //   - Redirects: off by default (the 3xx response is returned as is). With max_redirects > 0,
 //     301, 302, 303, 307 and 308 with a Location are followed: 303 turns any method but HEAD
 //     into GET without a body, 301 and 302 turn POST into GET (RFC 9110 15.4.2-15.4.4 allow
@@ -140,6 +148,11 @@ struct client_options {
   // A pooled connection unused this long is closed. Zero: kept until the server closes it or
   // the client closes.
   std::chrono::milliseconds idle_timeout{30000};
+  // How long a request with a body and "Expect: 100-continue" waits, once its head is sent,
+  // for the server's 100 Continue (or its final answer, when the body is then never sent)
+  // before it sends the body anyway (a server may ignore the expectation: RFC 9110 10.1.1).
+  // Zero: the body follows the head at once. curl and Go's DefaultTransport wait 1 s.
+  std::chrono::milliseconds expect_continue_timeout{1000};
   // Redirect hops followed per call; 0 returns 3xx responses as they are.
   int max_redirects = 0;
   // Bounds on each response (header section, fields, body).
