@@ -481,6 +481,8 @@ void reverse_proxy::forward(exchange& ex) {
   forwarded_body body(ex,
                       upgrade ? std::numeric_limits<std::size_t>::max() : options_.request_buffer);
   std::optional<body_source> body_stream;
+  // Whether a streamed body waits for 100 Continue (an HTTP/1.0 client gets none: server.hpp).
+  const bool expects_continue = ex.request().version_minor >= 1 && ex.request().expects_continue();
   if (body.streamed()) {
     counters_.streamed_bodies.fetch_add(1, std::memory_order_relaxed);
     body_stream.emplace([&body] { return body.next(); });
@@ -569,6 +571,12 @@ void reverse_proxy::forward(exchange& ex) {
       if (body_stream) {
         if (const auto length = body.declared()) {
           sent.headers.add("Content-Length", std::to_string(*length));
+          // The client's Expect: 100-continue goes on to the upstream, whose answer it awaits:
+          // its 100 Continue makes the proxy read the body, which sends the client's own, and a
+          // refusal (a 413, a 401) comes back before the client sent a byte of the body.
+          if (expects_continue) {
+            sent.headers.add("Expect", "100-continue");
+          }
         }
         upstream->request_streaming(std::move(sent), url, *body_stream, head_callback,
                                     body_callback);

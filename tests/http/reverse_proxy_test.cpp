@@ -40,8 +40,8 @@ using weft::http::proxy_options;
 using weft::http::reverse_proxy;
 
 // The upstream: /v1/big streams 900 KiB chunked, /v1/sized answers 512 KiB with Content-Length,
-// /v1/fresh answers 304, /v1/empty 204; anything else echoes the request: its request line,
-// every field as "name: value", an empty line and the body.
+// /v1/fresh answers 304, /v1/empty 204, /v1/refuse 401 without reading the body; anything else
+// echoes the request: its request line, every field as "name: value", an empty line and the body.
 std::string pattern(std::size_t size) {
   std::string bytes(size, '\0');
   for (std::size_t i = 0; i < size; ++i) {
@@ -77,6 +77,10 @@ void upstream_handler(exchange& ex) {
   }
   if (path == "/v1/empty") {
     ex.respond(status::no_content, "");
+    return;
+  }
+  if (path == "/v1/refuse") {
+    ex.respond(status::unauthorized, "who are you\n");  // the body left unread
     return;
   }
   std::string out = std::string(weft::http::method_name(r.method)) + " " + r.target + "\n";
@@ -738,6 +742,40 @@ TEST(HttpReverseProxy, AnUpstreamsEarlyAnswerToAStreamedUploadIsPassedOn) {
   EXPECT_EQ(stats.bad_gateway, 0u);
   EXPECT_EQ(stats.responses, 1u);
   EXPECT_EQ(stats.streamed_bodies, 1u);
+}
+
+TEST(HttpReverseProxy, AClientsExpectContinueWaitsForTheUpstreamsAnswer) {
+  running_http upstream(local_http(), upstream_handler);
+  front through(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+  const std::string body = pattern(200000);  // past request_buffer: streamed
+  const std::string head =
+      " HTTP/1.1\r\nHost: front.example\r\nExpect: 100-continue\r\n"
+      "Content-Length: 200000\r\n\r\n";
+  // Refused by the upstream at the head: the client hears the 401 and no 100 Continue, and the
+  // connection, whose body was never read, is closed after it.
+  client refused(through.server.port());
+  refused.send("PUT /api/refuse" + head);
+  const auto answer = refused.response(weft::http::method::put);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, status::unauthorized);
+  EXPECT_EQ(answer->body, "who are you\n");
+  EXPECT_TRUE(refused.closes());
+  // Accepted: the upstream's 100 Continue is what lets the proxy read the body, and so what
+  // sends the client its own 100; the upstream saw the expectation and got the whole body.
+  client accepted(through.server.port());
+  accepted.send("PUT /api/echo" + head);
+  const auto go_on = accepted.response(weft::http::method::put);
+  ASSERT_TRUE(go_on);
+  EXPECT_EQ(go_on->status, status::continue_);
+  accepted.send(body);
+  const auto echo = accepted.response(weft::http::method::put);
+  ASSERT_TRUE(echo);
+  EXPECT_EQ(request_line(echo->body), "PUT /v1/echo");
+  EXPECT_EQ(echoed(echo->body, "Expect"), "100-continue");
+  EXPECT_EQ(echoed_body(echo->body), body);
+  const auto stats = through.proxy.stats();
+  EXPECT_EQ(stats.streamed_bodies, 2u);
+  EXPECT_EQ(stats.responses, 2u);
 }
 
 // --- Upgrades through the proxy: a tunnel to the upstream ---

@@ -52,7 +52,12 @@
 //     proxy_request_buffering off, Go's ReverseProxy): with its Content-Length, or chunked,
 //     the memory it holds within request_buffer and a read, and a slow upstream slowing the
 //     client's upload (backpressure through the socket buffers). Such a request goes to
-//     another upstream only when its connect failed, before a byte of the body was read.
+//     another upstream only when its connect failed, before a byte of the body was read. A
+//     client's "Expect: 100-continue" on a body streamed by its Content-Length goes on to the
+//     upstream (as HAProxy and Envoy pass it): the body is read, and the client told
+//     100 Continue, once the upstream says 100 Continue (or once the proxy's client stops
+//     waiting for it, after client_options::expect_continue_timeout's 1 s), and an upstream's
+//     refusal (a 413, a 401) reaches the client before it sent any of the body.
 //   - The response: status, reason and fields as the upstream sent them, less the hop-by-hop
 //     ones; Server and Date are the upstream's when it sent them. A body whose Content-Length
 //     is at most 64 KiB is held until it is whole and goes out with its head in one write (as
