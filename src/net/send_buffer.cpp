@@ -5,8 +5,10 @@
 // send(2) with MSG_NOSIGNAL rather than write(2): the same system call cost, and a peer that
 // reset the connection gives EPIPE instead of killing the process with SIGPIPE.
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,12 +39,28 @@ constexpr std::size_t keep_capacity = 256 * 1024;
     enqueue(payload, kind, true);
     return;
   }
-  send(payload, kind,
-       options_.send_timeout.count() > 0 ? timeout(options_.send_timeout) : timeout::never());
+  send(payload, kind, timeout::never());
+}
+
+std::int64_t connection::unacknowledged() const noexcept {
+  int bytes = 0;
+  if (fd_ < 0 || ::ioctl(fd_, SIOCOUTQ, &bytes) != 0) {
+    return -1;
+  }
+  return bytes;
+}
+
+bool connection::acknowledged_since(std::int64_t before) const noexcept {
+  if (before <= 0) {
+    return false;
+  }
+  const std::int64_t now = unacknowledged();
+  return now >= 0 && now < before;  // nothing was written meanwhile: only acks shrink it
 }
 
 [[gnu::hot]] void connection::send(std::string_view payload, message_kind kind,
                                    const timeout& limit) {
+  const bool stalls = options_.send_timeout.count() > 0;
   for (;;) {
     if (state_ != state::open) {
       throw connection_closed_error("weft::net::connection::send to " + peer_address_ +
@@ -52,21 +70,32 @@ constexpr std::size_t keep_capacity = 256 * 1024;
       enqueue(payload, kind, true);
       return;
     }
+    // Each wait is one stretch of at most the send timeout: one in which the peer took bytes
+    // (written, or acknowledged out of the socket's buffer) is followed by another.
+    const std::uint64_t written = counters_.bytes_out;
+    const std::int64_t in_flight = unacknowledged();
     room_.clear();
     try {
-      room_.wait(limit);
+      room_.wait(stalls ? limit.capped(options_.send_timeout) : limit);
     } catch (const wait_cancelled_error&) {
       throw;
     } catch (const timeout_error&) {
+      const bool caller = limit.bounded() && timeout::clock::now() >= limit.deadline();
+      if (!caller && (counters_.bytes_out != written || acknowledged_since(in_flight))) {
+        continue;  // a slow reader, not a stalled one
+      }
       const std::size_t waiting = queued();
       log("closed: send limit (" + std::to_string(waiting) + " bytes queued, limit " +
           std::to_string(options_.send_buffer_limit) + "; the peer does not read)");
       begin_close(close_reason::send_limit, false);
       throw timeout_error("weft::net::connection::send to " + peer_address_ +
-                          ": the send buffer stayed at its limit (" + std::to_string(waiting) +
+                          ": the send buffer stayed at its " + "limit (" + std::to_string(waiting) +
                           " bytes queued, limit " + std::to_string(options_.send_buffer_limit) +
                           "): the peer does not read; connection closed (send limit), " +
-                          weft::detail::timed_out_after(limit));
+                          (caller ? weft::detail::timed_out_after(limit)
+                                  : "the peer took nothing for " +
+                                        std::to_string(options_.send_timeout.count()) +
+                                        " ms (the send timeout)"));
     }
   }
 }
@@ -77,6 +106,7 @@ bool connection::wait_sent(const timeout& limit) {
     // room_ is set at every write while a wait_sent() waits (after_write), and when the
     // connection closes: each wait below is one stretch in which the socket took nothing.
     const std::uint64_t written = counters_.bytes_out;
+    const std::int64_t in_flight = unacknowledged();
     room_.clear();
     ++sent_waiters_;
     try {
@@ -89,8 +119,9 @@ bool connection::wait_sent(const timeout& limit) {
                             std::to_string(unsent()) + " bytes still queued, " +
                             weft::detail::timed_out_after(limit));
       }
-      if (counters_.bytes_out != written || state_ != state::open) {
-        continue;  // a write or the close raced the deadline: not a stall
+      if (counters_.bytes_out != written || state_ != state::open ||
+          acknowledged_since(in_flight)) {
+        continue;  // a write, an acknowledgement or the close in the stretch: not a stall
       }
       log("closed: send limit (" + std::to_string(unsent()) +
           " bytes queued; the peer took nothing for " +
@@ -544,6 +575,7 @@ void connection::run_flusher() {
       break;
     }
     flusher_waiting_ = true;
+    const std::int64_t in_flight = state_ == state::closing ? unacknowledged() : -1;
     try {
       if (state_ == state::closing) {
         wait_writable(fd_, timeout::at(close_deadline_));
@@ -552,6 +584,11 @@ void connection::run_flusher() {
       }
     } catch (const timeout_error&) {
       flusher_waiting_ = false;
+      if (acknowledged_since(in_flight)) {
+        // The peer is taking the bytes in the socket's buffer, too slowly to make room yet.
+        close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
+        continue;
+      }
       log("closed: close timeout (" + std::to_string(unsent()) +
           " queued bytes not written; the peer took nothing for " +
           std::to_string(options_.close_timeout.count()) + " ms)");

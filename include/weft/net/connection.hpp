@@ -22,9 +22,13 @@
 // than send_buffer_limit() bytes are queued (so the buffer peaks at the limit plus one message),
 // and the send that reaches the limit fires on_buffer_full; on_buffer_drain follows when the
 // buffer is empty again, so the two alternate. At the limit:
-//   - send() (coroutine style, Go/Tokio-like) waits for room, up to the send timeout; when the
-//     peer does not read for that long it closes the connection (close_reason::send_limit) and
-//     throws weft::timeout_error. A closed connection makes it throw connection_closed_error.
+//   - send() (coroutine style, Go/Tokio-like) waits for room; when the peer takes nothing for
+//     the send timeout it closes the connection (close_reason::send_limit) and throws
+//     weft::timeout_error. A closed connection makes it throw connection_closed_error. "Takes
+//     nothing" means neither a write to the socket nor an acknowledgement of bytes already in
+//     its kernel buffer (SIOCOUTQ falling): a slow reader behind a buffer of megabytes may leave
+//     the socket unwritable for longer than the timeout while it takes every byte, and is
+//     kept. The same rule bounds wait_sent() and a closing flush (close_timeout).
 //   - try_send() (callback style, Workerman-like) never waits: it returns false, counts the
 //     refusal and reports a send_refused_error to on_error. Nothing accepted is dropped: what a
 //     send accepted is written before a graceful close completes, or its loss is reported by the
@@ -234,7 +238,8 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   std::uint64_t carried() const noexcept { return carried_; }
 
   // --- sending ---
-  // Waits for room (up to the send timeout of the options, or limit), see the file comment.
+  // Waits for room (while the peer keeps taking bytes within each send timeout of the options,
+  // and up to limit), see the file comment.
   void send(std::string_view payload, message_kind kind = message_kind::binary);
   void send(std::string_view payload, message_kind kind, const timeout& limit);
   // Never waits: false when closed or at the limit (reported to on_error).
@@ -401,6 +406,14 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void queue_file(int fd, std::uint64_t offset, std::uint64_t length);
   bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
   std::uint64_t unsent() const noexcept;  // queued() and the file ranges' bytes left
+  // The bytes written to the socket and not yet acknowledged by the peer (SIOCOUTQ); -1 when
+  // the socket cannot say. A stall timeout (send, wait_sent, a closing flush) takes a fall of
+  // it over its stretch as progress: a slow reader behind a large kernel buffer may leave the
+  // socket unwritable for longer than the timeout while it takes every byte.
+  std::int64_t unacknowledged() const noexcept;
+  // Whether the peer acknowledged bytes since `before` (an unacknowledged() taken with nothing
+  // written since).
+  bool acknowledged_since(std::int64_t before) const noexcept;
   bool input_ended(bool mid_message);
   void after_write() noexcept;
   void start_flusher();
