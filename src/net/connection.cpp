@@ -362,6 +362,10 @@ namespace {
     if (partial) {
       log_partial_drop();
     }
+    if (options_.half_close && state_ == state::open && !write_shut_) {
+      in_begin_ = in_end_ = 0;
+      return false;  // the input ended; sending goes on (half_close)
+    }
     end_input(close_reason::peer);
     return false;
   }
@@ -805,7 +809,7 @@ void connection::protocol_failed(const protocol_error& failure, bool too_big) {
 void connection::end_input(close_reason reason) { begin_close(reason, true); }
 
 void connection::link::send_raw(std::string_view bytes) {
-  if (owner_.state_ == state::open || owner_.state_ == state::closing) {
+  if ((owner_.state_ == state::open && !owner_.write_shut_) || owner_.state_ == state::closing) {
     owner_.out_.append(bytes);
     if (owner_.queued() > owner_.counters_.send_buffer_high) {
       owner_.counters_.send_buffer_high = owner_.queued();

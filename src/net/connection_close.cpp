@@ -27,12 +27,51 @@ void connection::close() noexcept { begin_close(close_reason::local, true); }
 void connection::destroy() noexcept { begin_close(close_reason::local, false); }
 
 void connection::close(std::uint16_t code, std::string_view reason) {
-  if (framer_ != nullptr && state_ == state::open) {
+  if (framer_ != nullptr && sendable()) {
     // Into the queue behind what was sent before; encode_close throws before writing anything
     // for a code or reason it may not send.
     framer_->encode_close(code, reason, out_);
   }
   begin_close(close_reason::local, true);
+}
+
+void connection::shutdown_write() noexcept {
+  if (!sendable()) {
+    return;
+  }
+  if (input_ended()) {
+    begin_close(close_reason::local, true);  // both directions done
+    return;
+  }
+  write_shut_ = true;
+  if (!pending()) {
+    if (!flusher_running_) {
+      send_fin();
+    }  // (a flusher about to end sends it: run_flusher)
+    return;
+  }
+  if (!flusher_running_) {
+    try {
+      start_flusher();  // it sends the FIN after the queue
+    } catch (...) {
+      begin_close(close_reason::local, false);  // no coroutine to flush with
+    }
+  }
+}
+
+void connection::send_fin() noexcept {
+  fin_sent_ = true;
+  if (tls_ != nullptr) {
+    tls_goodbye();
+  }
+  ::shutdown(fd_, SHUT_WR);
+}
+
+std::string connection::not_sendable_reason() const {
+  if (state_ == state::open) {
+    return "its sending direction was shut down (shutdown_write)";
+  }
+  return std::string("the connection is closed (") + to_string(reason_) + ")";
 }
 
 void connection::wait_closed(const timeout& limit) {
@@ -91,10 +130,12 @@ void connection::shut_down_and_release() noexcept {
   // FIN after the last queued byte; then read what the peer sent meanwhile, so that close(2)
   // finds nothing unread and does not answer with a reset that could destroy replies still in
   // flight to the peer. A TLS connection says close_notify first.
-  if (tls_ != nullptr) {
-    tls_goodbye();
+  if (!fin_sent_) {  // (shutdown_write() sent it already)
+    if (tls_ != nullptr) {
+      tls_goodbye();
+    }
+    ::shutdown(fd_, SHUT_WR);
   }
-  ::shutdown(fd_, SHUT_WR);
   char sink[4096];
   for (int round = 0; round < 16; ++round) {
     ssize_t got = ::read(fd_, sink, sizeof sink);

@@ -63,7 +63,11 @@ std::uint64_t pipe(connection& a, connection& b) {
     }
     forwarded += received->data.size();
   }
-  b.close();
+  if (a.is_open() && a.input_ended()) {
+    b.shutdown_write();  // half_close: a's peer ended its direction only; b's goes on
+  } else {
+    b.close();
+  }
   return forwarded;
 }
 

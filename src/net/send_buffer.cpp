@@ -35,7 +35,7 @@ constexpr std::size_t keep_capacity = 256 * 1024;
 }  // namespace
 
 [[gnu::hot]] void connection::send(std::string_view payload, message_kind kind) {
-  if (state_ == state::open && queued() < options_.send_buffer_limit) {
+  if (sendable() && queued() < options_.send_buffer_limit) {
     enqueue(payload, kind, true);
     return;
   }
@@ -62,9 +62,9 @@ bool connection::acknowledged_since(std::int64_t before) const noexcept {
                                    const timeout& limit) {
   const bool stalls = options_.send_timeout.count() > 0;
   for (;;) {
-    if (state_ != state::open) {
-      throw connection_closed_error("weft::net::connection::send to " + peer_address_ +
-                                    ": the connection is closed (" + to_string(reason_) + ")");
+    if (!sendable()) {
+      throw connection_closed_error("weft::net::connection::send to " + peer_address_ + ": " +
+                                    not_sendable_reason());
     }
     if (queued() < options_.send_buffer_limit) {
       enqueue(payload, kind, true);
@@ -141,7 +141,7 @@ bool connection::wait_sent(const timeout& limit) {
 }
 
 [[gnu::hot]] bool connection::try_send(std::string_view payload, message_kind kind) {
-  if (state_ != state::open || queued() >= options_.send_buffer_limit) {
+  if (!sendable() || queued() >= options_.send_buffer_limit) {
     return refuse("try_send");
   }
   enqueue(payload, kind, true);
@@ -149,7 +149,7 @@ bool connection::wait_sent(const timeout& limit) {
 }
 
 bool connection::send_raw(std::string_view bytes) {
-  if (state_ != state::open || queued() >= options_.send_buffer_limit) {
+  if (!sendable() || queued() >= options_.send_buffer_limit) {
     return refuse("send_raw");
   }
   enqueue(bytes, message_kind::binary, false);
@@ -161,10 +161,9 @@ bool connection::refuse(const char* operation) {
   if (worker_ != nullptr) {
     worker_->counters.sends_refused.add(1);
   }
-  if (state_ != state::open) {
+  if (!sendable()) {
     report(connection_closed_error(std::string("weft::net::connection::") + operation + " to " +
-                                   peer_address_ + ": the connection is closed (" +
-                                   to_string(reason_) + ")"));
+                                   peer_address_ + ": " + not_sendable_reason()));
   } else {
     report(send_refused_error(std::string("weft::net::connection::") + operation + " to " +
                               peer_address_ + ": the send buffer is full (" +
@@ -180,9 +179,9 @@ void connection::send_file(int fd, std::uint64_t offset, std::uint64_t length) {
     throw std::invalid_argument("weft::net::connection::send_file to " + peer_address_ + ": fd " +
                                 std::to_string(fd) + " is not a file descriptor");
   }
-  if (state_ != state::open) {
-    throw connection_closed_error("weft::net::connection::send_file to " + peer_address_ +
-                                  ": the connection is closed (" + to_string(reason_) + ")");
+  if (!sendable()) {
+    throw connection_closed_error("weft::net::connection::send_file to " + peer_address_ + ": " +
+                                  not_sendable_reason());
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
@@ -571,6 +570,8 @@ void connection::run_flusher() {
     if (!pending()) {
       if (state_ == state::closing) {
         shut_down_and_release();
+      } else if (write_shut_ && !fin_sent_) {
+        send_fin();
       }
       break;
     }

@@ -132,6 +132,7 @@ tcp_server::tcp_server(tcp_server_options options)
       .send_timeout = o.send_timeout,
       .tls_handshake_timeout = o.tls_handshake_timeout,
       .no_delay = o.no_delay,
+      .half_close = o.half_close,
       .tls = o.tls,
   };
   for (unsigned index = 0; index < o.workers; ++index) {

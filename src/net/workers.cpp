@@ -104,6 +104,9 @@ struct spare_message {
           return;  // made moved into the hibernation; received goes back to the worker
         }
       }
+      if (c.is_open() && c.input_ended()) {
+        c.wait_closed();  // half_close: the application closes it (tcp_server.hpp)
+      }
     }
     c.close();
   } catch (const wait_cancelled_error& failure) {

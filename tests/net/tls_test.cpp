@@ -154,6 +154,37 @@ TEST(NetTls, ALargeStreamThroughASmallSendBufferArrivesWhole) {
   EXPECT_GT(high.load(), 0u);
 }
 
+// Half-close over TLS: the client's close_notify and FIN end the server's input only, and the
+// server's answer still comes back through the same session.
+TEST(NetTls, AHalfClosedClientGetsItsAnswer) {
+  auto options = tls_options();
+  options.half_close = true;
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      std::uint64_t got = 0;
+      while (auto m = c.receive()) {
+        got += m->data.size();
+      }
+      EXPECT_TRUE(c.is_open());
+      c.send("got " + std::to_string(got));
+    });
+  });
+  weft::run([&] {
+    weft::net::connection_options raw = client_options();
+    raw.protocol = nullptr;
+    raw.half_close = true;
+    auto c = weft::net::connect("localhost", server.port(), raw, weft::timeout(5s));
+    c->send(std::string(100000, 't'));
+    c->shutdown_write();
+    std::string answer;
+    while (auto m = c->receive(weft::timeout(10s))) {
+      answer += m->data;
+    }
+    EXPECT_EQ(answer, "got 100000");
+    EXPECT_EQ(c->closed_by(), close_reason::peer);
+  });
+}
+
 TEST(NetTls, FileRangesGoOutEncryptedInOrderWithMemorySends) {
   char name[] = "/tmp/weft-tls-file-XXXXXX";
   const int fd = ::mkstemp(name);

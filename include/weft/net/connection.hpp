@@ -158,6 +158,12 @@ struct connection_options {
   // header_timeout). close_reason::handshake_timeout.
   std::chrono::milliseconds tls_handshake_timeout{10000};
   bool no_delay = true;  // TCP_NODELAY
+  // Half-closed connections (TCP's FIN one way at a time, as Tokio's copy_bidirectional and Go's
+  // CloseWrite use them): the peer's FIN ends the input only (receive() returns nullopt,
+  // read_input() false), and the connection stays open for sending until the application
+  // closes it or shuts its own direction (shutdown_write()). Off: the peer's FIN closes the
+  // connection gracefully (what is queued is flushed), as a server that answers requests wants.
+  bool half_close = false;
   // TLS (tls.hpp): a server's context on a server's connections (tcp_server_options::tls sets
   // it), a client's for net::connect. Null: plaintext.
   std::shared_ptr<const tls_context> tls{};
@@ -293,6 +299,17 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // may not send, or a reason that is not UTF-8, is std::invalid_argument and nothing is closed;
   // on a connection without such a protocol, or one already closing, it is close().
   void close(std::uint16_t code, std::string_view reason = {});
+  // Ends this side's direction only: what is queued is written, then the FIN (shutdown(2)
+  // SHUT_WR; close_notify first on TLS), while receiving goes on until the peer's own end, which
+  // then closes the connection (reason peer). Sends after it are refused as on a closed
+  // connection. Once the input has ended too (half_close), it is close(). Never suspends;
+  // nothing when not open.
+  void shutdown_write() noexcept;
+  // Whether this side's direction was shut down (shutdown_write()).
+  bool write_shut() const noexcept { return write_shut_; }
+  // Whether the peer ended its direction (its FIN, or TLS close_notify) and everything it sent
+  // was received; with half_close the connection may still be open for sending.
+  bool input_ended() const noexcept { return peer_ended_ && buffered() == 0; }
   // Suspends until the socket is closed (a graceful close has flushed or given up; see
   // closed_by()). Returns at once once closed; timeout_error past limit. Closes nothing itself.
   void wait_closed(const timeout& limit = timeout::never());
@@ -422,6 +439,13 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // close
   void begin_close(close_reason reason, bool graceful) noexcept;
   void shut_down_and_release() noexcept;
+  // Sends are accepted: open, and this side's direction not shut down.
+  bool sendable() const noexcept { return state_ == state::open && !write_shut_; }
+  // Why a send was refused as on a closed connection: "the connection is closed (REASON)" or
+  // that shutdown_write() ended its direction.
+  std::string not_sendable_reason() const;
+  // shutdown_write()'s FIN, once the queue is written.
+  void send_fin() noexcept;
   void try_release() noexcept;
   void interrupt_reader() noexcept;
   void interrupt_flusher() noexcept;
@@ -510,6 +534,8 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   };
   std::vector<queued_file> files_;
   bool output_dropped_ = false;   // drop_output() dropped something queued
+  bool write_shut_ = false;       // shutdown_write(): no more sends; the FIN follows the queue
+  bool fin_sent_ = false;         // ... and it went
   std::size_t sent_waiters_ = 0;  // coroutines in wait_sent(): woken at every write
 
   std::chrono::steady_clock::time_point started_at_;
@@ -544,12 +570,15 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
                                     const timeout& limit = timeout::never());
 
 // Forwards a's messages to b (b.try_send of each, in order) until a's input ends, then closes b
-// gracefully (what it queued is flushed). Backpressure: b's on_buffer_full pauses a's reading,
-// on_buffer_drain resumes it, so b's buffer stays within its limit plus one message and a's
-// peer is slowed by TCP. b closing ends the pipe too (a is closed). Runs in the calling coroutine
-// (a proxy runs pipe(a, b) and pipe(b, a) in two coroutines); it is a's only reader meanwhile.
-// Returns the bytes forwarded. (Not weft::pipe of io/pipe.hpp, the unix-domain socket stream:
-// this is Workerman's pipe, a forwarding between two connections, and keeps its name.)
+// gracefully (what it queued is flushed); when a's peer only half-closed (a's half_close option:
+// a is still open), b.shutdown_write() passes the FIN on instead, and the other direction's
+// pipe(b, a) goes on until b's peer ends too, so that a client that sends its request and
+// shuts down its writing still gets the whole answer. Backpressure: b's on_buffer_full pauses a's
+// reading, on_buffer_drain resumes it, so b's buffer stays within its limit plus one message and
+// a's peer is slowed by TCP. b closing ends the pipe too (a is closed). Runs in the calling
+// coroutine (a proxy runs pipe(a, b) and pipe(b, a) in two coroutines); it is a's only reader
+// meanwhile. Returns the bytes forwarded. (Not weft::pipe of io/pipe.hpp, the unix-domain socket
+// stream: this is Workerman's pipe, a forwarding between two connections, and keeps its name.)
 std::uint64_t pipe(connection& a, connection& b);
 
 }  // namespace weft::net
