@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "net/address.hpp"
+#include "net/socket_calls.hpp"
 #include "net/tls_session.hpp"
 #include "weft/error.hpp"
 #include "weft/io/dns.hpp"
@@ -157,14 +158,43 @@ void client_connection::close() noexcept {
 
 // One send(2) of what the socket takes now: the bytes it took, or 0 after waiting for it to
 // have room (EAGAIN) or an EINTR.
+void client_connection::wait_for(bool input, const timeout& limit,
+                                 std::chrono::milliseconds stall) {
+  const auto wait_on = [&](const timeout& wait) {
+    if (input) {
+      wait_readable(fd_, wait);
+    } else {
+      wait_writable(fd_, wait);
+    }
+  };
+  if (stall.count() <= 0) {
+    wait_on(limit);
+    return;
+  }
+  for (;;) {
+    const timeout wait = limit.capped(stall);
+    const bool stall_binds = !limit.bounded() || wait.deadline() < limit.deadline();
+    const std::int64_t in_flight = net::detail::unacknowledged_bytes(fd_);
+    try {
+      wait_on(wait);
+      return;
+    } catch (const timeout_error&) {
+      if (!stall_binds || !net::detail::acknowledged_since(fd_, in_flight)) {
+        throw;
+      }
+    }
+  }
+}
+
 std::size_t client_connection::send_some(const char* data, std::size_t size, const timeout& limit,
-                                         const std::string& subject) {
+                                         const std::string& subject,
+                                         std::chrono::milliseconds stall) {
   const ssize_t sent = ::send(fd_, data, size, MSG_NOSIGNAL);
   if (sent >= 0) {
     return static_cast<std::size_t>(sent);
   }
   if (errno == EAGAIN || errno == EWOULDBLOCK) {
-    wait_writable(fd_, limit);
+    wait_for_room(limit, stall);
     return 0;
   }
   if (errno != EINTR) {
@@ -175,29 +205,30 @@ std::size_t client_connection::send_some(const char* data, std::size_t size, con
 
 // Every byte of data to the socket, waiting for it when it is full.
 void client_connection::send_bytes(std::string_view data, const timeout& limit,
-                                   const std::string& subject) {
+                                   const std::string& subject, std::chrono::milliseconds stall) {
   while (!data.empty()) {
-    data.remove_prefix(send_some(data.data(), data.size(), limit, subject));
+    data.remove_prefix(send_some(data.data(), data.size(), limit, subject, stall));
   }
 }
 
 void client_connection::write_all(std::string_view data, const timeout& limit,
-                                  const std::string& subject) {
+                                  const std::string& subject, std::chrono::milliseconds stall) {
   if (tls_ != nullptr) {
     if (!tls_->encrypt(data.data(), data.size())) {
       throw net::tls_error("weft::http::client " + subject + ": " + tls_->failure());
     }
-    send_records(limit, subject);
+    send_records(limit, subject, false, stall);
     read_first_ = tls_->buffered();
     return;
   }
-  send_bytes(data, limit, subject);
+  send_bytes(data, limit, subject, stall);
   // The answer cannot be there yet: wait for it before reading rather than pay a read that
   // says EAGAIN.
   read_first_ = false;
 }
 
-std::size_t client_connection::fill(const timeout& limit, const std::string& subject) {
+std::size_t client_connection::fill(const timeout& limit, const std::string& subject,
+                                    std::chrono::milliseconds stall) {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   }
@@ -221,11 +252,11 @@ std::size_t client_connection::fill(const timeout& limit, const std::string& sub
   }
   const std::size_t room = std::min(capacity_ - end_, max_read);
   if (tls_ != nullptr) {
-    return fill_tls(room, limit, subject);
+    return fill_tls(room, limit, subject, stall);
   }
   for (;;) {
     if (!read_first_) {
-      wait_readable(fd_, limit);
+      wait_for_input(limit, stall);
     }
     const ssize_t got = ::read(fd_, buffer_.get() + end_, room);
     if (got >= 0) {
@@ -302,15 +333,15 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
       read_first_ = tls_->buffered();
       return;
     }
-    if (receive_records(limit, subject) == 0) {
+    if (receive_records(limit, subject, {}) == 0) {
       throw net::tls_error("weft::http::client: connect " + peer_ +
                            ": the server closed the connection during the TLS handshake");
     }
   }
 }
 
-void client_connection::send_records(const timeout& limit, const std::string& subject,
-                                     bool reading) {
+void client_connection::send_records(const timeout& limit, const std::string& subject, bool reading,
+                                     std::chrono::milliseconds stall) {
   // An upgraded connection is read by one coroutine while another writes: reading may make the
   // session add records (a TLS 1.3 key update) while a writer waits for the socket in here. The
   // coroutine in here sends them too (the loop looks at outgoing() again after every wait, never
@@ -331,7 +362,7 @@ void client_connection::send_records(const timeout& limit, const std::string& su
   while (tls_->outgoing_size() > 0) {
     const std::string& records = tls_->outgoing();
     std::size_t& head = tls_->outgoing_head();
-    head += send_some(records.data() + head, records.size() - head, limit, subject);
+    head += send_some(records.data() + head, records.size() - head, limit, subject, stall);
   }
   tls_->outgoing_sent();
 }
@@ -351,7 +382,8 @@ void client_connection::shutdown_write(const timeout& limit, const std::string& 
 
 // One recv(2) of records into the session, waiting for the socket first: the bytes received, 0
 // when the server ended the stream.
-std::size_t client_connection::receive_records(const timeout& limit, const std::string& subject) {
+std::size_t client_connection::receive_records(const timeout& limit, const std::string& subject,
+                                               std::chrono::milliseconds stall) {
   char* scratch = record_scratch();
   for (;;) {
     const ssize_t got = ::recv(fd_, scratch, max_read, 0);
@@ -366,7 +398,7 @@ std::size_t client_connection::receive_records(const timeout& limit, const std::
       continue;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      wait_readable(fd_, limit);
+      wait_for_input(limit, stall);
       continue;
     }
     throw_errno(errno, "read", subject);
@@ -374,7 +406,8 @@ std::size_t client_connection::receive_records(const timeout& limit, const std::
 }
 
 std::size_t client_connection::fill_tls(std::size_t room, const timeout& limit,
-                                        const std::string& subject) {
+                                        const std::string& subject,
+                                        std::chrono::milliseconds stall) {
   for (;;) {
     net::detail::tls_session::status result{};
     const std::size_t got = tls_->read(buffer_.get() + end_, room, result);
@@ -393,7 +426,7 @@ std::size_t client_connection::fill_tls(std::size_t room, const timeout& limit,
     if (result == net::detail::tls_session::status::failed) {
       throw net::tls_error("weft::http::client " + subject + ": " + tls_->failure());
     }
-    if (receive_records(limit, subject) == 0) {
+    if (receive_records(limit, subject, stall) == 0) {
       return 0;  // a FIN without close_notify ends it too (the parser knows if a body was cut)
     }
   }

@@ -56,15 +56,21 @@ class client_connection {
   // takes it now); the connection may be connected again.
   void close() noexcept;
 
-  // Sends every byte; io_error with the errno (EPIPE, ECONNRESET, ...) naming subject.
-  void write_all(std::string_view data, const timeout& limit, const std::string& subject);
+  // Sends every byte; io_error with the errno (EPIPE, ECONNRESET, ...) naming subject. stall
+  // (when positive) bounds each wait for the socket within limit: one that passes it with the
+  // server having acknowledged bytes meanwhile is followed by another (a slow reader), one in
+  // which it took nothing throws timeout_error.
+  void write_all(std::string_view data, const timeout& limit, const std::string& subject,
+                 std::chrono::milliseconds stall = {});
   // Ends the client's direction of the stream (an upgraded connection's shutdown_write): TLS
   // close_notify sent first, then shutdown(2) SHUT_WR. io_error naming subject.
   void shutdown_write(const timeout& limit, const std::string& subject);
   // Reads once into the input buffer (waiting for readability first unless the last read
   // filled its room). Returns the bytes read, 0 when the peer ended the stream. io_error with
-  // the errno naming subject.
-  std::size_t fill(const timeout& limit, const std::string& subject);
+  // the errno naming subject. stall as write_all's: a wait through which the server kept
+  // acknowledging what was written (still reading a request) is followed by another.
+  std::size_t fill(const timeout& limit, const std::string& subject,
+                   std::chrono::milliseconds stall = {});
   // The bytes received and not yet consumed by the parser.
   std::string_view input() const noexcept { return {buffer_.get() + begin_, end_ - begin_}; }
   void consume(std::size_t n) noexcept;
@@ -97,12 +103,24 @@ class client_connection {
   void handshake(const std::string& host, const net::tls_context& tls, const timeout& limit);
   // Sends the session's records, waiting for the socket; `reading`: called by a read, which
   // leaves them to a writer already sending (see the definition).
-  void send_records(const timeout& limit, const std::string& subject, bool reading = false);
+  void send_records(const timeout& limit, const std::string& subject, bool reading = false,
+                    std::chrono::milliseconds stall = {});
   std::size_t send_some(const char* data, std::size_t size, const timeout& limit,
-                        const std::string& subject);
-  void send_bytes(std::string_view data, const timeout& limit, const std::string& subject);
-  std::size_t receive_records(const timeout& limit, const std::string& subject);
-  std::size_t fill_tls(std::size_t room, const timeout& limit, const std::string& subject);
+                        const std::string& subject, std::chrono::milliseconds stall);
+  void send_bytes(std::string_view data, const timeout& limit, const std::string& subject,
+                  std::chrono::milliseconds stall);
+  // Waits for the socket to take more, or to have bytes, as write_all's stall says.
+  void wait_for_room(const timeout& limit, std::chrono::milliseconds stall) {
+    wait_for(false, limit, stall);
+  }
+  void wait_for_input(const timeout& limit, std::chrono::milliseconds stall) {
+    wait_for(true, limit, stall);
+  }
+  void wait_for(bool input, const timeout& limit, std::chrono::milliseconds stall);
+  std::size_t receive_records(const timeout& limit, const std::string& subject,
+                              std::chrono::milliseconds stall);
+  std::size_t fill_tls(std::size_t room, const timeout& limit, const std::string& subject,
+                       std::chrono::milliseconds stall);
 
   int fd_ = -1;
   fd_registration registration_;

@@ -247,7 +247,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   const std::size_t head_end =
       body_waits && source == nullptr ? wire.find("\r\n\r\n") + 4 : wire.size();
   try {
-    connection.write_all(std::string_view(wire).substr(0, head_end), wait_limit(), subject);
+    connection.write_all(std::string_view(wire).substr(0, head_end), limit, subject,
+                         options.io_timeout);
   } catch (const io_error& failure) {
     return stale_or_throw(failure, "before the request was sent");
   } catch (const timeout_error&) {
@@ -272,7 +273,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         send_source(connection);
       } else if (head_end < wire.size()) {
         try {
-          connection.write_all(std::string_view(wire).substr(head_end), wait_limit(), subject);
+          connection.write_all(std::string_view(wire).substr(head_end), limit, subject,
+                               options.io_timeout);
         } catch (const timeout_error&) {
           timed_out("sending the body");
         }
@@ -312,7 +314,10 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         wait = wait.capped(continue_deadline - steady::now());
       }
       try {
-        got = connection.fill(wait, subject);
+        // Each wait is io_timeout at most, but one through which the server kept acknowledging
+        // the request (still reading a large body) is followed by another.
+        got = continue_binds ? connection.fill(wait, subject)
+                             : connection.fill(limit, subject, options.io_timeout);
       } catch (const io_error& failure) {
         if (body_cut && !final_head) {
           throw_cut();
@@ -565,7 +570,7 @@ void client_call::send_source(client_connection& connection) {
   source_taken_ = true;
   const auto write = [&](std::string_view bytes) {
     try {
-      connection.write_all(bytes, wait_limit(), url.text);
+      connection.write_all(bytes, limit, url.text, owner.options_.io_timeout);
     } catch (const timeout_error&) {
       timed_out("sending the body");
     }

@@ -5,10 +5,8 @@
 // send(2) with MSG_NOSIGNAL rather than write(2): the same system call cost, and a peer that
 // reset the connection gives EPIPE instead of killing the process with SIGPIPE.
 #include <fcntl.h>
-#include <linux/sockios.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,22 +40,6 @@ constexpr std::size_t keep_capacity = 256 * 1024;
   send(payload, kind, timeout::never());
 }
 
-std::int64_t connection::unacknowledged() const noexcept {
-  int bytes = 0;
-  if (fd_ < 0 || ::ioctl(fd_, SIOCOUTQ, &bytes) != 0) {
-    return -1;
-  }
-  return bytes;
-}
-
-bool connection::acknowledged_since(std::int64_t before) const noexcept {
-  if (before <= 0) {
-    return false;
-  }
-  const std::int64_t now = unacknowledged();
-  return now >= 0 && now < before;  // nothing was written meanwhile: only acks shrink it
-}
-
 [[gnu::hot]] void connection::send(std::string_view payload, message_kind kind,
                                    const timeout& limit) {
   const bool stalls = options_.send_timeout.count() > 0;
@@ -73,7 +55,7 @@ bool connection::acknowledged_since(std::int64_t before) const noexcept {
     // Each wait is one stretch of at most the send timeout: one in which the peer took bytes
     // (written, or acknowledged out of the socket's buffer) is followed by another.
     const std::uint64_t written = counters_.bytes_out;
-    const std::int64_t in_flight = unacknowledged();
+    const std::int64_t in_flight = detail::unacknowledged_bytes(fd_);
     room_.clear();
     try {
       room_.wait(stalls ? limit.capped(options_.send_timeout) : limit);
@@ -81,7 +63,8 @@ bool connection::acknowledged_since(std::int64_t before) const noexcept {
       throw;
     } catch (const timeout_error&) {
       const bool caller = limit.bounded() && timeout::clock::now() >= limit.deadline();
-      if (!caller && (counters_.bytes_out != written || acknowledged_since(in_flight))) {
+      if (!caller &&
+          (counters_.bytes_out != written || detail::acknowledged_since(fd_, in_flight))) {
         continue;  // a slow reader, not a stalled one
       }
       const std::size_t waiting = queued();
@@ -106,7 +89,7 @@ bool connection::wait_sent(const timeout& limit) {
     // room_ is set at every write while a wait_sent() waits (after_write), and when the
     // connection closes: each wait below is one stretch in which the socket took nothing.
     const std::uint64_t written = counters_.bytes_out;
-    const std::int64_t in_flight = unacknowledged();
+    const std::int64_t in_flight = detail::unacknowledged_bytes(fd_);
     room_.clear();
     ++sent_waiters_;
     try {
@@ -120,7 +103,7 @@ bool connection::wait_sent(const timeout& limit) {
                             weft::detail::timed_out_after(limit));
       }
       if (counters_.bytes_out != written || state_ != state::open ||
-          acknowledged_since(in_flight)) {
+          detail::acknowledged_since(fd_, in_flight)) {
         continue;  // a write, an acknowledgement or the close in the stretch: not a stall
       }
       log("closed: send limit (" + std::to_string(unsent()) +
@@ -576,7 +559,8 @@ void connection::run_flusher() {
       break;
     }
     flusher_waiting_ = true;
-    const std::int64_t in_flight = state_ == state::closing ? unacknowledged() : -1;
+    const std::int64_t in_flight =
+        state_ == state::closing ? detail::unacknowledged_bytes(fd_) : -1;
     try {
       if (state_ == state::closing) {
         wait_writable(fd_, timeout::at(close_deadline_));
@@ -585,7 +569,7 @@ void connection::run_flusher() {
       }
     } catch (const timeout_error&) {
       flusher_waiting_ = false;
-      if (acknowledged_since(in_flight)) {
+      if (detail::acknowledged_since(fd_, in_flight)) {
         // The peer is taking the bytes in the socket's buffer, too slowly to make room yet.
         close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
         continue;

@@ -1,7 +1,14 @@
 // weft::http::client: what a failure looks like (malformed and oversized responses, timeouts
 // per phase, refused connections, bad URLs, use after close) and that the pool stays sound
 // after each, cancellation included.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "http/client_support.hpp"
 #include "refusing_port.hpp"
@@ -156,6 +163,104 @@ TEST(HttpClientErrors, IoTimeoutBoundsEachWaitNotTheCall) {
     patient.close();
     hurried.close();
     server.close();
+  });
+}
+
+// One upload's server on a blocking socket with a small receive window: it reads 16 KiB every
+// 16 ms (about 1 MB/s) up to the end of a request with a `body`-byte body, then answers
+// "got N" (the body bytes) and closes; or with `reads` false it reads nothing at all.
+class slow_upload_server {
+ public:
+  slow_upload_server(bool reads, std::uint64_t body) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int window = 16384;  // accepted sockets inherit it
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &window, sizeof window);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(::listen(listen_fd_, 4), 0);
+    EXPECT_EQ(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    port_ = ntohs(address.sin_port);
+    body_size_ = body;
+    thread_ = std::thread([this, reads, body] {
+      const int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) {
+        return;
+      }
+      std::uint64_t got = 0;
+      std::string head;  // until its end is found
+      std::uint64_t expected = ~std::uint64_t{0};
+      char buffer[16384];
+      while (reads && !done_) {
+        pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
+        if (::poll(&ready, 1, 100) <= 0) {
+          continue;
+        }
+        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) {
+          break;
+        }
+        got += static_cast<std::uint64_t>(n);
+        if (expected == ~std::uint64_t{0}) {
+          head.append(buffer, static_cast<std::size_t>(n));
+          if (const std::size_t end = head.find("\r\n\r\n"); end != std::string::npos) {
+            expected = end + 4 + body;
+          }
+        }
+        if (got >= expected) {
+          const std::string text = "got " + std::to_string(got - (expected - body_size_));
+          const std::string answer = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: " +
+                                     std::to_string(text.size()) + "\r\n\r\n" + text;
+          static_cast<void>(::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL));
+          break;
+        }
+        std::this_thread::sleep_for(16ms);  // the reader's pace, not a synchronisation
+      }
+      while (!reads && !done_) {
+        std::this_thread::sleep_for(5ms);  // holds the connection unread until the test ends
+      }
+      ::close(fd);
+    });
+  }
+  ~slow_upload_server() {
+    done_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(listen_fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/up"; }
+
+ private:
+  int listen_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::uint64_t body_size_ = 0;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+TEST(HttpClientErrors, AnUploadToASlowReaderIsNotAStallButToNoReaderIs) {
+  run_clean([] {
+    weft::http::request put;
+    put.method = weft::http::method::put;
+    put.body = std::string(3 << 20, 'u');
+    // io_timeout far below the upload's 3 s: each wait for the socket is one stretch, and the
+    // server's acknowledgements count as progress however long the socket stays unwritable.
+    weft::http::client web({.request_timeout = 30s, .io_timeout = 200ms, .user_agent = ""});
+    slow_upload_server slow(true, put.body.size());
+    const weft::http::response r = web.request(put, slow.url());
+    EXPECT_EQ(r.body, "got " + std::to_string(put.body.size()));
+    // A server that takes nothing: the upload stalls once the buffers are full.
+    slow_upload_server deaf(false, put.body.size());
+    try {
+      web.request(put, deaf.url());
+      ADD_FAILURE() << "an upload nobody reads did not time out";
+    } catch (const weft::timeout_error& e) {
+      // Sending, or waiting for the answer once the kernel's buffers took the whole request.
+      EXPECT_NE(std::string(e.what()).find("(io_timeout 200 ms)"), std::string::npos) << e.what();
+    }
+    web.close();
   });
 }
 

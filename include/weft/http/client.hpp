@@ -139,9 +139,11 @@ struct client_options {
   std::chrono::milliseconds connect_timeout{5000};
   // The whole call: queueing for a connection, connecting, sending, the response, redirects.
   std::chrono::milliseconds request_timeout{30000};
-  // Each wait within a call: for a pooled connection, for the socket to take the whole
-  // request, for each next read of the response (its head, every piece of its body), within
-  // request_timeout (nginx's proxy_read_timeout and proxy_send_timeout). With a request_timeout
+  // Each wait within a call: for a pooled connection, for the socket to take more of the
+  // request (a wait through which the server kept acknowledging bytes, a slow reader behind a
+  // large kernel buffer, is not a stall), for each next read of the response (its head, every
+  // piece of its body), within request_timeout (nginx's proxy_read_timeout and
+  // proxy_send_timeout). With a request_timeout
   // of milliseconds::max() (none), a response that keeps streaming lasts as long as no wait for
   // its next bytes takes this long. Zero: none (request_timeout alone).
   std::chrono::milliseconds io_timeout{0};

@@ -423,14 +423,6 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void queue_file(int fd, std::uint64_t offset, std::uint64_t length);
   bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
   std::uint64_t unsent() const noexcept;  // queued() and the file ranges' bytes left
-  // The bytes written to the socket and not yet acknowledged by the peer (SIOCOUTQ); -1 when
-  // the socket cannot say. A stall timeout (send, wait_sent, a closing flush) takes a fall of
-  // it over its stretch as progress: a slow reader behind a large kernel buffer may leave the
-  // socket unwritable for longer than the timeout while it takes every byte.
-  std::int64_t unacknowledged() const noexcept;
-  // Whether the peer acknowledged bytes since `before` (an unacknowledged() taken with nothing
-  // written since).
-  bool acknowledged_since(std::int64_t before) const noexcept;
   bool input_ended(bool mid_message);
   void after_write() noexcept;
   void start_flusher();
