@@ -685,10 +685,16 @@ void reverse_proxy::tunnel(exchange& ex, upgraded_connection& upstream) {
     return idle.count() > 0 ? timeout::at(last + idle) : timeout::never();
   };
   const auto idle_over = [&] { return idle.count() > 0 && steady::now() - last >= idle; };
+  // Half-closed tunnels: either side's FIN ends only its own direction, passed on to the other
+  // side as a FIN (a client that sends its last bytes and shuts down its writing still gets the
+  // whole answer), and the tunnel ends when both directions have.
+  client.set_half_close(true);
   weft::scope pumps;
-  // The upstream's direction, in a coroutine of its own: its end (or failure) closes the client's
-  // connection gracefully, after what it read was flushed, which ends the client's direction.
+  // The upstream's direction, in a coroutine of its own: its end passes a FIN on to the client
+  // (after what it read was flushed); its failure, or the idle timeout, closes the client's
+  // connection gracefully, which ends the client's direction too.
   pumps.spawn([&] {
+    bool ended = false;  // by the upstream's FIN
     for (;;) {
       std::optional<std::string_view> piece;
       try {
@@ -704,6 +710,7 @@ void reverse_proxy::tunnel(exchange& ex, upgraded_connection& upstream) {
         break;  // the upstream reset or broke its TLS: the tunnel ends as at its end
       }
       if (!piece) {
+        ended = true;
         break;
       }
       last = steady::now();
@@ -716,9 +723,14 @@ void reverse_proxy::tunnel(exchange& ex, upgraded_connection& upstream) {
       }
       counters_.tunnel_bytes_down.fetch_add(piece->size(), std::memory_order_relaxed);
     }
-    client.close();
+    if (ended) {
+      client.shutdown_write();  // the client's own end closes it (or has: then this closes it)
+    } else {
+      client.close();
+    }
   });
-  // The client's direction, here: its end closes the upstream's connection once the other
+  // The client's direction, here. Its FIN goes on to the upstream, and the upstream's direction
+  // runs to its own end; any other end of it closes the upstream's connection once the other
   // coroutine is stopped (the scope's end cancels it, and it leaves the socket alone).
   net::message received;
   for (;;) {
@@ -743,6 +755,16 @@ void reverse_proxy::tunnel(exchange& ex, upgraded_connection& upstream) {
       break;
     }
     counters_.tunnel_bytes_up.fetch_add(received.data.size(), std::memory_order_relaxed);
+  }
+  if (client.is_open() && client.input_ended()) {
+    try {
+      upstream.shutdown_write(timeout(options_.timeout));
+      pumps.join();  // the upstream's direction, to its end (or the idle timeout)
+    } catch (const cancelled_error&) {
+      throw;
+    } catch (const weft::error&) {
+      client.close();  // the upstream went away
+    }
   }
   pumps.cancel("the tunnel ended");
   pumps.join();

@@ -888,6 +888,16 @@ struct tunnel_upstream {
                                    std::string(r.headers.get("X-Forwarded-For").value_or("")));
     weft::net::connection& c = ex.switch_protocols(head);
     weft::net::message m;
+    if (path == "/v1/count") {
+      // Answers once the client ended its direction: the count of what it sent.
+      c.set_half_close(true);
+      std::uint64_t got = 0;
+      while (c.receive(m)) {
+        got += m.data.size();
+      }
+      c.send("counted " + std::to_string(got));
+      return;
+    }
     if (path == "/v1/bye") {
       c.send("bye");
       return;
@@ -998,11 +1008,22 @@ TEST(HttpReverseProxyTunnel, EitherSidesEndEndsTheTunnel) {
     EXPECT_TRUE(c.ends());
     EXPECT_EQ(c.got().substr(c.got().find("\r\n\r\n") + 4), "bye");
   }
+  {
+    // The client half-closes: its FIN reaches the upstream, whose answer after it still comes
+    // back whole, then the end.
+    tunnel_client c(f.server.port());
+    c.send(upgrade_head("/api/count") + "12345");
+    ASSERT_TRUE(c.wait_for("\r\n\r\n")) << c.got();
+    c.send("678");
+    c.shutdown_write();
+    EXPECT_TRUE(c.ends());
+    EXPECT_EQ(c.got().substr(c.got().find("\r\n\r\n") + 4), "counted 8");
+  }
   EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
   const auto stats = f.proxy.stats();
-  EXPECT_EQ(stats.upgrades, 2u);
-  EXPECT_EQ(stats.tunnel_bytes_up, std::string("early bytesmore").size());
-  EXPECT_EQ(stats.tunnel_bytes_down, std::string("early bytesmorebye").size());
+  EXPECT_EQ(stats.upgrades, 3u);
+  EXPECT_EQ(stats.tunnel_bytes_up, std::string("early bytesmore12345678").size());
+  EXPECT_EQ(stats.tunnel_bytes_down, std::string("early bytesmorebyecounted 8").size());
 }
 
 TEST(HttpReverseProxyTunnel, ARefusalOrAFailureIsAnOrdinaryAnswer) {

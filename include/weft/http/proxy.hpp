@@ -84,9 +84,12 @@
 //     http::client::upgrade. A 101 from the upstream is passed on (its fields less the hop-by-hop
 //     ones, Upgrade kept; exchange::switch_protocols) and the two connections become a tunnel:
 //     bytes both ways as they come, each direction's backpressure slowing the other's reader
-//     (a client that does not read makes the upstream's sends wait, and the reverse). The tunnel
-//     ends when either side ends or fails (the other is closed after what was already read is
-//     flushed to it) and when no byte went either way for tunnel_idle_timeout. An answer other
+//     (a client that does not read makes the upstream's sends wait, and the reverse). Either
+//     side's end (its FIN) ends its direction only and is passed on as a FIN after what was
+//     already read (half-close: a client that sends its last bytes and shuts down its writing
+//     still gets the whole answer); the tunnel ends when both directions have ended, when
+//     either side fails (the other is closed after what was read is flushed to it), and when no
+//     byte went either way for tunnel_idle_timeout. An answer other
 //     than 101 is passed on as any response (a 426 with its Upgrade field, the protocols the
 //     client may ask for again). Failures before the 101 are answered as below. With
 //     `upgrades` off, Upgrade is dropped as a hop-by-hop field and the upstream sees a plain

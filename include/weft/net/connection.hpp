@@ -288,6 +288,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // The largest message accepted, in bytes (zero is std::invalid_argument for the setter).
   std::size_t max_message_size() const noexcept { return options_.max_message_size; }
   void set_max_message_size(std::size_t bytes);
+  // connection_options::half_close for this connection from now on (a tunnel that a protocol
+  // switch started on a server's connection, say).
+  bool half_close() const noexcept { return options_.half_close; }
+  void set_half_close(bool on) noexcept { options_.half_close = on; }
 
   // --- closing ---
   // close(): graceful, flushes what was sent first; destroy(): at once, dropping what is queued.
