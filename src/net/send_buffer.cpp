@@ -72,7 +72,7 @@ constexpr std::size_t keep_capacity = 256 * 1024;
           std::to_string(options_.send_buffer_limit) + "; the peer does not read)");
       begin_close(close_reason::send_limit, false);
       throw timeout_error("weft::net::connection::send to " + peer_address_ +
-                          ": the send buffer stayed at its " + "limit (" + std::to_string(waiting) +
+                          ": the send buffer stayed at its limit (" + std::to_string(waiting) +
                           " bytes queued, limit " + std::to_string(options_.send_buffer_limit) +
                           "): the peer does not read; connection closed (send limit), " +
                           (caller ? weft::detail::timed_out_after(limit)

@@ -9,8 +9,10 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "http/client_support.hpp"
+#include "net/net_support.hpp"
 #include "refusing_port.hpp"
 
 namespace {
@@ -172,17 +174,7 @@ TEST(HttpClientErrors, IoTimeoutBoundsEachWaitNotTheCall) {
 class slow_upload_server {
  public:
   slow_upload_server(bool reads, std::uint64_t body) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int window = 16384;  // accepted sockets inherit it
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &window, sizeof window);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    EXPECT_EQ(::listen(listen_fd_, 4), 0);
-    EXPECT_EQ(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length), 0);
-    port_ = ntohs(address.sin_port);
+    std::tie(listen_fd_, port_) = net_test::loopback_listener(4, "slow_upload_server", 16384);
     body_size_ = body;
     thread_ = std::thread([this, reads, body] {
       const int fd = ::accept(listen_fd_, nullptr, nullptr);

@@ -177,21 +177,6 @@ std::optional<weft::http::response> get(client& c, const std::string& target,
 // A raw upstream on a blocking socket: after each request head (read to its empty line) it
 // writes `reply`, then closes the connection, or with hold keeps it open (unanswered when the
 // reply is empty) until it is destroyed. The heads it read are kept.
-// A blocking listening socket on a loopback port the kernel picks: its fd, and the port.
-std::pair<int, std::uint16_t> loopback_listener(int backlog, const char* who) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(fd, backlog) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    throw std::runtime_error(std::string(who) + ": cannot listen");
-  }
-  return {fd, ntohs(address.sin_port)};
-}
-
 class raw_upstream {
  public:
   explicit raw_upstream(std::string reply, bool hold = false)

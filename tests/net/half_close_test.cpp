@@ -109,7 +109,7 @@ TEST(NetHalfClose, ShutdownWriteSendsTheFinAndReceivingGoesOn) {
 class counting_upstream {
  public:
   counting_upstream() {
-    auto [fd, port] = loopback_listener();
+    auto [fd, port] = loopback_listener(4, "counting_upstream");
     listen_fd_ = fd;
     port_ = port;
     thread_ = std::thread([this] {
@@ -138,17 +138,6 @@ class counting_upstream {
   std::uint16_t port() const { return port_; }
 
  private:
-  static std::pair<int, std::uint16_t> loopback_listener() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    EXPECT_EQ(::listen(fd, 4), 0);
-    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-    return {fd, ntohs(address.sin_port)};
-  }
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;

@@ -19,6 +19,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -190,6 +191,29 @@ bool eventually(Condition condition, std::chrono::milliseconds limit = 5000ms) {
     std::this_thread::sleep_for(1ms);
   }
   return true;
+}
+
+// A blocking listening socket on a loopback port the kernel picks, for a raw peer on a thread
+// of its own: its fd, and the port. receive_buffer > 0 sets SO_RCVBUF first (accepted sockets
+// inherit it: a small window from the start). std::runtime_error naming `who` when it fails.
+inline std::pair<int, std::uint16_t> loopback_listener(int backlog, const char* who,
+                                                       int receive_buffer = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error(std::string(who) + ": cannot listen: " + reason);
+  }
+  return {fd, ntohs(address.sin_port)};
 }
 
 // Shrinks a server-side socket's send buffer, so that little fits in the kernel.

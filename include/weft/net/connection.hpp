@@ -491,6 +491,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   close_reason reason_ = close_reason::local;
   bool peer_ended_ = false;  // read() returned 0
   bool finished_ = false;    // the protocol ended the conversation
+  bool write_shut_ = false;  // shutdown_write(): no more sends; the FIN follows the queue
   bool paused_ = false;
   bool full_ = false;            // on_buffer_full fired, on_buffer_drain not yet
   bool read_first_ = true;       // the last read filled its buffer: try reading before waiting
@@ -530,8 +531,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   };
   std::vector<queued_file> files_;
   bool output_dropped_ = false;   // drop_output() dropped something queued
-  bool write_shut_ = false;       // shutdown_write(): no more sends; the FIN follows the queue
-  bool fin_sent_ = false;         // ... and it went
+  bool fin_sent_ = false;         // shutdown_write()'s FIN went
   std::size_t sent_waiters_ = 0;  // coroutines in wait_sent(): woken at every write
 
   std::chrono::steady_clock::time_point started_at_;
