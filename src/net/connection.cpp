@@ -296,6 +296,9 @@ namespace {
         bool for_user = false;
         try {
           std::size_t unit = framer_->measure(input, link_);
+          if (unit == 0 && peer_ended_) {
+            unit = framer_->measure_at_end(input, link_);  // the stream has ended
+          }
           if (state_ != state::open || finished_) {
             return false;
           }

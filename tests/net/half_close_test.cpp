@@ -104,6 +104,40 @@ TEST(NetHalfClose, ShutdownWriteSendsTheFinAndReceivingGoesOn) {
   EXPECT_EQ(reason.load(), static_cast<int>(close_reason::peer));
 }
 
+TEST(NetHalfClose, ALastLineWithoutItsNewlineIsALineAtTheStreamsEnd) {
+  // printf 'one\ntwo' | nc -N: the text protocol hands over "two" too, as Go's bufio.Scanner
+  // does, and with half_close the echo of it still goes back.
+  auto options = local_options();
+  options.protocol = weft::net::text();
+  options.half_close = true;
+  running_server echo(options, [](weft::net::tcp_server& s) {
+    s.serve([](connection& c) {
+      while (auto m = c.receive()) {
+        c.send(m->data);
+      }
+    });
+  });
+  EXPECT_EQ(ask_then_half_close(echo.port(), "one\ntwo\r"), "one\ntwo\n");
+  // A frame cut short by the end is still no message: nothing of it reaches the handler.
+  auto frames = local_options();
+  frames.protocol = weft::net::frame();
+  frames.half_close = true;
+  std::atomic<int> messages{0};
+  running_server counted(frames, [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      while (c.receive()) {
+        ++messages;
+      }
+      c.send("end");
+    });
+  });
+  const std::string whole = std::string("\0\0\0\x02", 4) + "ab";
+  const std::string cut = std::string("\0\0\0\x09", 4) + "abc";
+  const std::string answer = ask_then_half_close(counted.port(), whole + cut);
+  EXPECT_EQ(answer, std::string("\0\0\0\x03", 4) + "end");
+  EXPECT_EQ(messages.load(), 1);
+}
+
 // An upstream that answers once its client ended the request: it reads to the FIN, then writes
 // "counted N" and closes (a blocking socket on its own thread).
 class counting_upstream {

@@ -15,6 +15,10 @@
 //   2. decode(first n bytes, out, link): true when a message for the user is complete in out;
 //      false when the unit was consumed by the protocol itself. Either way the n bytes are
 //      consumed, and the connection goes back to 1 with what remains.
+//   3. Once the peer has ended its stream, bytes that measure() still leaves unframed go to
+//      measure_at_end(): a last unit to decode (a last line without its newline: Go's
+//      bufio.Scanner and Tokio's LinesCodec hand it over too), or 0, and the connection logs
+//      them as a message cut short and drops them.
 // Both may call link.send_raw() to answer the peer themselves (a handshake response, a pong,
 // the echo of a close frame), which goes out in order with the user's sends, and link.finish()
 // when the protocol has ended the conversation (after a close frame): the connection hands
@@ -109,9 +113,17 @@ class framer {
   // The length of the first complete unit at the start of input, or 0 when more bytes are
   // needed. Must not consume anything: it may be called again with the same bytes and more.
   virtual std::size_t measure(std::string_view input, framer_link& link) = 0;
-  // Consumes one unit of exactly the length measure() returned. True: out holds a message for
-  // the user (out.data is overwritten, its capacity may be reused). False: the unit was the
-  // protocol's own.
+  // The peer ended its stream with `rest` (not empty) unframed, measure() having returned 0 for
+  // it: the length of a last unit to decode from it, or 0 (the default) when those bytes are a
+  // message cut short.
+  virtual std::size_t measure_at_end(std::string_view rest, framer_link& link) {
+    static_cast<void>(rest);
+    static_cast<void>(link);
+    return 0;
+  }
+  // Consumes one unit of exactly the length measure() (or measure_at_end()) returned. True: out
+  // holds a message for the user (out.data is overwritten, its capacity may be reused). False:
+  // the unit was the protocol's own.
   virtual bool decode(std::string_view unit, message& out, framer_link& link) = 0;
   // Appends the wire form of one outgoing message to out.
   virtual void encode(std::string_view payload, message_kind kind, std::string& out) = 0;

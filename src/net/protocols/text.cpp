@@ -42,9 +42,15 @@ class text_framer final : public framer {
     return end + 1;
   }
 
+  // The last line of a stream that ended without its newline is a line all the same (its size
+  // was checked by measure()).
+  std::size_t measure_at_end(std::string_view rest, framer_link&) override { return rest.size(); }
+
   bool decode(std::string_view unit, message& out, framer_link&) override {
     scanned_ = 0;
-    unit.remove_suffix(1);  // '\n'
+    if (!unit.empty() && unit.back() == '\n') {
+      unit.remove_suffix(1);  // (a last line at the end of the stream may have none)
+    }
     if (!unit.empty() && unit.back() == '\r') {
       unit.remove_suffix(1);
     }
