@@ -267,6 +267,7 @@ void tcp_server::serve(std::function<void(connection&)> handler, connection_even
   }
   if (handler) {
     events.on_message = nullptr;
+    events.on_end = nullptr;
   }
   state.handler = std::move(handler);
   state.events = std::move(events);

@@ -104,8 +104,9 @@ struct spare_message {
           return;  // made moved into the hibernation; received goes back to the worker
         }
       }
-      if (c.is_open() && c.input_ended()) {
-        c.wait_closed();  // half_close: the application closes it (tcp_server.hpp)
+      if (c.is_open() && c.input_ended() && server.events.on_end) {
+        server.events.on_end(c);  // half_close: the application closes it (connection.hpp)
+        c.wait_closed();
       }
     }
     c.close();

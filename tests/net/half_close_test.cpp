@@ -4,6 +4,7 @@
 // handler and through a pipe() proxy; a connection can end its own direction and keep reading.
 #include <sys/socket.h>
 
+#include <any>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -66,6 +67,27 @@ TEST(NetHalfClose, AHandlerAnswersAfterThePeersEndWithHalfCloseOn) {
       EXPECT_TRUE(refused.load());
     }
   }
+}
+
+TEST(NetHalfClose, TheCallbackStyleHearsTheEndAndAnswersAfterIt) {
+  auto options = local_options();
+  options.half_close = true;
+  running_server server(options, [](weft::net::tcp_server& s) {
+    s.serve(weft::net::connection_events{
+        .on_connect = [](connection& c) { c.context() = std::uint64_t{0}; },
+        .on_message =
+            [](connection& c, weft::net::message& m) {
+              std::any_cast<std::uint64_t&>(c.context()) += m.data.size();
+            },
+        .on_end =
+            [](connection& c) {
+              EXPECT_TRUE(c.is_open());
+              c.send("got " + std::to_string(std::any_cast<std::uint64_t>(c.context())));
+              c.shutdown_write();  // the input has ended too: this closes it
+            },
+    });
+  });
+  EXPECT_EQ(ask_then_half_close(server.port(), std::string(70000, 'c')), "got 70000");
 }
 
 TEST(NetHalfClose, ShutdownWriteSendsTheFinAndReceivingGoesOn) {

@@ -133,7 +133,11 @@ class connection;
 struct connection_events {
   // When the connection is accepted, before any message.
   std::function<void(connection&)> on_connect{};
-  std::function<void(connection&, message&)> on_message{};    // callback style only
+  std::function<void(connection&, message&)> on_message{};  // callback style only
+  // Callback style only, with half_close: the peer ended its direction (Node's 'end' with
+  // allowHalfOpen). The connection stays open for sending until it is closed: answer, then
+  // close() or shutdown_write(). Without it, the input's end closes the connection gracefully.
+  std::function<void(connection&)> on_end{};
   std::function<void(connection&, close_reason)> on_close{};  // once closed, with the reason
   // An exception from a callback or the handler, a refused send.
   std::function<void(connection&, const std::exception&)> on_error{};

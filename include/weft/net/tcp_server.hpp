@@ -94,8 +94,9 @@ struct tcp_server_options {
   std::chrono::milliseconds accept_retry_max_delay{1000};
   bool no_delay = true;  // TCP_NODELAY on every connection
   // connection_options::half_close on every connection: the peer's FIN ends only the input. In
-  // the callback style the connection then stays open until the application closes it (or
-  // shuts its own direction: shutdown_write()); a handler's return closes it as always.
+  // the callback style on_end then runs, and the connection stays open until the application
+  // closes it (or shuts its own direction: shutdown_write()); without on_end it closes as
+  // without half_close. A handler's return closes it as always.
   bool half_close = false;
   // TLS on every connection (tls.hpp; a tls_context::server): each completes its handshake
   // before on_connect and the handler, within tls_handshake_timeout (and handshake_timeout when
