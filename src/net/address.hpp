@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "weft/sched/timeout.hpp"
 
 namespace weft::net::detail {
 
@@ -31,6 +34,19 @@ bool parse_ip_literal(int family, std::string_view text, void* address) noexcept
 // when host is not numeric.
 bool parse_numeric(const std::string& host, std::uint16_t port, sockaddr_storage& storage,
                    socklen_t& length);
+
+// One socket address, as parse_numeric fills it.
+struct socket_address {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+// Connects a non-blocking TCP socket to each address in turn until one answers (a name's
+// addresses: localhost may be ::1 first while the server listens on 127.0.0.1 only): its fd,
+// and in `where` the address it reached. The last address's io_error (naming it) when none
+// does; timeout_error or cancelled_error from limit, which bounds them all, at once. Nothing is
+// left open on failure. (net::connect; src/net/pipe.cpp.)
+int connect_first(const std::vector<socket_address>& addresses, const timeout& limit,
+                  std::string& where);
 
 // An address block in CIDR notation ("10.0.0.0/8", "2001:db8::/32"), or one address ("127.0.0.1",
 // "::1": the whole length). An IPv4 block also takes IPv4-mapped IPv6 peers (::ffff:10.1.2.3), as

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "net/address.hpp"
 #include "net/worker_state.hpp"
@@ -71,30 +72,20 @@ std::uint64_t pipe(connection& a, connection& b) {
   return forwarded;
 }
 
-std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
-                                    const connection_options& options, const timeout& limit) {
-  if (options.tls != nullptr && options.tls->is_server()) {
-    throw std::invalid_argument("weft::net::connect " + host + ":" + std::to_string(port) +
-                                ": tls is a server's context; connect needs tls_context::client");
-  }
-  sockaddr_storage address{};
-  socklen_t length = 0;
-  if (!detail::parse_numeric(host, port, address, length) || host.empty() || host == "*") {
-    std::vector<dns::address> found = dns::resolve(host, port, limit);
-    if (found.empty() || !detail::parse_numeric(found.front().ip, port, address, length)) {
-      throw io_error(-EHOSTUNREACH, "connect", host + ":" + std::to_string(port),
-                     "the name resolved to no usable address");
-    }
-  }
-  const std::string where = detail::format_address(reinterpret_cast<sockaddr*>(&address), length);
-  int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+namespace detail {
+
+namespace {
+
+// One connect to one address within limit: the connected fd (non-blocking), or io_error naming
+// the address (timeout_error or cancelled_error from limit); nothing is left open on failure.
+int connect_to(const socket_address& to, const std::string& where, const timeout& limit) {
+  const int fd = ::socket(to.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     const int error_number = errno;
     throw io_error(-error_number, "socket", where, std::strerror(error_number));
   }
-  std::shared_ptr<connection> made;
   try {
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&to.storage), to.length) != 0) {
       if (errno != EINPROGRESS) {
         const int error_number = errno;
         throw io_error(-error_number, "connect", where, std::strerror(error_number));
@@ -107,6 +98,58 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
         throw io_error(-error_number, "connect", where, std::strerror(error_number));
       }
     }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int connect_first(const std::vector<socket_address>& addresses, const timeout& limit,
+                  std::string& where) {
+  for (std::size_t i = 0;; ++i) {
+    const socket_address& to = addresses.at(i);
+    where = format_address(reinterpret_cast<const sockaddr*>(&to.storage), to.length);
+    try {
+      return connect_to(to, where, limit);
+    } catch (const io_error&) {
+      if (i + 1 == addresses.size()) {
+        throw;  // the last address's error, naming it
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
+                                    const connection_options& options, const timeout& limit) {
+  if (options.tls != nullptr && options.tls->is_server()) {
+    throw std::invalid_argument("weft::net::connect " + host + ":" + std::to_string(port) +
+                                ": tls is a server's context; connect needs tls_context::client");
+  }
+  // Every address of a name, tried in turn; a numeric host is its one address.
+  std::vector<detail::socket_address> addresses(1);
+  if (!detail::parse_numeric(host, port, addresses[0].storage, addresses[0].length) ||
+      host.empty() || host == "*") {
+    addresses.clear();
+    for (const dns::address& found : dns::resolve(host, port, limit)) {
+      detail::socket_address next;
+      if (detail::parse_numeric(found.ip, port, next.storage, next.length)) {
+        addresses.push_back(next);
+      }
+    }
+    if (addresses.empty()) {
+      throw io_error(-EHOSTUNREACH, "connect", host + ":" + std::to_string(port),
+                     "the name resolved to no usable address");
+    }
+  }
+  std::string where;
+  const int fd = detail::connect_first(addresses, limit, where);
+  std::shared_ptr<connection> made;
+  try {
     made = detail::connection_access::make(fd, options, 0, nullptr, where);
   } catch (...) {
     ::close(fd);

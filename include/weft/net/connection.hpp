@@ -563,8 +563,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 };
 
 // Connects to host:port (a numeric IPv4 or IPv6 address, or a name resolved through
-// getaddrinfo on libuv's pool) from a coroutine and returns the connection, on the caller's
-// scheduler. io_error naming the address when it fails; timeout_error past limit.
+// getaddrinfo on libuv's pool, each of its addresses tried in turn until one answers) from a
+// coroutine and returns the connection, on the caller's scheduler. io_error naming the (last)
+// address when it fails; timeout_error past limit, which bounds the whole.
 std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
                                     const connection_options& options = {},
                                     const timeout& limit = timeout::never());
