@@ -16,11 +16,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -299,24 +301,39 @@ int main(int argc, char** argv) {
       };
     }
     site.attach_proxies(options);
+    // The startup line goes out once every worker has started, the first with SIGINT and
+    // SIGTERM already caught (tcp_server.hpp): whoever reads it may press Ctrl-C at once.
+    std::function<void()> announce;
+    std::atomic<unsigned> started{0};
+    options.on_worker_start = [before = std::move(options.on_worker_start), &announce, &started,
+                               workers = site.worker_count()](unsigned worker) {
+      if (before) {
+        before(worker);
+      }
+      if (started.fetch_add(1) + 1 == workers) {
+        announce();
+      }
+    };
     weft::http::server server(options, site.make_router());
     running = &server;
     site.set_server(&server);
     server.listen();
     const std::string shown_host =
         config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
-    std::printf(
-        "weft-httpd: serving %s://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
-        "%s%s"
-        "weft-httpd: Ctrl-C stops it\n",
-        config.tls_cert.empty() ? "http" : "https", shown_host.c_str(),
-        static_cast<unsigned>(server.port()), site.worker_count(),
-        site.worker_count() == 1 ? "" : "s",
-        config.driver.empty() ? "default" : config.driver.c_str(), config.root.c_str(),
-        config.pg.empty() ? "" : ", PostgreSQL routes on",
-        config.tls_cert.empty() ? "" : "weft-httpd: SIGHUP reloads the certificate and key\n",
-        proxy_lines(config).c_str());
-    std::fflush(stdout);
+    announce = [&] {
+      std::printf(
+          "weft-httpd: serving %s://%s:%u/ with %u worker%s on the %s driver (root %s%s)\n"
+          "%s%s"
+          "weft-httpd: Ctrl-C stops it\n",
+          config.tls_cert.empty() ? "http" : "https", shown_host.c_str(),
+          static_cast<unsigned>(server.port()), site.worker_count(),
+          site.worker_count() == 1 ? "" : "s",
+          config.driver.empty() ? "default" : config.driver.c_str(), config.root.c_str(),
+          config.pg.empty() ? "" : ", PostgreSQL routes on",
+          config.tls_cert.empty() ? "" : "weft-httpd: SIGHUP reloads the certificate and key\n",
+          proxy_lines(config).c_str());
+      std::fflush(stdout);
+    };
     server.serve();
     std::printf("weft-httpd: stopped after %llu requests\n",
                 static_cast<unsigned long long>(server.stats().total.requests));

@@ -298,6 +298,35 @@ void run_worker(server_state& server, unsigned index) {
     }
   } registered{server, worker, index};
 
+  // The signal watcher first, run up to its first wait (spawn is lazy; the yield lets it go
+  // first), so that SIGINT and SIGTERM are the server's before any on_worker_start, and before
+  // an application's "ready" line from one: a Ctrl-C right after it stops the server
+  // gracefully instead of killing the process by the default action.
+  task<void> signal_watcher;
+  struct cancel_watcher {
+    task<void>& watcher;
+    ~cancel_watcher() {
+      if (watcher.valid()) {
+        watcher.cancel("weft.net: the server stopped");
+      }
+    }
+  } watcher_guard{signal_watcher};
+  if (index == 0 && server.options.handle_signals) {
+    signal_watcher = weft::spawn(
+        [&] {
+          for (;;) {
+            int number = signals::wait({SIGINT, SIGTERM});
+            log_line(worker, std::string("caught ") + (number == SIGINT ? "SIGINT" : "SIGTERM") +
+                                 (server.stops.load(std::memory_order_acquire) == 0
+                                      ? ": stopping gracefully"
+                                      : ": stopping now"));
+            request_stop(server, server.options.stop_timeout);
+          }
+        },
+        spawn_options{.name = "weft.net signals", .background = true});
+    weft::yield();
+  }
+
   // A failed on_worker_start still gets its on_worker_stop (to undo a partial start); the
   // start's exception is the one serve() reports.
   const tcp_server_options& options = server.options;
@@ -318,22 +347,6 @@ void run_worker(server_state& server, unsigned index) {
   const int listener = server.listeners[index];
   task<void> acceptor = weft::spawn([&] { accept_loop(server, worker, listener); },
                                     spawn_options{.name = "weft.net acceptor"});
-  task<void> signal_watcher;
-  if (index == 0 && server.options.handle_signals) {
-    signal_watcher = weft::spawn(
-        [&] {
-          for (;;) {
-            int number = signals::wait({SIGINT, SIGTERM});
-            log_line(worker, std::string("caught ") + (number == SIGINT ? "SIGINT" : "SIGTERM") +
-                                 (server.stops.load(std::memory_order_acquire) == 0
-                                      ? ": stopping gracefully"
-                                      : ": stopping now"));
-            request_stop(server, server.options.stop_timeout);
-          }
-        },
-        spawn_options{.name = "weft.net signals", .background = true});
-  }
-
   // Acquire: pairs with request_stop's release, so grace_ms is the first stop's.
   while (server.stops.load(std::memory_order_acquire) == 0) {
     control.wait();

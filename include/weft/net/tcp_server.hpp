@@ -140,7 +140,9 @@ struct tcp_server_options {
   // about this much of their deadline, four times as much while thousands of connections
   // are being served in one batch.
   std::chrono::microseconds reactor_poll_interval{2000};
-  // SIGINT and SIGTERM stop the server gracefully (stop_timeout), a second one forces it.
+  // SIGINT and SIGTERM stop the server gracefully (stop_timeout), a second one forces it. They
+  // are caught from before the first worker's on_worker_start: a line announcing the server
+  // from the last worker's on_worker_start can be answered with Ctrl-C at once.
   bool handle_signals = false;
   // Per-worker resources (a pg::pool, a cache: things that belong to one scheduler). Both run
   // on the worker's thread, in its main coroutine, so they may suspend: on_worker_start before
