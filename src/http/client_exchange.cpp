@@ -306,12 +306,17 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     parse_result step;
     if (need_read && !ended) {
       std::size_t got = 0;
-      timeout wait = wait_limit();
       // Waiting for 100 Continue: the wait ends at continue_deadline, when that comes first.
-      const bool continue_binds =
-          body_waits && (!wait.bounded() || continue_deadline < wait.deadline());
-      if (continue_binds) {
-        wait = wait.capped(continue_deadline - steady::now());
+      // (Only then is a wait's own limit made here: every other read reads the clock once, in
+      // fill's stall, and only when it has to wait.)
+      timeout wait;
+      bool continue_binds = false;
+      if (body_waits) {
+        wait = wait_limit();
+        continue_binds = !wait.bounded() || continue_deadline < wait.deadline();
+        if (continue_binds) {
+          wait = wait.capped(continue_deadline - steady::now());
+        }
       }
       try {
         // Each wait is io_timeout at most, but one through which the server kept acknowledging
