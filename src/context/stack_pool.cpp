@@ -61,8 +61,9 @@ constexpr std::size_t slab_bytes = 16u << 20;  // unguarded stacks are carved 16
                         " bytes for coroutine stacks";
   if (code == ENOMEM) {
     message +=
-        " (out of memory or of mappings: vm.max_map_count limits mappings per process; use "
-        "guard_policy::budget or a smaller stack size)";
+        " (out of memory, of address space or of mappings: ulimit -v limits the address space, "
+        "vm.max_map_count the mappings per process; use guard_policy::budget, a smaller stack "
+        "size, or stack_options::max_stacks to refuse coroutines before the kernel does)";
   }
   throw std::system_error(code, std::generic_category(), message);
 }
@@ -91,7 +92,9 @@ stack_pool::stack_pool(const stack_options& options)
       guards_(options.guards),
       guard_budget_(options.guard_budget != 0 ? options.guard_budget : default_guard_budget()),
       cap_(std::max({options.pool_cap, options.pool_floor, std::size_t{1}})),
-      floor_(options.pool_floor) {
+      floor_(options.max_stacks != 0 ? std::min(options.pool_floor, options.max_stacks)
+                                     : options.pool_floor),
+      limit_(options.max_stacks) {
   for (std::size_t index = 0; index < floor_; ++index) {
     release(acquire());
   }
@@ -119,44 +122,86 @@ stack_pool::~stack_pool() {
   // than pulling memory from under it.
 }
 
+void stack_pool::refuse_past_limit() const {
+  if (limit_ != 0 && outstanding_ + reserved_ >= limit_) {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                            "weft: no stack for a new coroutine: stack_options::max_stacks (" +
+                                std::to_string(limit_) + ") are in use");
+  }
+}
+
 stack stack_pool::acquire() {
-  ++outstanding_;
-  if (!warm_.empty()) {
+  refuse_past_limit();
+  if (warm_.size() > reserved_) {
     stack reused = warm_.back();
     warm_.pop_back();
+    ++outstanding_;
     return reused;
   }
   if (!cold_.empty()) {
     stack reused = cold_.back();
     cold_.pop_back();
+    ++outstanding_;
     return reused;
   }
-  try {
-    bool guard = guards_ == guard_policy::always ||
-                 (guards_ == guard_policy::budget &&
-                  guarded_in_process.fetch_add(1, std::memory_order_relaxed) < guard_budget_);
-    if (guards_ == guard_policy::budget && !guard) {
-      guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
-    } else if (guards_ == guard_policy::always) {
-      guarded_in_process.fetch_add(1, std::memory_order_relaxed);
-    }
-    stack fresh;
-    if (guard) {
+  stack fresh = map_new();
+  ++outstanding_;
+  return fresh;
+}
+
+void stack_pool::reserve_slow() {
+  refuse_past_limit();
+  if (warm_.size() == reserved_) {
+    // No free stack beyond those promised: one more joins the warm ones (a cold one's pages
+    // come back on touch, as when acquire() takes it).
+    if (!cold_.empty()) {
+      warm_.push_back(cold_.back());
+      cold_.pop_back();
+    } else {
+      stack fresh = map_new();
       try {
-        fresh = map_guarded();
+        warm_.push_back(fresh);
       } catch (...) {
-        guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+        forget(fresh);
         throw;
       }
-    } else {
-      fresh = carve_unguarded();
     }
-    register_for_tools(fresh);
-    ++allocated_;
-    return fresh;
-  } catch (...) {
-    --outstanding_;
-    throw;
+  }
+  ++reserved_;
+}
+
+stack stack_pool::map_new() {
+  bool guard = guards_ == guard_policy::always ||
+               (guards_ == guard_policy::budget &&
+                guarded_in_process.fetch_add(1, std::memory_order_relaxed) < guard_budget_);
+  if (guards_ == guard_policy::budget && !guard) {
+    guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+  } else if (guards_ == guard_policy::always) {
+    guarded_in_process.fetch_add(1, std::memory_order_relaxed);
+  }
+  stack fresh;
+  if (guard) {
+    try {
+      fresh = map_guarded();
+    } catch (...) {
+      guarded_in_process.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
+  } else {
+    fresh = carve_unguarded();
+  }
+  register_for_tools(fresh);
+  ++allocated_;
+  return fresh;
+}
+
+// A stack map_new() made that nobody will hold (no memory to pool it): a guarded one is
+// unmapped; a slab one stays carved, unused, since a slab is unmapped only whole.
+void stack_pool::forget(stack& unused) noexcept {
+  if (unused.guarded) {
+    unmap(unused);
+  } else {
+    deregister_for_tools(unused);
   }
 }
 
@@ -185,8 +230,15 @@ stack stack_pool::carve_unguarded() {
 
 void stack_pool::release(stack released) noexcept {
   --outstanding_;
-  warm_.push_back(released);
-  if (warm_.size() > cap_) {
+  try {
+    warm_.push_back(released);
+  } catch (...) {
+    // No memory for the pool's bookkeeping (a deque block, under ulimit -v or a cgroup's
+    // limit): the stack's memory stays mapped, unused, rather than the process ending here.
+    // The caller may still be running on it, so it cannot be unmapped now.
+    return;
+  }
+  if (warm_.size() > cap_ + reserved_) {
     trim_oldest();
   }
 }
@@ -199,10 +251,19 @@ void stack_pool::release(stack released) noexcept {
 // order, so after a million-coroutine burst this costs about one syscall per slab instead of one
 // per stack.
 void stack_pool::trim_oldest() noexcept {
-  std::size_t keep = std::max({floor_, cap_ > trim_batch ? cap_ - trim_batch : 0, std::size_t{1}});
+  // The free stacks promised to coroutines made with stack_at_spawn stay (reserve()).
+  std::size_t keep =
+      std::max({floor_, cap_ > trim_batch ? cap_ - trim_batch : 0, reserved_, std::size_t{1}});
   std::size_t batch = warm_.size() - std::min(keep, warm_.size() - 1);
   std::vector<stack> guarded_stacks;
   std::vector<stack> slab_stacks;
+  try {
+    guarded_stacks.reserve(batch);
+    slab_stacks.reserve(batch);
+    cold_.reserve(cold_.size() + batch);
+  } catch (...) {
+    return;  // no memory to sort them by: the pool stays over its cap until the next release
+  }
   for (std::size_t count = 0; count < batch; ++count) {
     (warm_.front().guarded ? guarded_stacks : slab_stacks).push_back(warm_.front());
     warm_.pop_front();

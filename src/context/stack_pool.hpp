@@ -22,8 +22,29 @@ class stack_pool {
   stack_pool& operator=(const stack_pool&) = delete;
 
   // A stack ready to run on: from the pool, else freshly mapped. Throws std::system_error when
-  // the kernel refuses memory or mappings.
+  // the kernel refuses memory or mappings, or max_stacks are in use (reservations included).
   stack acquire();
+  // Promises a stack to a coroutine that has not started (spawn_options::stack_at_spawn): a
+  // free one is set aside, mapped now if need be, so that acquire_reserved() cannot fail. The
+  // same errors as acquire(). A promise costs a count, not a trip through the pool: the
+  // coroutine often starts on the stack of one that just ended (unreserve()).
+  void reserve() {
+    if (limit_ == 0 && warm_.size() > reserved_) [[likely]] {
+      ++reserved_;  // a free stack is there to promise
+      return;
+    }
+    reserve_slow();
+  }
+  // Takes a promised stack (never fails).
+  stack acquire_reserved() noexcept {
+    --reserved_;
+    ++outstanding_;
+    stack promised = warm_.back();
+    warm_.pop_back();
+    return promised;
+  }
+  // Drops a promise without taking its stack.
+  void unreserve() noexcept { --reserved_; }
   // Returns a stack to the pool. Safe to call while still executing on that stack: the memory
   // stays mapped; once the pool holds more than the cap, a batch of the oldest stacks is given
   // back to the kernel.
@@ -44,6 +65,10 @@ class stack_pool {
     std::size_t bytes;
   };
 
+  void reserve_slow();
+  void refuse_past_limit() const;
+  stack map_new();
+  void forget(stack& unused) noexcept;
   stack map_guarded();
   stack carve_unguarded();
   void unmap(stack& victim) noexcept;
@@ -61,6 +86,7 @@ class stack_pool {
   std::size_t guard_budget_;
   std::size_t cap_;
   std::size_t floor_;
+  std::size_t limit_;        // stack_options::max_stacks (0: none)
   std::deque<stack> warm_;   // released stacks, most recent at the back (reused first)
   std::vector<stack> cold_;  // slab stacks decommitted by trimming, reused after warm ones
   std::vector<slab> slabs_;
@@ -69,6 +95,7 @@ class stack_pool {
   std::size_t allocated_ = 0;
   std::size_t guarded_ = 0;
   std::size_t outstanding_ = 0;
+  std::size_t reserved_ = 0;  // free stacks promised (reserve()): warm_ never holds fewer
 };
 
 }  // namespace weft::detail

@@ -39,6 +39,7 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.port = o.port;
   t.workers = o.workers;
   t.driver = o.driver;
+  t.stacks = o.stacks;
   t.protocol = nullptr;  // the server parses requests in place in the connection's buffer
   t.max_connections = o.max_connections;
   t.send_buffer_limit = o.send_buffer_limit;

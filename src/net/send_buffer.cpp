@@ -526,7 +526,7 @@ void connection::start_flusher() {
           std::shared_ptr<connection> keep = std::move(self);
           keep->run_flusher();
         },
-        spawn_options{.name = "weft.net flusher"});
+        spawn_options{.name = "weft.net flusher", .stack_at_spawn = true});
   } catch (...) {
     flusher_running_ = false;
     throw;

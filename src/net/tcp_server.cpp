@@ -278,6 +278,7 @@ void tcp_server::serve(std::function<void(connection&)> handler, connection_even
   run_options run{};
   run.driver = state.options.driver;
   run.reactor_poll_interval = state.options.reactor_poll_interval;
+  run.stacks = state.options.stacks;
   if (run.driver.empty() && from_coroutine) {
     run.driver = std::string(current_driver());
   }

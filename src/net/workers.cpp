@@ -180,7 +180,7 @@ void serve_connection(server_state& server, worker_state& worker, int fd, std::s
         }
         serve(server, worker, std::move(self), false, false);
       },
-      spawn_options{.name = "weft.net resume"});
+      spawn_options{.name = "weft.net resume", .stack_at_spawn = true});
   // The connection's lines that serving a message touches (connection.hpp, its members' first
   // group) are cold by the time a thousand others have run: fetched while the one before runs.
   resumed.control_block()->set_prefetch_hint(&c);
@@ -231,7 +231,7 @@ void accept_loop(server_state& server, worker_state& worker, int listener) {
             [&server, &worker, fd, peer = std::move(peer), proxy_header]() mutable {
               serve_connection(server, worker, fd, std::move(peer), proxy_header);
             },
-            spawn_options{.name = "weft.net connection"});
+            spawn_options{.name = "weft.net connection", .stack_at_spawn = true});
       } catch (const std::exception& failure) {
         --worker.starting;
         ::close(fd);

@@ -123,7 +123,7 @@ void scheduler_core::enqueue_new(coroutine& fresh) {
   push_ready(fresh);
 }
 
-void scheduler_core::give_stack(coroutine& starting, const stack& on) {
+void scheduler_core::give_stack(coroutine& starting, const stack& on) noexcept {
 #if defined(WEFT_SANITIZE_ADDRESS)
   // Frames abandoned on a reused stack (the finished coroutine's last tick) leave poison behind.
   ASAN_UNPOISON_MEMORY_REGION(on.base, on.size);
@@ -132,13 +132,31 @@ void scheduler_core::give_stack(coroutine& starting, const stack& on) {
   starting.context_.stack_bottom = on.base;
   starting.context_.stack_size = on.size;
   starting.context_.tsan_fiber = on.tsan_fiber;
-  ++stats_.started;
+}
+
+bool scheduler_core::take_stack(coroutine& never_ran) noexcept {
+  if (never_ran.stack_promised_) {
+    never_ran.stack_promised_ = false;
+    give_stack(never_ran, stacks_.acquire_reserved());
+    return true;
+  }
+  try {
+    give_stack(never_ran, stacks_.acquire());
+    return true;
+  } catch (...) {
+    // The body never runs: the coroutine ends with the pool's error as if its first statement
+    // had thrown it (its captures are destroyed here, on the switcher's stack).
+    never_ran.fail(std::current_exception());
+  }
+  ++stats_.start_failures;
+  finish(never_ran);
+  return false;
 }
 
 void scheduler_core::yield_general() { yield(); }
 
-void scheduler_core::start_fresh(coroutine& next) {
-  give_stack(next, stacks_.acquire());
+void scheduler_core::start_fresh(coroutine& next) noexcept {
+  ++stats_.started;
   prepare<&coroutine_entry>(next.context_, next.stack_.top(), next.stack_.size);
 }
 
@@ -164,8 +182,11 @@ void scheduler_core::coroutine_entry() {
     finish(self);  // may free the control block
     coroutine* next = pick_next();
     if (next != nullptr && next->state_ == coroutine_state::created) {
-      // Start the successor right here: this stack is warm and nobody else can use it.
+      // Start the successor right here: this stack is warm and nobody else can use it. The
+      // pool's promise to one spawned with stack_at_spawn is dropped.
+      drop_stack_set_aside(*next);
       give_stack(*next, own);
+      ++stats_.started;
       next->context_.fake_stack = nullptr;
       next->state_ = coroutine_state::running;
       current_ = next;
@@ -302,6 +323,7 @@ void scheduler_core::finish_unstarted(coroutine& never_ran) noexcept {
   } catch (...) {
     never_ran.fail(std::current_exception());
   }
+  drop_stack_set_aside(never_ran);  // one promised at spawn (stack_at_spawn)
   ++stats_.never_started;
   finish(never_ran);
 }

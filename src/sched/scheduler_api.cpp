@@ -88,6 +88,19 @@ void detail::enqueue_coroutine(scheduler& owner, coroutine& spawned) {
   owner.core_->enqueue_new(spawned);
 }
 
+void detail::set_stack_aside(scheduler& owner, coroutine& spawned) {
+  try {
+    owner.core_->set_stack_aside(spawned);
+  } catch (...) {
+    spawned.release();  // the only reference: nobody saw it yet
+    throw;
+  }
+}
+
+void detail::drop_stack_set_aside(scheduler& owner, coroutine& spawned) noexcept {
+  owner.core_->drop_stack_set_aside(spawned);
+}
+
 void detail::wake_coroutine(scheduler& owner, coroutine& waiter, wait_source& by) noexcept {
   owner.core_->wake(waiter, &by);
 }

@@ -42,6 +42,18 @@ class scheduler_core {
   void close_and_report();
 
   void enqueue_new(coroutine& fresh);
+  // spawn_options::stack_at_spawn: has the pool set a stack aside for fresh (made, not yet
+  // queued); throws the pool's std::system_error when none can be had.
+  void set_stack_aside(coroutine& fresh) {
+    stacks_.reserve();
+    fresh.stack_promised_ = true;
+  }
+  void drop_stack_set_aside(coroutine& fresh) noexcept {
+    if (fresh.stack_promised_) {
+      stacks_.unreserve();
+      fresh.stack_promised_ = false;
+    }
+  }
   wait_source& wait(wait_source* const* sources, std::size_t count);
   // wait() for a caller that already has self from waiter_or_throw (the running coroutine,
   // in a state that may wait), without checking it again.
@@ -79,7 +91,7 @@ class scheduler_core {
 #if defined(WEFT_TAIL_SWITCH)
     // Never null: self is alive. It is self when the tick made it ready again (a microtask or a
     // reactor callback that woke or cancelled it) before anyone else was.
-    coroutine* next = pick_next();
+    coroutine* next = with_stack(pick_next());
     if (next == &self) [[unlikely]] {
       self.state_ = coroutine_state::running;
       check_cancel(self);
@@ -319,9 +331,30 @@ class scheduler_core {
     }
   }
 
+  // The pick made ready for a switch: a coroutine that never ran needs a stack of its own (the
+  // switcher is alive, so it cannot start on the switcher's, as coroutine_loop's successor
+  // does). Taking one can fail (out of memory, of mappings, of address space): that coroutine
+  // then ends unstarted with the error (take_stack) and the pick is made again, so the
+  // failure never surfaces in the coroutine that happened to switch, whose wait is half made.
+  // Null only where pick_next may return null (nothing is left alive).
+  __attribute__((always_inline)) coroutine* with_stack(coroutine* next) {
+    while (next != nullptr && next->state_ == coroutine_state::created &&
+           next->stack_.base == nullptr) {
+      if (take_stack(*next)) {
+        break;
+      }
+      next = pick_next();
+    }
+    return next;
+  }
+  // Gives never_ran a stack from the pool, the one promised to it if any (true), or ends it
+  // unstarted with the pool's error (false: its task, scope or group sees the error; a
+  // detached one's is uncaught).
+  bool take_stack(coroutine& never_ran) noexcept;
+
   // Gives the CPU to the next ready coroutine (self must already be queued or waiting).
   __attribute__((always_inline)) void suspend_current(coroutine& self) {
-    coroutine* next = pick_next();
+    coroutine* next = with_stack(pick_next());
     if (next == &self) {
       self.state_ = coroutine_state::running;
       return;
@@ -342,8 +375,8 @@ class scheduler_core {
     prepare_switch(next);
     jump(from, next.context_);
   }
-  // Bookkeeping of every switch to next: its stack if it never ran, its state, and whether it
-  // must resume through the hook.
+  // Bookkeeping of every switch to next: its first frame if it never ran (its stack is taken
+  // by then: with_stack), its state, and whether it must resume through the hook.
   __attribute__((always_inline)) void prepare_switch(coroutine& next) {
     if (next.state_ == coroutine_state::created) {
       start_fresh(next);
@@ -360,10 +393,10 @@ class scheduler_core {
     next.context_.registers[8] = nullptr;  // no resume hook without the tail-called yield
 #endif
   }
-  void start_fresh(coroutine& next);
+  void start_fresh(coroutine& next) noexcept;
   void run_leave_handlers(coroutine& self) noexcept;
   void run_enter_handlers(coroutine& self) noexcept;
-  void give_stack(coroutine& starting, const stack& on);
+  void give_stack(coroutine& starting, const stack& on) noexcept;
   void execute(coroutine& self) noexcept;
   void finish(coroutine& self) noexcept;
   void finish_unstarted(coroutine& never_ran) noexcept;

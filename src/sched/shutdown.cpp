@@ -102,7 +102,7 @@ std::string scheduler_core::deadlock_report(std::size_t waiting) const {
 // run
 
 void scheduler_core::run_from_root() {
-  coroutine* first = pick_next();
+  coroutine* first = with_stack(pick_next());
   if (first != nullptr) {
     switch_to(&root_, *first);
   }

@@ -232,3 +232,61 @@ TEST(NetLimits, AcceptSurvivesRunningOutOfDescriptors) {
 }
 
 }  // namespace
+
+// stacks.max_stacks bounds the memory a worker's coroutines take: a connection past it is
+// accepted and closed at once (its coroutine could not start), counted and logged, while the
+// connections being served go on; once some end, new ones are served again. The kernel
+// refusing a stack's memory (ulimit -v, vm.max_map_count) takes the same path.
+TEST(NetLimits, ConnectionsPastTheStackLimitAreClosedWhileTheOthersAreServed) {
+  auto options = local_options();
+  options.protocol = weft::net::text();
+  options.stacks.max_stacks = 5;  // the worker's own coroutines and a few connections
+  log_lines log;
+  options.log = log.sink();
+  running_server running(options, [](weft::net::tcp_server& server) { server.serve(echo_lines); });
+  std::vector<int> served;
+  int refused = -1;
+  for (int attempt = 0; attempt < 5 && refused < 0; ++attempt) {
+    int fd = connect_to(running.port());
+    send_all(fd, "hello\n");
+    if (read_bytes(fd, 6) == "hello\n") {
+      served.push_back(fd);
+    } else {
+      refused = fd;
+    }
+  }
+  ASSERT_GE(refused, 0) << "every connection got a coroutine";
+  ASSERT_FALSE(served.empty());
+  EXPECT_EQ(read_to_end(refused), "");
+  ::close(refused);
+  for (std::size_t i = 0; i < served.size(); ++i) {
+    const std::string line = "still " + std::to_string(i) + "\n";
+    send_all(served[i], line);
+    EXPECT_EQ(read_bytes(served[i], line.size()), line);
+  }
+  EXPECT_EQ(running.server().stats().total.closed_by(close_reason::error), 1u);
+  EXPECT_TRUE(log.contains("could not start a connection's coroutine")) << log.all();
+  EXPECT_TRUE(log.contains("max_stacks (5)")) << log.all();
+  for (int fd : served) {
+    ::close(fd);
+  }
+  // The ended connections' stacks are free again (the server may see a new connection before
+  // it has seen the old ones end: each attempt is a fresh connection).
+  EXPECT_TRUE(eventually([&] {
+    int fd = connect_to(running.port());
+    send_all(fd, "again\n");
+    const bool echoed = read_bytes(fd, 6) == "again\n";
+    ::close(fd);
+    return echoed;
+  }));
+  running.stop();
+  running.wait();
+  // Every accepted connection was closed once, for some reason: none was lost track of.
+  auto stats = running.server().stats();
+  std::uint64_t closed = 0;
+  for (std::uint64_t each : stats.total.closed) {
+    closed += each;
+  }
+  EXPECT_EQ(stats.total.connections, 0u);
+  EXPECT_EQ(closed, stats.total.accepted);
+}

@@ -40,6 +40,14 @@ struct stack_options {
   // Free stacks a scheduler keeps for reuse; stacks released beyond this are returned to the
   // kernel (guarded ones unmapped, slab ones decommitted with MADV_DONTNEED).
   std::size_t pool_cap = 4096;
+  // The most stacks the scheduler holds for coroutines at once (those running or waiting; not
+  // the free ones pooled), 0 for no limit. Past it a coroutine cannot start: spawn() with
+  // spawn_options::stack_at_spawn throws, and a lazily spawned coroutine ends unstarted with
+  // the std::system_error (resource_unavailable_try_again) when its turn comes. It bounds the
+  // memory coroutines can take (each stack's touched pages, 4-8 KiB for a typical coroutine,
+  // and its size in address space) before the kernel's limits do it less gracefully: the
+  // address space (ulimit -v), vm.max_map_count, the OOM killer.
+  std::size_t max_stacks = 0;
 };
 
 namespace detail {

@@ -128,8 +128,9 @@ struct server_options {
   // port() tells which).
   std::string host = "0.0.0.0";
   std::uint16_t port = 0;
-  unsigned workers = 1;  // 0: one per core
-  std::string driver{};  // as net::tcp_server_options::driver
+  unsigned workers = 1;    // 0: one per core
+  std::string driver{};    // as net::tcp_server_options::driver
+  stack_options stacks{};  // as net::tcp_server_options::stacks (max_stacks: a memory bound)
   // Header, target, field and body limits of the request parser: 431, 414, 413 past them.
   parser_limits limits{};
   // Zero switches a timeout off.

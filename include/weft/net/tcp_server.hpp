@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/context/stack.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/net/protocol.hpp"
 
@@ -140,6 +141,12 @@ struct tcp_server_options {
   // about this much of their deadline, four times as much while thousands of connections
   // are being served in one batch.
   std::chrono::microseconds reactor_poll_interval{2000};
+  // The workers' run_options::stacks: each connection's coroutine runs on one of these stacks
+  // while it is served (a hibernating one holds none). With stacks.max_stacks set, a worker
+  // holding that many accepts a connection past it and closes it at once (counted as
+  // close_reason::error, logged "could not start a connection's coroutine"), as it does when
+  // the kernel refuses the memory: the connections it serves go on.
+  stack_options stacks{};
   // SIGINT and SIGTERM stop the server gracefully (stop_timeout), a second one forces it. They
   // are caught from before the first worker's on_worker_start: a line announcing the server
   // from the last worker's on_worker_start can be answered with Ctrl-C at once.

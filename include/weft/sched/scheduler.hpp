@@ -55,6 +55,12 @@ class scheduler_core;
 
 // Queues a spawned coroutine (lazy: it starts when the spawner suspends).
 void enqueue_coroutine(scheduler& owner, coroutine& spawned);
+// spawn_options::stack_at_spawn: has the pool set a stack aside now for a coroutine made but
+// not yet queued. When none can be had it releases the block (its creation reference, the only
+// one) and throws the pool's std::system_error.
+void set_stack_aside(scheduler& owner, coroutine& spawned);
+// Drops the stack set aside for a coroutine made but never queued (nothing if none was).
+void drop_stack_set_aside(scheduler& owner, coroutine& spawned) noexcept;
 // Makes a suspended coroutine ready; the first wake of a suspension wins.
 void wake_coroutine(scheduler& owner, coroutine& waiter, wait_source& by) noexcept;
 // Cancels a coroutine of owner: the cancellation is raised at its next suspension (at once if
@@ -72,7 +78,7 @@ enum class scheduling_order {
 
 // How a scheduler runs (weft::run and scheduler take one).
 struct run_options {
-  stack_options stacks{};  // coroutine stacks: size and guard pages
+  stack_options stacks{};  // coroutine stacks: size, guard pages, max_stacks
   // The event machinery the scheduler blocks on: "uv" (libuv), "ev" (libev), "event"
   // (libevent), "epoll" (epoll(7), no library), "poll" (poll(2), no library) or "uring"
   // (io_uring, where liburing and the kernel allow). Empty: the environment's WEFT_DRIVER, and
@@ -111,6 +117,7 @@ struct scheduler_stats {
   std::uint64_t finished = 0;             // coroutines that ended (any way)
   std::uint64_t cancelled = 0;            // coroutines that ended cancelled
   std::uint64_t never_started = 0;        // cancelled before they ever ran
+  std::uint64_t start_failures = 0;       // ended unstarted: no stack could be had for them
   std::uint64_t microtasks_run = 0;       // microtasks run (add_microtask)
   std::uint64_t reactor_polls = 0;        // non-blocking polls between switches
   std::uint64_t reactor_waits = 0;        // blocking waits (nothing was runnable)
@@ -183,6 +190,8 @@ class scheduler {
   void run_main(detail::coroutine& main);
 
   friend void detail::enqueue_coroutine(scheduler&, detail::coroutine&);
+  friend void detail::set_stack_aside(scheduler&, detail::coroutine&);
+  friend void detail::drop_stack_set_aside(scheduler&, detail::coroutine&) noexcept;
   friend void detail::wake_coroutine(scheduler&, detail::coroutine&, detail::wait_source&) noexcept;
   friend void detail::cancel_coroutine(scheduler&, detail::coroutine&, std::string);
   friend detail::coroutine* detail::running_coroutine(const scheduler&) noexcept;

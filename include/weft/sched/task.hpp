@@ -34,6 +34,15 @@ struct spawn_options {
   // once every other coroutine has ended, background ones are cancelled (their cleanup runs)
   // and run() returns. Its sleeps do not count against deadlock detection either.
   bool background = false;
+  // Set a stack aside for the coroutine at spawn rather than take one when it first runs, so
+  // that spawn() throws the std::system_error when no stack can be had (out of memory, of
+  // mappings, of address space, or stack_options::max_stacks reached; the error says which)
+  // and the coroutine is never made. Without it such a coroutine ends unstarted with that
+  // error when its turn comes (its task, scope or group sees it; a detached one's is uncaught
+  // and ends run()). For an accept loop: it closes that one connection and goes on. It costs a
+  // count: a coroutine that starts on the stack of one that just ended (as lazy ones do)
+  // leaves the stack set aside in the pool.
+  bool stack_at_spawn = false;
 };
 
 namespace detail {
@@ -233,6 +242,9 @@ auto spawn(Function&& fn, spawn_options options = {},
   block* coroutine = block::create(std::move(function), owner, std::move(options.name),
                                    options.priority, spawned_at);
   coroutine->set_background(options.background);
+  if (options.stack_at_spawn) {
+    detail::set_stack_aside(owner, *coroutine);
+  }
   coroutine->add_ref();  // the task's reference
   detail::enqueue_coroutine(owner, *coroutine);
   return detail::adopt_task<result>(coroutine);

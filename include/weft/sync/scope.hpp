@@ -344,9 +344,13 @@ detail::result_holder<Result>* scope::make_member(Function&& fn, scheduler& owne
   block* coroutine = block::create(body(std::move(function), *this), owner, std::move(options.name),
                                    options.priority, spawned_at);
   coroutine->set_background(options.background);
+  if (options.stack_at_spawn) {
+    detail::set_stack_aside(owner, *coroutine);
+  }
   try {
     record = &adopt(*coroutine);
   } catch (...) {
+    detail::drop_stack_set_aside(owner, *coroutine);
     coroutine->release();  // the only reference: nobody saw it yet
     throw;
   }

@@ -214,6 +214,7 @@ class coroutine {
   bool error_observed_ = false;
   bool is_main_ = false;
   bool background_ = false;
+  bool stack_promised_ = false;  // spawn_options::stack_at_spawn: the pool holds one for it
   std::uint32_t protect_depth_ = 0;
   std::uint32_t refs_ = 1;  // the scheduler's reference
   switch_handlers* handlers_ = nullptr;
