@@ -48,7 +48,6 @@ client_connection::client_connection(client_connection&& other) noexcept
       read_first_(other.read_first_),
       sending_records_(other.sending_records_),
       idle_since_(other.idle_since_),
-      peeked_(other.peeked_),
       exchanges_(other.exchanges_),
       parser_(std::move(other.parser_)),
       output_(std::move(other.output_)) {}
@@ -291,15 +290,14 @@ bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noe
   if (idle_limit.count() > 0 && idle >= idle_limit) {
     return false;
   }
-  // A server closes a kept-alive connection after seconds of quiet (nginx 75 s, Node and weft
-  // 5 s), and says so in the last response when it closes sooner (Connection: close): one that
-  // went back to the pool less than a second ago is taken without asking the kernel. The peek
-  // is a system call, one in six of a request through http::reverse_proxy, whose connections
-  // are reused within milliseconds. What it would have caught in that second, a server that
-  // closed without saying so, the retry of an idempotent request answers, and the call peeks
-  // itself before sending any other method (client_call::attempt).
-  peeked_ = idle >= peek_after;
-  return !peeked_ || quiet();
+  // Asked every time, however short the idle: a server that sent something unasked while the
+  // connection sat in the pool (a 408 before closing, a body after a HEAD answer, a stray
+  // response) would have it taken for the next request's answer, and every answer after it
+  // would be one late. Go's client drops such a connection ("Unsolicited response received on
+  // idle HTTP channel"), nginx's upstream keepalive closes it. It costs a system call per
+  // reuse (bench/http/README.md, "The proxy's peek before every reuse"); skipping it for
+  // connections idle under a second, as weft did and curl does, gave wrong answers.
+  return quiet();
 }
 
 bool client_connection::quiet() const noexcept {

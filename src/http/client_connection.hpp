@@ -76,14 +76,9 @@ class client_connection {
   void consume(std::size_t n) noexcept;
   void clear_input() noexcept { begin_ = end_ = 0; }
 
-  // An idle connection back in the pool for less than this is reused without quiet() (see
-  // reusable() in client_connection.cpp for why).
-  static constexpr std::chrono::seconds peek_after{1};
-  // Whether an idle connection can carry a request: open, idle less than idle_limit (zero:
-  // no limit), and, when it has been idle for peek_after or more, quiet().
+  // Whether an idle connection can carry a request: open, nothing unread, idle less than
+  // idle_limit (zero: no limit), and quiet().
   bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
-  // Whether the last reusable() took it without quiet() (idle for less than peek_after).
-  bool taken_unpeeked() const noexcept { return !peeked_; }
   // Whether the server neither closed the connection nor sent anything unasked (one recv with
   // MSG_PEEK | MSG_DONTWAIT).
   bool quiet() const noexcept;
@@ -135,9 +130,6 @@ class client_connection {
   // two directions) sends the records the reader's session produced too (see send_records).
   bool sending_records_ = false;
   std::chrono::steady_clock::time_point idle_since_{};
-  // Whether the last reusable() called quiet() (the pool's check; reusable() is its const
-  // predicate, hence mutable).
-  mutable bool peeked_ = false;
   std::uint64_t exchanges_ = 0;
   response_parser parser_;
   std::string output_;

@@ -200,11 +200,10 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   lease_guard guard{held};
   client_connection& connection = *held;
   bool reused = connection.connected();
-  // A request that is never sent twice must not go out on a connection the server already
-  // closed: the pool's check peeks only at connections idle for a second (reusable()), so for
-  // one it took unpeeked this asks the kernel itself.
-  if (reused && (fresh || ((!is_idempotent(request.method) || source != nullptr) &&
-                           connection.taken_unpeeked() && !connection.quiet()))) {
+  // The pool's check (reusable()) asked the kernel whether the server closed it or sent
+  // something unasked; a request that must not be sent twice is then only exposed to a close
+  // racing its own write.
+  if (reused && fresh) {
     connection.close();
     ++counters.connections_closed;
     reused = false;

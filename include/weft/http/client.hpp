@@ -30,10 +30,10 @@
 //     (HTTP/1.1 without "Connection: close", or HTTP/1.0 with "Connection: keep-alive", and a
 //     body that did not end with the connection); otherwise it is closed. A pooled connection
 //     unused for idle_timeout is closed (checked when it is next taken and by the pool's
-//     periodic healthcheck). Before a pooled connection idle for a second or more is reused,
-//     one non-blocking peek checks that the server has not closed it (or sent something
-//     unasked, such as a 408); one idle for less is reused without it (servers close idle
-//     connections after seconds, and say Connection: close when they close sooner).
+//     periodic healthcheck). Before a pooled connection is reused, one non-blocking peek
+//     checks that the server has not closed it or sent something unasked (a 408, a stray
+//     response, a body after a HEAD answer), which would be taken for the next request's
+//     answer; such a connection is closed and another used.
 //   - Stale connections: the server may close a kept-alive connection just as a request goes
 //     out on it. When a reused connection fails on the write (EPIPE, ECONNRESET) or ends
 //     (EOF, ECONNRESET) before the first byte of a response, the request is sent again ONCE on
@@ -59,7 +59,7 @@
 //     chunked otherwise ("Transfer-Encoding: chunked" is added, and the request's trailers
 //     follow the last chunk; an HTTP/1.0 request needs a Content-Length). A body taken from
 //     the source cannot be sent again: a reused connection is checked with a peek first, as
-//     for a POST, and the stale-connection retry happens only when the head's write failed; a
+//     every one is, and the stale-connection retry happens only when the head's write failed; a
 //     redirect that keeps the body (307 and 308, and 301 and 302 of anything but a POST) is
 //     returned as it is, as Go's client does for a body it cannot get again, while one that
 //     drops it (303, and 301 and 302 of a POST) is followed. An exception from the source
