@@ -324,6 +324,9 @@ namespace {
               start_flusher();
             }
           }
+          if (queued() >= options_.send_buffer_limit && !wait_answers_drained()) {
+            return false;
+          }
           if (state_ != state::open || finished_) {
             return false;
           }
@@ -814,9 +817,7 @@ void connection::end_input(close_reason reason) { begin_close(reason, true); }
 void connection::link::send_raw(std::string_view bytes) {
   if ((owner_.state_ == state::open && !owner_.write_shut_) || owner_.state_ == state::closing) {
     owner_.out_.append(bytes);
-    if (owner_.queued() > owner_.counters_.send_buffer_high) {
-      owner_.counters_.send_buffer_high = owner_.queued();
-    }
+    owner_.note_queued(owner_.queued());
   }
 }
 

@@ -42,7 +42,6 @@ constexpr std::size_t keep_capacity = 256 * 1024;
 
 [[gnu::hot]] void connection::send(std::string_view payload, message_kind kind,
                                    const timeout& limit) {
-  const bool stalls = options_.send_timeout.count() > 0;
   for (;;) {
     if (!sendable()) {
       throw connection_closed_error("weft::net::connection::send to " + peer_address_ + ": " +
@@ -52,21 +51,8 @@ constexpr std::size_t keep_capacity = 256 * 1024;
       enqueue(payload, kind, true);
       return;
     }
-    // Each wait is one stretch of at most the send timeout: one in which the peer took bytes
-    // (written, or acknowledged out of the socket's buffer) is followed by another.
-    const std::uint64_t written = counters_.bytes_out;
-    const std::int64_t in_flight = detail::unacknowledged_bytes(fd_);
-    room_.clear();
-    try {
-      room_.wait(stalls ? limit.capped(options_.send_timeout) : limit);
-    } catch (const wait_cancelled_error&) {
-      throw;
-    } catch (const timeout_error&) {
+    if (!room_stretch(limit)) {
       const bool caller = limit.bounded() && timeout::clock::now() >= limit.deadline();
-      if (!caller &&
-          (counters_.bytes_out != written || detail::acknowledged_since(fd_, in_flight))) {
-        continue;  // a slow reader, not a stalled one
-      }
       const std::size_t waiting = queued();
       log("closed: send limit (" + std::to_string(waiting) + " bytes queued, limit " +
           std::to_string(options_.send_buffer_limit) + "; the peer does not read)");
@@ -81,6 +67,55 @@ constexpr std::size_t keep_capacity = 256 * 1024;
                                         " ms (the send timeout)"));
     }
   }
+}
+
+void connection::note_queued(std::size_t now_queued) noexcept {
+  if (now_queued > counters_.send_buffer_high) {
+    counters_.send_buffer_high = now_queued;
+    if (worker_ != nullptr) {
+      worker_->counters.send_buffer_high.raise_to(now_queued);
+    }
+  }
+}
+
+// One stretch of waiting for room below the send buffer limit, of at most the send timeout
+// (when set) and limit: true when room came or the peer took bytes in it (written, or
+// acknowledged out of the socket's buffer: a slow reader, not a stalled one), false when it took
+// nothing or limit's deadline passed.
+bool connection::room_stretch(const timeout& limit) {
+  const std::uint64_t written = counters_.bytes_out;
+  const std::int64_t in_flight = detail::unacknowledged_bytes(fd_);
+  room_.clear();
+  try {
+    room_.wait(options_.send_timeout.count() > 0 ? limit.capped(options_.send_timeout) : limit);
+    return true;
+  } catch (const wait_cancelled_error&) {
+    throw;
+  } catch (const timeout_error&) {
+    const bool caller = limit.bounded() && timeout::clock::now() >= limit.deadline();
+    return !caller &&
+           (counters_.bytes_out != written || detail::acknowledged_since(fd_, in_flight));
+  }
+}
+
+// receive(): the protocol's own answers (pongs) fill the queue while the peer sends and does
+// not read. No more of its input is taken until they drain below the limit, as send() would
+// wait: the peer's socket buffers fill and it stops (TCP backpressure). False when the peer
+// took nothing for a send timeout (closed: send limit) or the connection closed meanwhile.
+bool connection::wait_answers_drained() {
+  while (queued() >= options_.send_buffer_limit) {
+    if (state_ != state::open) {
+      return false;
+    }
+    if (!room_stretch(timeout::never())) {
+      log("closed: send limit (" + std::to_string(queued()) + " bytes queued, limit " +
+          std::to_string(options_.send_buffer_limit) +
+          ", by the protocol's own answers; the peer sends and does not read)");
+      begin_close(close_reason::send_limit, false);
+      return false;
+    }
+  }
+  return state_ == state::open;
 }
 
 bool connection::wait_sent(const timeout& limit) {
@@ -389,12 +424,7 @@ void connection::file_failed(int error_number, const char* operation) noexcept {
   if (now_queued == 0) {
     return;
   }
-  if (now_queued > counters_.send_buffer_high) {
-    counters_.send_buffer_high = now_queued;
-    if (worker_ != nullptr) {
-      worker_->counters.send_buffer_high.raise_to(now_queued);
-    }
-  }
+  note_queued(now_queued);
   if (!flusher_running_) {
     start_flusher();
   }

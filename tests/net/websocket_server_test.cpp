@@ -2,7 +2,9 @@
 // gorilla/websocket run their scripted echo sessions (tests/net/clients/) against a server in
 // each style, and a raw socket checks that broken or oversized frames close that connection with
 // the right code and close reason, and that nothing of them reaches the handler.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <sys/wait.h>
@@ -192,5 +194,110 @@ TEST(WebsocketServer, BrokenAndOversizedFramesCloseOnlyTheirConnection) {
   })) << "the broken and the oversized connection were not counted by their reasons";
   EXPECT_EQ(handled.load(), 1) << "only the good client's message may reach the handler";
 }
+
+// A client that floods pings and reads nothing: the server's pongs stay within its send buffer
+// limit (it stops taking the client's input until they drain: TCP backpressure), and once the
+// client reads, every ping has had its pong and the session closes cleanly. Before, the pongs
+// were queued without limit (3.3 GB in 8 s against weft-httpd's /ws/echo).
+void ping_flood(bool callbacks) {
+  constexpr std::size_t limit = 64 * 1024;
+  weft::net::tcp_server_options options = websocket_server_options();
+  options.send_buffer_limit = limit;
+  running_server running(options,
+                         [&](weft::net::tcp_server& server) { serve_echo(server, callbacks); });
+  const int fd = net_test::connect_to(running.port(), 16384);
+  ASSERT_GE(fd, 0);
+  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
+  std::string head;
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    const std::string byte = net_test::read_bytes(fd, 1);
+    ASSERT_EQ(byte.size(), 1u) << "the reply head ended early: " << head;
+    head += byte;
+  }
+  ASSERT_EQ(head.rfind("HTTP/1.1 101 ", 0), 0u) << head;
+  const std::string ping = weft_ws_test::client_frame(0x9, std::string(125, 'p'));
+  constexpr std::size_t pings = 120000;  // 15.7 MB of pings, 15.4 MB of pongs
+  // Phase 1: send without reading until the server stops taking input (no progress for
+  // 300 ms: its queue is at the limit and the kernel's buffers are full) or all is sent.
+  const int flags = ::fcntl(fd, F_GETFL);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, flags | O_NONBLOCK), 0);
+  std::size_t sent = 0;  // bytes of the ping stream
+  const std::size_t total = pings * ping.size();
+  auto send_some = [&] {
+    while (sent < total) {
+      const std::size_t at = sent % ping.size();
+      const ssize_t wrote = ::send(fd, ping.data() + at, ping.size() - at, MSG_NOSIGNAL);
+      if (wrote <= 0) {
+        return;
+      }
+      sent += static_cast<std::size_t>(wrote);
+    }
+  };
+  for (;;) {
+    send_some();
+    pollfd out{.fd = fd, .events = POLLOUT, .revents = 0};
+    if (sent == total || ::poll(&out, 1, 300) == 0) {
+      break;
+    }
+  }
+  const std::uint64_t high = running.server().stats().total.send_buffer_high;
+  EXPECT_LE(high, limit + 127) << "pongs queued past the send buffer limit";
+  // Phase 2: read the pongs while sending the rest, then close.
+  std::size_t pongs = 0;
+  std::string input;
+  char chunk[65536];
+  bool close_sent = false;
+  bool close_seen = false;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!close_seen && std::chrono::steady_clock::now() < deadline) {
+    if (sent == total && pongs == pings && !close_sent) {
+      net_test::send_all(fd, weft_ws_test::client_frame(0x8, weft_ws_test::close_payload(1000)));
+      close_sent = true;
+    }
+    pollfd both{.fd = fd,
+                .events = static_cast<short>(POLLIN | (sent < total ? POLLOUT : 0)),
+                .revents = 0};
+    ::poll(&both, 1, 1000);
+    if ((both.revents & POLLOUT) != 0) {
+      send_some();
+    }
+    if ((both.revents & (POLLIN | POLLHUP)) != 0) {
+      const ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+      if (got <= 0) {
+        break;
+      }
+      input.append(chunk, static_cast<std::size_t>(got));
+      std::size_t at = 0;
+      while (input.size() - at >= 2) {
+        const auto opcode = static_cast<unsigned char>(input[at]) & 0x0f;
+        const std::size_t length = static_cast<unsigned char>(input[at + 1]) & 0x7f;
+        ASSERT_LT(length, 126u);
+        if (input.size() - at < 2 + length) {
+          break;
+        }
+        if (opcode == 0xA) {
+          ++pongs;
+        } else if (opcode == 0x8) {
+          close_seen = true;
+        } else {
+          ADD_FAILURE() << "unexpected frame, opcode " << opcode;
+        }
+        at += 2 + length;
+      }
+      input.erase(0, at);
+    }
+  }
+  EXPECT_EQ(sent, total);
+  EXPECT_EQ(pongs, pings) << "a ping went unanswered";
+  EXPECT_TRUE(close_seen) << "the close handshake did not finish";
+  ::close(fd);
+  ASSERT_TRUE(net_test::eventually(
+      [&] { return running.server().stats().total.closed_by(close_reason::peer) == 1; }));
+  EXPECT_LE(running.server().stats().total.send_buffer_high, limit + 127);
+}
+
+TEST(WebsocketServer, APingFloodThatReadsNothingStaysWithinTheSendLimit) { ping_flood(false); }
+
+TEST(WebsocketServer, APingFloodStaysWithinTheSendLimitInTheCallbackStyle) { ping_flood(true); }
 
 }  // namespace

@@ -33,7 +33,10 @@
 //     refusal and reports a send_refused_error to on_error. Nothing accepted is dropped: what a
 //     send accepted is written before a graceful close completes, or its loss is reported by the
 //     close reason (destroy(), a reset by the peer, the close timeout).
-// Bytes the framer itself sends (handshake answers, pongs) bypass the limit.
+// Bytes the framer itself sends (handshake answers, pongs) are never refused, but once they fill
+// the buffer to the limit receive() takes no more of the peer's input until they drain below it
+// (a peer flooding pings and reading nothing stops at its own socket buffers, TCP's
+// backpressure), under the same send timeout rule.
 //
 // Receiving in place: a protocol parsed by its caller (weft::http's server) reads the connection's
 // own input buffer through input(), consume_input() and read_input() instead of receive(), so a
@@ -434,6 +437,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   bool input_ended(bool mid_message);
   void after_write() noexcept;
   void start_flusher();
+  // Raises the connection's and the worker's send_buffer_high to now_queued.
+  void note_queued(std::size_t now_queued) noexcept;
+  bool room_stretch(const timeout& limit);
+  bool wait_answers_drained();
   void run_flusher();
   void write_failed(int error_number) noexcept;
   // close
