@@ -223,7 +223,7 @@ std::string_view gunzip_stream::step(std::string_view& data, bool& full) {
 }
 
 void gunzip_stream::finish() const {
-  if (!ended_) {
+  if (began_ && !ended_) {
     throw gunzip_error("the body ended inside its gzip data", false);
   }
 }

@@ -53,7 +53,9 @@ class gunzip_error : public std::runtime_error {
 // feed() hands each decoded piece to a sink (views valid during the call) and throws
 // gunzip_error naming what is wrong with data that is not gzip or that goes on after the
 // member ends, or once more than `limit` bytes were decoded; finish() throws gunzip_error when
-// the member has not ended.
+// a member began and has not ended. No bytes at all is an empty body, not a cut one: a
+// Content-Length: 0 (or an empty chunked body, or a 404's) labelled gzip is what servers send,
+// and curl and Go's client take it as empty.
 class gunzip_stream {
  public:
   explicit gunzip_stream(std::uint64_t limit);
@@ -63,6 +65,7 @@ class gunzip_stream {
 
   template <class Sink>
   void feed(std::string_view data, Sink&& sink) {
+    began_ = began_ || !data.empty();
     bool full = true;  // while the window fills, zlib may hold more output
     while (!data.empty() || full) {
       const std::string_view piece = step(data, full);
@@ -83,6 +86,7 @@ class gunzip_stream {
   std::uint64_t limit_;
   std::uint64_t produced_ = 0;
   bool ended_ = false;
+  bool began_ = false;  // feed() was given a byte
 };
 
 }  // namespace weft::http::detail

@@ -109,6 +109,37 @@ TEST(HttpClientGzip, BrokenGzipBodiesAreErrorsThatNameTheProblem) {
   }
 }
 
+// No bytes at all labelled gzip (a Content-Length of 0, an empty chunked body, a 404 with no
+// body) is an empty body, as curl and Go's client take it, while one cut byte is still an error
+// (above). The connection stays in the pool.
+TEST(HttpClientGzip, AnEmptyBodyLabelledGzipIsEmptyNotCut) {
+  run_clean([] {
+    script_server server([&](weft::tcp::stream& s, const received& r) {
+      if (r.target == "/chunked") {
+        s.write_all(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"
+            "\r\n0\r\n\r\n");
+      } else if (r.target == "/missing") {
+        s.write_all(
+            "HTTP/1.1 404 Not Found\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n");
+      } else {
+        s.write_all(ok("", "Content-Encoding: gzip\r\n"));
+      }
+    });
+    weft::http::client web;
+    for (const char* path : {"/", "/chunked", "/missing"}) {
+      SCOPED_TRACE(path);
+      weft::http::response r = web.get(server.url(path));
+      EXPECT_EQ(r.status, std::string_view(path) == "/missing" ? weft::http::status::not_found
+                                                               : weft::http::status::ok);
+      EXPECT_EQ(r.body, "");
+    }
+    EXPECT_EQ(web.stats().connections_opened, 1u) << "an empty gzip body discarded the connection";
+    web.close();
+    server.close();
+  });
+}
+
 TEST(HttpClientGzip, ABombPastMaxBodySizeIsResponseTooLarge) {
   run_clean([] {
     const std::string bomb = gzipped(std::string(32u << 20, 'b'));  // 32 MiB in ~32 KiB
