@@ -12,6 +12,7 @@
 
 #include "http/chars.hpp"
 #include "http/client_url.hpp"
+#include "http/dot_segments.hpp"
 #include "net/address.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/sync/scope.hpp"
@@ -471,6 +472,13 @@ void reverse_proxy::forward(exchange& ex) {
   if (const std::string_view path = ex.request().raw_path(); path.empty() || path.front() != '/') {
     // CONNECT's authority, OPTIONS "*": nothing for url_for to append to an upstream's path.
     ex.respond(status::bad_request, "the request target is not a path this proxy forwards\n");
+    return;
+  } else if (detail::has_dot_segment(path)) {
+    // Passed on, "/api/../admin" would leave the upstream's base path (a router refuses it
+    // before it gets here; this proxy may be the server's only handler).
+    ex.respond(status::bad_request,
+               "the path has a \".\" or \"..\" segment; resolve it before sending (RFC 3986 "
+               "5.2.4)\n");
     return;
   }
   const bool head = ex.request().method == method::head;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "http/chars.hpp"
+#include "http/dot_segments.hpp"
 #include "http/server_state.hpp"
 
 namespace weft::http {
@@ -146,6 +147,16 @@ router& router::files(std::string_view prefix, static_options options) {
 [[gnu::hot]] void router::dispatch(exchange& ex) const {
   const request& req = ex.request();
   const std::string_view path = req.raw_path();
+  if (detail::has_dot_segment(path)) {
+    // Matched as it is, "/files/../admin" would reach the route for /files/* with a path that
+    // leaves it; resolved, it would be another request than the one sent. Go's ServeMux
+    // redirects, nginx resolves: refusing says plainly what was wrong (no client a person uses
+    // sends one).
+    ex.respond(status::bad_request,
+               "the path has a \".\" or \"..\" segment; resolve it before sending (RFC 3986 "
+               "5.2.4)\n");
+    return;
+  }
   const bool escaped = path.find('%') != std::string_view::npos;
   // The connection's scratch, grown once: a vector made here was a malloc and a free for every
   // request to a route with a parameter.

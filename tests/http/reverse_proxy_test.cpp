@@ -282,6 +282,35 @@ TEST(HttpReverseProxy, ForwardsTheTargetMethodAndBody) {
   EXPECT_EQ(stats.bad_gateway, 0u);
 }
 
+// "/api/../admin" matched as /api/* and passed on would leave the upstream's base path (/v1):
+// refused with 400, by the router in front of the proxy and by the proxy as the server's only
+// handler, and never sent upstream.
+TEST(HttpReverseProxy, PathsWithDotSegmentsAreRefusedNotPassedOn) {
+  running_http upstream(local_http(), upstream_handler);
+  for (const bool routed : {true, false}) {
+    SCOPED_TRACE(routed ? "behind a router" : "the server's only handler");
+    reverse_proxy proxy(url(upstream.port(), "/v1"), {.strip_prefix = "/api"});
+    std::optional<running_http> front;
+    if (routed) {
+      front.emplace(attached(proxy), proxy_routes(proxy));
+    } else {
+      front.emplace(attached(proxy), [&proxy](exchange& ex) { proxy.forward(ex); });
+    }
+    client c(front->port());
+    for (const char* path : {"/api/../local", "/api/%2e%2e/x", "/api/a/./b", "/api/.%2E"}) {
+      auto r = get(c, path);
+      ASSERT_TRUE(r) << path;
+      EXPECT_EQ(r->status, status::bad_request) << path;
+      EXPECT_NE(r->body.find("\"..\" segment"), std::string::npos) << r->body;
+    }
+    // The connection goes on; names that only look alike are forwarded.
+    auto r = get(c, "/api/.well-known/...");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(request_line(r->body), "GET /v1/.well-known/...");
+    EXPECT_EQ(proxy.stats().responses, 1u) << "a refused path reached the upstream";
+  }
+}
+
 TEST(HttpReverseProxy, WithoutAPrefixTheWholePathGoesToTheUpstreamRoot) {
   running_http upstream(local_http(), upstream_handler);
   front f(url(upstream.port(), ""));

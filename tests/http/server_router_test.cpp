@@ -82,6 +82,12 @@ TEST(HttpServerRouter, LiteralRoutesMatchEscapedAndAbsoluteFormPathsAlike) {
   EXPECT_EQ(get(c, "/sp%61ce"), "space");
   EXPECT_EQ(get(c, "/a%2fb"), "slash");
   EXPECT_EQ(get(c, "/a/b", status::not_found), "Not Found\n");
+  // Dot segments, which clients resolve before sending, are refused rather than matched (they
+  // would leave the route's prefix) or resolved (another request than the one sent).
+  for (const char* path : {"/a/../hello", "/./hello", "/hello/.", "/%2e%2E/hello"}) {
+    EXPECT_NE(get(c, path, status::bad_request).find("\"..\" segment"), std::string::npos) << path;
+  }
+  EXPECT_EQ(get(c, "/hello"), "hello");
 }
 
 std::optional<weft::http::response> options_of(client& c, std::string_view target) {

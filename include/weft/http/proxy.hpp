@@ -36,7 +36,9 @@
 //     when it starts with it at a segment boundary ("/api" takes "/api" and "/api/x", not
 //     "/apis"), appended to the upstream URL's path, and the query kept: upstream
 //     "http://b:9000/v1", strip_prefix "/api", "/api/users?id=7" -> "/v1/users?id=7". A target
-//     that is not a path (CONNECT's authority, OPTIONS "*") is answered 400 here.
+//     that is not a path (CONNECT's authority, OPTIONS "*"), or a path with a "." or ".."
+//     segment ("/api/../admin" would leave /v1 upstream; the router refuses it first), is
+//     answered 400 here.
 //   - Request fields go upstream as they came, except the hop-by-hop ones (RFC 9110 7.6.1:
 //     Connection and every field it names, Keep-Alive, Proxy-Connection, Proxy-Authenticate,
 //     Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade) and Expect. Host is the

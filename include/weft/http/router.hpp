@@ -13,7 +13,10 @@
 // by a GET route when no HEAD route matches (the server sends the head only). An OPTIONS request
 // that no route takes is answered 200 with no content and an Allow field: the methods of the
 // routes that match its path, or for "OPTIONS *" (the server as a whole, RFC 9110 9.3.7) of
-// every route; HEAD with GET, and OPTIONS, are always in it.
+// every route; HEAD with GET, and OPTIONS, are always in it. A path with a "." or ".." segment
+// (as dots or percent-encoded) is answered 400 before any route is tried: clients resolve them
+// before sending (RFC 3986 5.2.4), and matched as sent "/files/../admin" would reach the
+// route for /files/* with a path that leaves it.
 //
 // Contract: add() and its shorthands throw std::invalid_argument naming the pattern for a
 // malformed one (not starting with '/', an empty or duplicate parameter name, '*' not last).
