@@ -298,14 +298,30 @@ net::connection& exchange::upgrade(std::shared_ptr<const net::protocol> p) {
   s.check_not_responded("upgrade");
   const http::request& r = s.parser.message();
   if (!s.body_done) {
-    throw std::logic_error(std::string("weft::http::exchange::upgrade: ") +
-                           method_name(r.method).data() + " " + r.target +
-                           " has a body; an upgrade request has none");
+    // The client's mistake, not the handler's (a WebSocket handshake is a GET without one): a
+    // 400, as read_body() answers a body it cannot read, rather than a 500.
+    const std::string reason = "an upgrade request has no body, and this one has";
+    s.fail_request(status::bad_request, reason);
+    throw body_error(std::string("weft::http::exchange::upgrade: ") + method_name(r.method).data() +
+                         " " + r.target + ": " + reason,
+                     status::bad_request);
   }
   // The new protocol reads the request again from its first byte: its head, as parsed (the
-  // fields in their order; the parser kept no other copy of the wire bytes).
+  // fields in their order; the parser kept no other copy of the wire bytes), in origin form:
+  // an absolute-form target ("GET http://host/ws", which a server accepts: RFC 9112 3.2.2)
+  // goes on as its path and query, the form the protocol's own handshake parser takes.
   std::string head;
-  serialize(r, head);
+  if (!r.target.empty() && r.target.front() != '/') {
+    http::request origin_form = r;
+    origin_form.target = r.raw_path();
+    if (const std::string_view query = r.raw_query(); !query.empty()) {
+      origin_form.target += '?';
+      origin_form.target += query;
+    }
+    serialize(origin_form, head);
+  } else {
+    serialize(r, head);
+  }
   s.flush();  // the answers to earlier pipelined requests go first
   const std::string name = p->name();
   s.conn.switch_protocol(std::move(p), head);

@@ -84,16 +84,19 @@ TEST(HttpServerUpgrade, UpgradingAfterARespondIsALogicErrorAndThe500IsNotSent) {
   EXPECT_NE(failure.find("already responded"), std::string::npos) << failure;
 }
 
-TEST(HttpServerUpgrade, ARequestWithABodyCannotBeUpgraded) {
+// A body on an upgrade request is the client's mistake: upgrade() answers 400 itself (no 500)
+// and throws body_error, as read_body() does for a body it cannot read.
+TEST(HttpServerUpgrade, ARequestWithABodyIsAnswered400AndNotUpgraded) {
   std::string failure;
   weft::http::router routes;
   routes.post("/chat", [&failure, ws = std::make_shared<weft::net::websocket>()](exchange& ex) {
     try {
       ex.upgrade(ws);
-    } catch (const std::logic_error& e) {
+    } catch (const weft::http::body_error& e) {
+      EXPECT_EQ(e.status(), status::bad_request);
       failure = e.what();
+      throw;
     }
-    ex.respond(status::bad_request, "no upgrade with a body");
   });
   running_http server(local_http(), std::move(routes));
   client c(server.port());
@@ -101,7 +104,38 @@ TEST(HttpServerUpgrade, ARequestWithABodyCannotBeUpgraded) {
   auto r = c.response(weft::http::method::post);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::bad_request);
-  EXPECT_NE(failure.find("has a body"), std::string::npos) << failure;
+  EXPECT_NE(r->body.find("an upgrade request has no body"), std::string::npos) << r->body;
+  EXPECT_NE(failure.find("POST /chat"), std::string::npos) << failure;
+  EXPECT_EQ(server.server().stats().total.responses_of_class(5), 0u);
+}
+
+// An absolute-form target (RFC 9112 3.2.2: a server accepts it) is upgraded like its path: the
+// WebSocket framer gets the request in origin form.
+TEST(HttpServerUpgrade, AnAbsoluteFormHandshakeIsUpgraded) {
+  running_http server(local_http(), echo_routes());
+  client c(server.port());
+  std::string request = handshake_request();
+  request.replace(0, request.find(' ', 4), "GET http://x/chat?room=1");
+  c.send(request + client_frame(0x1, "hi") + client_frame(0x8, close_payload(1000)));
+  const std::string rest = c.rest();
+  ASSERT_EQ(rest.rfind("HTTP/1.1 101 Switching Protocols\r\n", 0), 0u) << rest;
+  const auto frames = parse_server_frames(rest.substr(rest.find("\r\n\r\n") + 4));
+  ASSERT_GE(frames.size(), 1u);
+  EXPECT_EQ(frames[0].payload, "echo hi");
+}
+
+// A HEAD to a WebSocket route: the framer's 400 has the fields a GET's would, and no body.
+TEST(HttpServerUpgrade, AHeadHandshakeGetsA400WithoutABody) {
+  running_http server(local_http(), echo_routes());
+  client c(server.port());
+  std::string request = handshake_request();
+  request.replace(0, 3, "HEAD");
+  c.send(request);
+  const std::string rest = c.rest();
+  ASSERT_EQ(rest.rfind("HTTP/1.1 400 ", 0), 0u) << rest;
+  EXPECT_NE(rest.find("Content-Length: "), std::string::npos) << rest;
+  EXPECT_EQ(rest.size(), rest.find("\r\n\r\n") + 4)
+      << "a body followed the HEAD's answer: " << rest;
 }
 
 }  // namespace

@@ -187,7 +187,8 @@ struct server_options {
 };
 
 // Thrown to a handler by read_body() and read_body_chunk() when the body cannot be read: too
-// large (413), malformed (400), too slow (408) or the client went away. The server has already
+// large (413), malformed (400), too slow (408) or the client went away; and by upgrade() for a
+// request with a body the handler left unread (400). The server has already
 // answered the error (when the handler had not responded) and will close the connection; a
 // handler may catch it to clean up, and need not respond. status() is the status answered.
 class body_error : public weft::error {

@@ -41,9 +41,11 @@ bool valid_client_key(std::string_view key) {
 }
 
 // Sends a plain HTTP error reply through the link, then ends the handshake with protocol_error
-// (close code 0: no WebSocket was opened, so there is no close frame to send).
+// (close code 0: no WebSocket was opened, so there is no close frame to send). The answer to a
+// HEAD has the fields a GET's would and no content (RFC 9110 9.3.2).
 [[noreturn]] void refuse(framer_link& link, int status, std::string_view status_text,
-                         const std::string& reason, std::string_view extra_headers = {}) {
+                         const std::string& reason, std::string_view extra_headers = {},
+                         bool head = false) {
   const std::string body = reason + "\n";
   std::string reply = "HTTP/1.1 " + std::to_string(status) + " ";
   reply.append(status_text);
@@ -52,7 +54,9 @@ bool valid_client_key(std::string_view key) {
   reply += "\r\n";
   reply.append(extra_headers);
   reply += "\r\n";
-  reply += body;
+  if (!head) {
+    reply += body;
+  }
   link.send_raw(reply);
   throw protocol_error("websocket handshake refused with " + std::to_string(status) + ": " +
                        reason);
@@ -110,7 +114,9 @@ void websocket_framer::decode_handshake(std::string_view head, framer_link& link
     bad_request(link, "a WebSocket handshake needs HTTP/1.1, not '" + std::string(version) + "'");
   }
   if (method != "GET") {
-    bad_request(link, "a WebSocket handshake is a GET request, not " + std::string(method));
+    refuse(link, 400, "Bad Request",
+           "a WebSocket handshake is a GET request, not " + std::string(method), {},
+           method == "HEAD");
   }
   if (target.empty() || target.front() != '/' || target.find(' ') != std::string_view::npos) {
     bad_request(link, "the request target must be a path starting with '/'");
