@@ -378,6 +378,9 @@ namespace {
   if (stopping_ && !partial) {
     if (stop_read_done_ || !read_once()) {
       if (state_ == state::open) {
+        if (framer_ != nullptr && sendable()) {
+          framer_->encode_going_away(out_);  // a WebSocket peer hears why (1001)
+        }
         end_input(close_reason::server_stop);
       }
       return false;

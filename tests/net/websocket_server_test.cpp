@@ -300,4 +300,34 @@ TEST(WebsocketServer, APingFloodThatReadsNothingStaysWithinTheSendLimit) { ping_
 
 TEST(WebsocketServer, APingFloodStaysWithinTheSendLimitInTheCallbackStyle) { ping_flood(true); }
 
+// A graceful stop tells an idle WebSocket client why its connection ends: a close frame with
+// 1001 (going away, RFC 6455 7.4.1) before the FIN, in either style.
+void stop_says_going_away(bool callbacks) {
+  running_server running(websocket_server_options(),
+                         [&](weft::net::tcp_server& server) { serve_echo(server, callbacks); });
+  const int fd = net_test::connect_to(running.port());
+  ASSERT_GE(fd, 0);
+  net_test::send_all(
+      fd, weft_ws_test::handshake_request({}, "/echo") + weft_ws_test::client_frame(0x1, "before"));
+  std::string seen;
+  while (seen.find("before") == std::string::npos) {
+    const std::string byte = net_test::read_bytes(fd, 1);
+    ASSERT_EQ(byte.size(), 1u) << "the session ended early: " << seen;
+    seen += byte;
+  }
+  running.stop(std::chrono::milliseconds(5000));
+  const std::string rest = net_test::read_to_end(fd);
+  ::close(fd);
+  running.wait();
+  const auto frames = weft_ws_test::parse_server_frames(rest);
+  ASSERT_EQ(frames.size(), 1u) << rest;
+  EXPECT_EQ(frames[0].opcode, 0x8);
+  EXPECT_EQ(weft_ws_test::close_code_of(frames[0]), websocket::going_away);
+  EXPECT_EQ(running.server().stats().total.closed_by(close_reason::server_stop), 1u);
+}
+
+TEST(WebsocketServer, AGracefulStopSendsGoingAway) { stop_says_going_away(false); }
+
+TEST(WebsocketServer, AGracefulStopSendsGoingAwayInTheCallbackStyle) { stop_says_going_away(true); }
+
 }  // namespace

@@ -134,6 +134,9 @@ class framer {
     static_cast<void>(reason);
     static_cast<void>(out);
   }
+  // Appends what goes out before a stopping server closes the connection between messages (a
+  // WebSocket close frame 1001, "going away": RFC 6455 7.4.1); nothing by default.
+  virtual void encode_going_away(std::string& out) { static_cast<void>(out); }
   // True while the connection is still in the protocol's opening handshake: the server's
   // handshake timeout applies until it turns false. Protocols without one: always false.
   virtual bool handshaking() const noexcept { return false; }

@@ -41,6 +41,9 @@ class websocket_framer final : public framer {
   bool decode(std::string_view unit, message& out, framer_link& link) override;
   void encode(std::string_view payload, message_kind kind, std::string& out) override;
   void encode_close(std::uint16_t code, std::string_view reason, std::string& out) override;
+  void encode_going_away(std::string& out) override {
+    encode_close(websocket::going_away, "server stopping", out);
+  }
   bool handshaking() const noexcept override { return phase_ == phase::handshake; }
 
   // permessage-deflate agreed (by the server's handshake, or by connect_websocket's before the
