@@ -214,8 +214,12 @@ class coroutine {
   bool error_observed_ = false;
   bool is_main_ = false;
   bool background_ = false;
+  // 16 bits, so that stack_promised_ fits beside it and prefetch_hint_ stays in the first three
+  // lines (a wider block moved it to byte 192: a miss per resumed connection at 1000
+  // connections, +0.07 us of user time per request). 65,535 nested weft::protect scopes would
+  // need a deeper stack than any coroutine has.
+  std::uint16_t protect_depth_ = 0;
   bool stack_promised_ = false;  // spawn_options::stack_at_spawn: the pool holds one for it
-  std::uint32_t protect_depth_ = 0;
   std::uint32_t refs_ = 1;  // the scheduler's reference
   switch_handlers* handlers_ = nullptr;
   wait_source* woken_by_ = nullptr;
