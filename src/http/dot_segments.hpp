@@ -34,4 +34,8 @@ inline bool has_dot_segment(std::string_view path) noexcept {
   return false;
 }
 
+// The 400's body for such a path (the router's and the reverse proxy's).
+inline constexpr std::string_view dot_segment_refusal =
+    "the path has a \".\" or \"..\" segment; resolve it before sending (RFC 3986 5.2.4)\n";
+
 }  // namespace weft::http::detail

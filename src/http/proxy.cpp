@@ -476,9 +476,7 @@ void reverse_proxy::forward(exchange& ex) {
   } else if (detail::has_dot_segment(path)) {
     // Passed on, "/api/../admin" would leave the upstream's base path (a router refuses it
     // before it gets here; this proxy may be the server's only handler).
-    ex.respond(status::bad_request,
-               "the path has a \".\" or \"..\" segment; resolve it before sending (RFC 3986 "
-               "5.2.4)\n");
+    ex.respond(status::bad_request, std::string(detail::dot_segment_refusal));
     return;
   }
   const bool head = ex.request().method == method::head;

@@ -152,9 +152,7 @@ router& router::files(std::string_view prefix, static_options options) {
     // leaves it; resolved, it would be another request than the one sent. Go's ServeMux
     // redirects, nginx resolves: refusing says plainly what was wrong (no client a person uses
     // sends one).
-    ex.respond(status::bad_request,
-               "the path has a \".\" or \"..\" segment; resolve it before sending (RFC 3986 "
-               "5.2.4)\n");
+    ex.respond(status::bad_request, std::string(detail::dot_segment_refusal));
     return;
   }
   const bool escaped = path.find('%') != std::string_view::npos;

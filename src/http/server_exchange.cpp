@@ -300,7 +300,7 @@ net::connection& exchange::upgrade(std::shared_ptr<const net::protocol> p) {
   if (!s.body_done) {
     // The client's mistake, not the handler's (a WebSocket handshake is a GET without one): a
     // 400, as read_body() answers a body it cannot read, rather than a 500.
-    const std::string reason = "an upgrade request has no body, and this one has";
+    const std::string reason = "an upgrade request has no body, and this one has one";
     s.fail_request(status::bad_request, reason);
     throw body_error(std::string("weft::http::exchange::upgrade: ") + method_name(r.method).data() +
                          " " + r.target + ": " + reason,

@@ -127,6 +127,26 @@ TEST(WebsocketServer, GorillaSessionPassesAgainstTheCallbackStyle) {
   expect_clean_session(running, 6);
 }
 
+// Sends the handshake for /echo and reads the server's answer head, byte by byte so that no
+// frame after it is taken: true when it is a 101.
+bool opened_session(int fd) {
+  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
+  std::string head;
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    const std::string byte = net_test::read_bytes(fd, 1);
+    if (byte.size() != 1) {
+      ADD_FAILURE() << "the reply head ended early: " << head;
+      return false;
+    }
+    head += byte;
+  }
+  if (head.rfind("HTTP/1.1 101 ", 0) != 0) {
+    ADD_FAILURE() << "no 101: " << head;
+    return false;
+  }
+  return true;
+}
+
 // Sends the handshake, then bytes; returns the frames the server sent after its 101, up to its
 // close of the connection.
 std::vector<weft_ws_test::server_frame> answer_to(std::uint16_t port, const std::string& bytes) {
@@ -162,14 +182,7 @@ TEST(WebsocketServer, BrokenAndOversizedFramesCloseOnlyTheirConnection) {
   // A well-behaved client keeps being served across the others' failures.
   const int good = net_test::connect_to(running.port());
   ASSERT_GE(good, 0);
-  net_test::send_all(good, weft_ws_test::handshake_request({}, "/echo"));
-  std::string head;
-  while (head.find("\r\n\r\n") == std::string::npos) {
-    const std::string byte = net_test::read_bytes(good, 1);
-    ASSERT_EQ(byte.size(), 1u) << "the reply head ended early: " << head;
-    head += byte;
-  }
-  ASSERT_EQ(head.rfind("HTTP/1.1 101 ", 0), 0u) << head;
+  ASSERT_TRUE(opened_session(good));
 
   weft_ws_test::frame_bits unmasked;
   unmasked.masked = false;
@@ -207,14 +220,7 @@ void ping_flood(bool callbacks) {
                          [&](weft::net::tcp_server& server) { serve_echo(server, callbacks); });
   const int fd = net_test::connect_to(running.port(), 16384);
   ASSERT_GE(fd, 0);
-  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
-  std::string head;
-  while (head.find("\r\n\r\n") == std::string::npos) {
-    const std::string byte = net_test::read_bytes(fd, 1);
-    ASSERT_EQ(byte.size(), 1u) << "the reply head ended early: " << head;
-    head += byte;
-  }
-  ASSERT_EQ(head.rfind("HTTP/1.1 101 ", 0), 0u) << head;
+  ASSERT_TRUE(opened_session(fd));
   const std::string ping = weft_ws_test::client_frame(0x9, std::string(125, 'p'));
   constexpr std::size_t pings = 120000;  // 15.7 MB of pings, 15.4 MB of pongs
   // Phase 1: send without reading until the server stops taking input (no progress for

@@ -220,7 +220,7 @@ class coroutine {
   // need a deeper stack than any coroutine has.
   std::uint16_t protect_depth_ = 0;
   bool stack_promised_ = false;  // spawn_options::stack_at_spawn: the pool holds one for it
-  std::uint32_t refs_ = 1;  // the scheduler's reference
+  std::uint32_t refs_ = 1;       // the scheduler's reference
   switch_handlers* handlers_ = nullptr;
   wait_source* woken_by_ = nullptr;
   wait_source* const* waiting_on_ = nullptr;  // armed sources while suspended (deadlock report)
