@@ -230,6 +230,14 @@ void request_parser::reset() noexcept {
     });
     return false;
   }
+  // Stored before the target is judged: a target refused below still names the request in the
+  // access log and the error log ("GET /a%zz HTTP/1.1" 400, as nginx logs it). clear() and
+  // append(), not assign(): the same bytes without the general replace's overlap checks (as
+  // fields_builder::adopt does for the section).
+  message_.method = *m;
+  message_.target.clear();
+  message_.target.append(target_text);
+  message_.version_minor = minor;
   // The target's form must fit the method (RFC 9112 3.2).
   if (target_text.front() == '/') {
     if (*m == method::connect) {
@@ -307,12 +315,6 @@ void request_parser::reset() noexcept {
     }
     q = static_cast<const char*>(std::memchr(q + 3, '%', target_text.size() - at - 3));
   }
-  message_.method = *m;
-  // clear() and append(), not assign(): the same bytes without the general replace's overlap
-  // checks (as fields_builder::adopt does for the section).
-  message_.target.clear();
-  message_.target.append(target_text);
-  message_.version_minor = minor;
   return true;
 }
 

@@ -119,6 +119,26 @@ TEST(HttpServerAccessLog, EachResponseIsOneRecordWithWhatLogFormatsTake) {
   EXPECT_EQ(all[5].duration.count(), 0);
 }
 
+// A request refused for its target is logged with the method and target it was sent with, as
+// nginx logs it (it showed as "GET  HTTP/1.1"), escaped like any other.
+TEST(HttpServerAccessLog, ARefusedTargetIsLoggedAsSent) {
+  access_records records;
+  auto options = local_http();
+  options.access_log = records.sink();
+  running_http server(options, routes());
+  client c(server.port());
+  c.send("DELETE /a%zz\"b?q HTTP/1.1\r\nHost: h\r\n\r\n");
+  auto refused = c.response(weft::http::method::delete_, true);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, status::bad_request);
+  const auto all = records.snapshot();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].method, weft::http::method::delete_);
+  EXPECT_EQ(all[0].target, "/a%zz\"b?q");
+  EXPECT_NE(all[0].line.find("\"DELETE /a%zz\\x22b?q HTTP/1.1\" 400 "), std::string::npos)
+      << all[0].line;
+}
+
 // A file's record waits until its bytes went out: a download the client cut short logs the
 // bytes written, marked aborted (logged when queued, it showed as whole and instant), and a
 // whole one its length.
