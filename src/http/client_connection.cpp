@@ -16,7 +16,6 @@
 #include "net/socket_calls.hpp"
 #include "net/tls_session.hpp"
 #include "weft/error.hpp"
-#include "weft/io/dns.hpp"
 
 namespace weft::http::detail {
 
@@ -28,11 +27,6 @@ constexpr std::size_t max_read = 256 * 1024;
 [[noreturn]] void throw_errno(int error_number, const char* operation, const std::string& subject) {
   throw io_error(-error_number, operation, subject, std::strerror(error_number));
 }
-
-struct address {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-};
 
 }  // namespace
 
@@ -59,24 +53,11 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
   close();
   const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   const std::string where = bracketed + ":" + std::to_string(port);
-  std::vector<address> candidates;
-  address numeric;
-  if (net::detail::parse_numeric(host, port, numeric.storage, numeric.length)) {
-    candidates.push_back(numeric);
-  } else {
-    for (const dns::address& found : dns::resolve(host, port, limit)) {
-      address resolved;
-      if (net::detail::parse_numeric(found.ip, port, resolved.storage, resolved.length)) {
-        candidates.push_back(resolved);
-      }
-    }
-    if (candidates.empty()) {
-      throw io_error(-EHOSTUNREACH, "connect", where, "the name resolved to no usable address");
-    }
-  }
+  std::vector<net::detail::socket_address> candidates =
+      net::detail::addresses_of(host, port, limit, where);
   int last_error = 0;
   std::string last_where = where;
-  for (address& candidate : candidates) {
+  for (net::detail::socket_address& candidate : candidates) {
     const int fd =
         ::socket(candidate.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {

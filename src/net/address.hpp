@@ -40,6 +40,11 @@ struct socket_address {
   sockaddr_storage storage{};
   socklen_t length = 0;
 };
+// Where to connect for host:port: the one address of a numeric host, else every address the
+// name resolves to (dns::resolve within limit), in its order. io_error (EHOSTUNREACH, naming
+// `where`) when a name resolves to no usable address. (net::connect and http::client; pipe.cpp.)
+std::vector<socket_address> addresses_of(const std::string& host, std::uint16_t port,
+                                         const timeout& limit, const std::string& where);
 // Connects a non-blocking TCP socket to each address in turn until one answers (a name's
 // addresses: localhost may be ::1 first while the server listens on 127.0.0.1 only): its fd,
 // and in `where` the address it reached. The last address's io_error (naming it) when none

@@ -107,6 +107,27 @@ int connect_to(const socket_address& to, const std::string& where, const timeout
 
 }  // namespace
 
+std::vector<socket_address> addresses_of(const std::string& host, std::uint16_t port,
+                                         const timeout& limit, const std::string& where) {
+  // "" and "*" parse as the wildcard a listener takes; to connect they are names.
+  std::vector<socket_address> addresses(1);
+  if (parse_numeric(host, port, addresses[0].storage, addresses[0].length) && !host.empty() &&
+      host != "*") {
+    return addresses;
+  }
+  addresses.clear();
+  for (const dns::address& found : dns::resolve(host, port, limit)) {
+    socket_address next;
+    if (parse_numeric(found.ip, port, next.storage, next.length)) {
+      addresses.push_back(next);
+    }
+  }
+  if (addresses.empty()) {
+    throw io_error(-EHOSTUNREACH, "connect", where, "the name resolved to no usable address");
+  }
+  return addresses;
+}
+
 int connect_first(const std::vector<socket_address>& addresses, const timeout& limit,
                   std::string& where) {
   for (std::size_t i = 0;; ++i) {
@@ -131,21 +152,8 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
                                 ": tls is a server's context; connect needs tls_context::client");
   }
   // Every address of a name, tried in turn; a numeric host is its one address.
-  std::vector<detail::socket_address> addresses(1);
-  if (!detail::parse_numeric(host, port, addresses[0].storage, addresses[0].length) ||
-      host.empty() || host == "*") {
-    addresses.clear();
-    for (const dns::address& found : dns::resolve(host, port, limit)) {
-      detail::socket_address next;
-      if (detail::parse_numeric(found.ip, port, next.storage, next.length)) {
-        addresses.push_back(next);
-      }
-    }
-    if (addresses.empty()) {
-      throw io_error(-EHOSTUNREACH, "connect", host + ":" + std::to_string(port),
-                     "the name resolved to no usable address");
-    }
-  }
+  const std::vector<detail::socket_address> addresses =
+      detail::addresses_of(host, port, limit, host + ":" + std::to_string(port));
   std::string where;
   const int fd = detail::connect_first(addresses, limit, where);
   std::shared_ptr<connection> made;

@@ -155,6 +155,17 @@ bool scheduler_core::take_stack(coroutine& never_ran) noexcept {
 
 void scheduler_core::yield_general() { yield(); }
 
+coroutine* scheduler_core::start_first(coroutine* next) {
+  while (next != nullptr && next->state_ == coroutine_state::created) {
+    if (take_stack(*next)) {
+      start_fresh(*next);
+      return next;
+    }
+    next = pick_next();
+  }
+  return next;
+}
+
 void scheduler_core::start_fresh(coroutine& next) noexcept {
   ++stats_.started;
   prepare<&coroutine_entry>(next.context_, next.stack_.top(), next.stack_.size);

@@ -331,22 +331,21 @@ class scheduler_core {
     }
   }
 
-  // The pick made ready for a switch: a coroutine that never ran needs a stack of its own (the
+  // The pick made ready for a switch: a coroutine that never ran gets a stack of its own (the
   // switcher is alive, so it cannot start on the switcher's, as coroutine_loop's successor
-  // does). Taking one can fail (out of memory, of mappings, of address space): that coroutine
-  // then ends unstarted with the error (take_stack) and the pick is made again, so the
-  // failure never surfaces in the coroutine that happened to switch, whose wait is half made.
-  // Null only where pick_next may return null (nothing is left alive).
+  // does) and its first frame, out of line (start_first). Taking the stack can fail (out of
+  // memory, of mappings, of address space): that coroutine then ends unstarted with the error
+  // (take_stack) and the pick is made again, so the failure never surfaces in the coroutine
+  // that happened to switch, whose wait is half made. The switch path tests the state once,
+  // here (prepare_switch no longer does). Null only where pick_next may return null (nothing is
+  // left alive).
   __attribute__((always_inline)) coroutine* with_stack(coroutine* next) {
-    while (next != nullptr && next->state_ == coroutine_state::created &&
-           next->stack_.base == nullptr) {
-      if (take_stack(*next)) {
-        break;
-      }
-      next = pick_next();
+    if (next != nullptr && next->state_ == coroutine_state::created) {
+      return start_first(next);
     }
     return next;
   }
+  coroutine* start_first(coroutine* next);
   // Gives never_ran a stack from the pool, the one promised to it if any (true), or ends it
   // unstarted with the pool's error (false: its task, scope or group sees the error; a
   // detached one's is uncaught).
@@ -375,12 +374,9 @@ class scheduler_core {
     prepare_switch(next);
     jump(from, next.context_);
   }
-  // Bookkeeping of every switch to next: its first frame if it never ran (its stack is taken
-  // by then: with_stack), its state, and whether it must resume through the hook.
+  // Bookkeeping of every switch to next (one that never ran has its stack and first frame by
+  // then: with_stack): its state, and whether it must resume through the hook.
   __attribute__((always_inline)) void prepare_switch(coroutine& next) {
-    if (next.state_ == coroutine_state::created) {
-      start_fresh(next);
-    }
     next.state_ = coroutine_state::running;
     current_ = &next;
     ++stats_.switches;
