@@ -37,6 +37,7 @@ namespace {
 using namespace http_test;
 using weft::http::proxy_balance;
 using weft::http::proxy_options;
+using weft::http::proxy_stats;
 using weft::http::reverse_proxy;
 
 // The upstream: /v1/big streams 900 KiB chunked, /v1/sized answers 512 KiB with Content-Length,
@@ -168,6 +169,35 @@ struct front {
   running_http server;
 };
 
+template <class Condition>
+bool eventually(Condition done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a bounded poll of a count
+  }
+  return true;
+}
+
+// Waits (bounded) until the proxy counts `n` requests in flight over its upstreams.
+bool wait_in_flight(const reverse_proxy& proxy, std::uint64_t n) {
+  return eventually([&] {
+    std::uint64_t now = 0;
+    for (const auto& up : proxy.stats().upstreams) now += up.in_flight;
+    return now == n;
+  });
+}
+
+// The proxy's counters once no request is in flight. A client has its whole answer before
+// forward() returns and counts it (the last bytes are written first), so a test reading the
+// counters right after its answer waits for that.
+proxy_stats settled(const reverse_proxy& proxy) {
+  EXPECT_TRUE(wait_in_flight(proxy, 0)) << "a request still in flight after 10 s";
+  return proxy.stats();
+}
+
 std::optional<weft::http::response> get(client& c, const std::string& target,
                                         const std::string& fields = "") {
   c.send("GET " + target + " HTTP/1.1\r\nHost: front.example\r\n" + fields + "\r\n");
@@ -276,7 +306,7 @@ TEST(HttpReverseProxy, ForwardsTheTargetMethodAndBody) {
   r = get(c, "/local");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "served here\n");
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.requests, 3u);
   EXPECT_EQ(stats.responses, 3u);
   EXPECT_EQ(stats.bad_gateway, 0u);
@@ -307,7 +337,7 @@ TEST(HttpReverseProxy, PathsWithDotSegmentsAreRefusedNotPassedOn) {
     auto r = get(c, "/api/.well-known/...");
     ASSERT_TRUE(r);
     EXPECT_EQ(request_line(r->body), "GET /v1/.well-known/...");
-    EXPECT_EQ(proxy.stats().responses, 1u) << "a refused path reached the upstream";
+    EXPECT_EQ(settled(proxy).responses, 1u) << "a refused path reached the upstream";
   }
 }
 
@@ -396,7 +426,7 @@ TEST(HttpReverseProxy, StreamsBodiesInTheirFraming) {
   ASSERT_NE(blank, std::string::npos);
   EXPECT_EQ(all.find("Transfer-Encoding"), std::string::npos);
   EXPECT_TRUE(all.substr(blank + 4) == pattern(900 << 10)) << all.size();
-  EXPECT_EQ(f.proxy.stats().responses, 3u);
+  EXPECT_EQ(settled(f.proxy).responses, 3u);
 }
 
 TEST(HttpReverseProxy, AClientThatDoesNotReadHoldsTheUpstreamBack) {
@@ -437,7 +467,7 @@ TEST(HttpReverseProxy, AClientThatDoesNotReadHoldsTheUpstreamBack) {
   EXPECT_TRUE(body == pattern(900 << 10)) << body.size();
   // The limit plus at most one piece of the body (64 KiB) and its chunk framing.
   EXPECT_LE(front.server().stats().total.net.send_buffer_high, (64u << 10) * 2 + 64);
-  EXPECT_EQ(proxy.stats().responses, 1u);
+  EXPECT_EQ(settled(proxy).responses, 1u);
 }
 
 TEST(HttpReverseProxy, HeadAndBodilessStatusesKeepTheConnectionInStep) {
@@ -495,7 +525,7 @@ std::string bad_gateway_through(const std::string& upstream_url) {
       << body_of(r);
   r = get(c, "/local");
   EXPECT_TRUE(r && r->status == status::ok);
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.bad_gateway, 1u);
   EXPECT_EQ(stats.aborted, 0u);
   const auto lines = f.log();
@@ -523,7 +553,7 @@ TEST(HttpReverseProxy, ASilentUpstreamIsAGatewayTimeout) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::gateway_timeout);
   EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(250));
-  EXPECT_EQ(f.proxy.stats().gateway_timeout, 1u);
+  EXPECT_EQ(settled(f.proxy).gateway_timeout, 1u);
   ASSERT_EQ(silent.heads().size(), 1u);
   EXPECT_EQ(silent.heads()[0].rfind("GET /api/slow HTTP/1.1\r\n", 0), 0u) << silent.heads()[0];
 }
@@ -557,7 +587,7 @@ TEST(HttpReverseProxy, AStreamOutlivesTheTimeoutWhileItsBytesKeepComing) {
   client d(f.server.port());
   d.send("GET /api/stall HTTP/1.1\r\nHost: front.example\r\n\r\n");
   EXPECT_FALSE(d.response(weft::http::method::get, true, std::chrono::milliseconds(10000)));
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.responses, 1u);
   EXPECT_EQ(stats.aborted, 1u);
 }
@@ -578,7 +608,7 @@ TEST(HttpReverseProxy, AnUpstreamCutMidBodyAbortsTheClientsConnection) {
   EXPECT_NE(got.find("Content-Length: 1000000\r\n"), std::string::npos) << got;
   EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), "0123456789");
   EXPECT_TRUE(eventually([&] { return f.proxy.stats().aborted == 1; }));
-  EXPECT_EQ(f.proxy.stats().responses, 0u);
+  EXPECT_EQ(settled(f.proxy).responses, 0u);
 }
 
 TEST(HttpReverseProxy, ASmallBodyIsSentWholeOrNotAtAll) {
@@ -648,7 +678,7 @@ TEST(HttpReverseProxy, CurlUploadsChunkedAndReusesItsConnection) {
   EXPECT_NE(out.find("GET /v1/up?a\n"), std::string::npos) << out;
   EXPECT_NE(out.find("GET /v1/up?b\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Re-using existing connection"), std::string::npos) << out;
-  EXPECT_EQ(f.proxy.stats().responses, 3u);
+  EXPECT_EQ(settled(f.proxy).responses, 3u);
 }
 
 // --- Request bodies past request_buffer stream upstream ---
@@ -725,7 +755,7 @@ TEST(HttpReverseProxy, ALargeUploadStreamsToTheUpstreamWhileTheClientSendsIt) {
     }
     web.close();
   });
-  const auto stats = proxy.stats();
+  const auto stats = settled(proxy);
   EXPECT_EQ(stats.streamed_bodies, 2u);
   EXPECT_EQ(stats.responses, 2u);
 }
@@ -752,7 +782,7 @@ TEST(HttpReverseProxy, AnUpstreamsEarlyAnswerToAStreamedUploadIsPassedOn) {
     EXPECT_NE(r.body.find("larger than the limit 1048576"), std::string::npos) << r.body;
     web.close();
   });
-  const auto stats = proxy.stats();
+  const auto stats = settled(proxy);
   EXPECT_EQ(stats.bad_gateway, 0u);
   EXPECT_EQ(stats.responses, 1u);
   EXPECT_EQ(stats.streamed_bodies, 1u);
@@ -787,7 +817,7 @@ TEST(HttpReverseProxy, AClientsExpectContinueWaitsForTheUpstreamsAnswer) {
   EXPECT_EQ(request_line(echo->body), "PUT /v1/echo");
   EXPECT_EQ(echoed(echo->body, "Expect"), "100-continue");
   EXPECT_EQ(echoed_body(echo->body), body);
-  const auto stats = through.proxy.stats();
+  const auto stats = settled(through.proxy);
   EXPECT_EQ(stats.streamed_bodies, 2u);
   EXPECT_EQ(stats.responses, 2u);
 }
@@ -936,18 +966,6 @@ struct tunnel_upstream {
   }
 };
 
-template <class Condition>
-bool eventually(Condition done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
 void expect_ws_session(const std::string& output) {
   EXPECT_EQ(output,
             "ok handshake\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok ping\nok "
@@ -968,7 +986,7 @@ TEST(HttpReverseProxyTunnel, NodeWsSessionsPassThroughWithAndWithoutCompression)
             "ok handshake\nok deflate\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok "
             "ping\nok close\n");
   EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.upgrades, 2u);
   EXPECT_EQ(stats.bad_gateway, 0u);
   // The 1 MiB message went both ways in the uncompressed session.
@@ -989,7 +1007,7 @@ TEST(HttpReverseProxyTunnel, GorillaWebsocketSessionPassesThrough) {
             "ok handshake\nok text\nok binary\nok empty\nok fragmented\nok 1MiB\nok "
             "after-ping\nok ping\nok close\n");
   EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
-  EXPECT_EQ(f.proxy.stats().upgrades, 1u);
+  EXPECT_EQ(settled(f.proxy).upgrades, 1u);
 }
 
 TEST(HttpReverseProxyTunnel, EitherSidesEndEndsTheTunnel) {
@@ -1034,7 +1052,7 @@ TEST(HttpReverseProxyTunnel, EitherSidesEndEndsTheTunnel) {
     EXPECT_EQ(c.got().substr(c.got().find("\r\n\r\n") + 4), "counted 8");
   }
   EXPECT_TRUE(eventually([&] { return f.proxy.stats().tunnels_open == 0; }));
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.upgrades, 3u);
   EXPECT_EQ(stats.tunnel_bytes_up, std::string("early bytesmore12345678").size());
   EXPECT_EQ(stats.tunnel_bytes_down, std::string("early bytesmorebyecounted 8").size());
@@ -1063,9 +1081,9 @@ TEST(HttpReverseProxyTunnel, ARefusalOrAFailureIsAnOrdinaryAnswer) {
   r = d.response();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::bad_gateway);
-  EXPECT_EQ(unreachable.proxy.stats().bad_gateway, 1u);
-  EXPECT_EQ(unreachable.proxy.stats().upgrades, 0u);
-  EXPECT_EQ(f.proxy.stats().upgrades, 0u);
+  EXPECT_EQ(settled(unreachable.proxy).bad_gateway, 1u);
+  EXPECT_EQ(settled(unreachable.proxy).upgrades, 0u);
+  EXPECT_EQ(settled(f.proxy).upgrades, 0u);
 }
 
 TEST(HttpReverseProxyTunnel, WithUpgradesOffTheUpstreamSeesAPlainRequest) {
@@ -1078,7 +1096,7 @@ TEST(HttpReverseProxyTunnel, WithUpgradesOffTheUpstreamSeesAPlainRequest) {
   EXPECT_EQ(r->status, status::ok);
   EXPECT_EQ(echoed(r->body, "Upgrade"), "");
   EXPECT_EQ(echoed(r->body, "Connection"), "");
-  EXPECT_EQ(f.proxy.stats().upgrades, 0u);
+  EXPECT_EQ(settled(f.proxy).upgrades, 0u);
 }
 
 TEST(HttpReverseProxyTunnel, AnIdleTunnelIsClosedAndEitherDirectionKeepsItOpen) {
@@ -1154,7 +1172,7 @@ TEST(HttpReverseProxyUpstreams, RequestsGoToEachInTurn) {
   client c(f.server.port());
   const std::string seen = bodies_through(c, "/api/x", 4);
   EXPECT_EQ(seen, "a b a b ");
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   ASSERT_EQ(stats.upstreams.size(), 2u);
   EXPECT_EQ(stats.upstreams[0].url, url(a.port(), ""));
   EXPECT_EQ(stats.upstreams[0].requests, 2u);
@@ -1174,7 +1192,7 @@ TEST(HttpReverseProxyUpstreams, AFailedConnectGoesToTheNextWhichServesWhileTheFi
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(body_through(c, "/api/x"), "a ");
   }
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.retries, 1u);
   EXPECT_EQ(stats.bad_gateway, 0u);
   EXPECT_EQ(stats.responses, 4u);
@@ -1207,7 +1225,7 @@ TEST(HttpReverseProxyUpstreams, ADownUpstreamIsTriedAgainAfterFailTimeout) {
     }
   }
   EXPECT_TRUE(again);
-  EXPECT_GE(f.proxy.stats().upstreams[0].marked_down, 2u);
+  EXPECT_GE(settled(f.proxy).upstreams[0].marked_down, 2u);
 }
 
 TEST(HttpReverseProxyUpstreams, WhenEveryOneFailsEachIsTriedOnceAndTheAnswerIs502) {
@@ -1222,7 +1240,7 @@ TEST(HttpReverseProxyUpstreams, WhenEveryOneFailsEachIsTriedOnceAndTheAnswerIs50
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, status::bad_gateway);
   }
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.bad_gateway, 3u);
   EXPECT_EQ(stats.retries, 3u);
   // Both down after their second failure, and tried all the same.
@@ -1251,7 +1269,7 @@ TEST(HttpReverseProxyUpstreams, SeventyUpstreamsAreEachTriedOnceBeforeTheOneThat
   front f(urls, {.fail_timeout = std::chrono::seconds(60)});
   client c(f.server.port());
   EXPECT_EQ(body_through(c, "/api/x"), "a ");
-  auto stats = f.proxy.stats();
+  auto stats = settled(f.proxy);
   EXPECT_EQ(stats.retries, 69u);
   ASSERT_EQ(stats.upstreams.size(), 70u);
   for (std::size_t i = 0; i < 70; ++i) {
@@ -1259,7 +1277,7 @@ TEST(HttpReverseProxyUpstreams, SeventyUpstreamsAreEachTriedOnceBeforeTheOneThat
   }
   // The 69 are down for a minute now: the next request goes straight to the one that serves.
   EXPECT_EQ(body_through(c, "/api/x"), "a ");
-  stats = f.proxy.stats();
+  stats = settled(f.proxy);
   EXPECT_EQ(stats.retries, 69u);
   EXPECT_EQ(stats.upstreams[69].requests, 2u);
   EXPECT_EQ(stats.bad_gateway, 0u);
@@ -1274,7 +1292,7 @@ TEST(HttpReverseProxyUpstreams, WeightsShareTheRequestsSmoothly) {
   const std::string seen = bodies_through(k, "/api/x", 14);
   // nginx's smooth weighted round robin: five of seven to a, never five in a row.
   EXPECT_EQ(seen, "a a b a c a a a a b a c a a ");
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.upstreams[0].requests, 10u);
   EXPECT_EQ(stats.upstreams[0].weight, 5u);
   EXPECT_EQ(stats.upstreams[1].requests, 2u);
@@ -1319,18 +1337,6 @@ struct held_upstreams {
   int release[2] = {-1, -1};
 };
 
-// Waits (bounded) until the proxy counts `n` requests in flight over its upstreams.
-bool wait_in_flight(const reverse_proxy& proxy, std::uint64_t n) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::uint64_t now = 0;
-    for (const auto& up : proxy.stats().upstreams) now += up.in_flight;
-    if (now == n) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a bounded poll of a count
-  }
-  return false;
-}
-
 TEST(HttpReverseProxyUpstreams, LeastConnectionsSendsAroundARequestInFlight) {
   for (const proxy_balance balance :
        {proxy_balance::least_connections, proxy_balance::round_robin}) {
@@ -1368,7 +1374,7 @@ TEST(HttpReverseProxyUpstreams, AnIdempotentRequestAnUpstreamDroppedOrLeftUnansw
     front f({dropping.url(), url(a.port(), "")}, {.fail_timeout = std::chrono::seconds(60)});
     client c(f.server.port());
     EXPECT_EQ(body_through(c, "/api/x"), "a ");
-    const auto stats = f.proxy.stats();
+    const auto stats = settled(f.proxy);
     EXPECT_EQ(stats.retries, 1u);
     EXPECT_EQ(stats.bad_gateway, 0u);
     EXPECT_EQ(stats.upstreams[0].requests, 1u);
@@ -1390,7 +1396,7 @@ TEST(HttpReverseProxyUpstreams, AnIdempotentRequestAnUpstreamDroppedOrLeftUnansw
     const auto started = std::chrono::steady_clock::now();
     EXPECT_EQ(body_through(c, "/api/x"), "a ");
     EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(150));
-    const auto stats = f.proxy.stats();
+    const auto stats = settled(f.proxy);
     EXPECT_EQ(stats.retries, 1u);
     EXPECT_EQ(stats.gateway_timeout, 0u);
     EXPECT_EQ(stats.upstreams[0].response_failures, 1u);
@@ -1410,7 +1416,7 @@ TEST(HttpReverseProxyUpstreams, AStreamedBodyGoesToTheNextUpstreamOnlyBeforeItWa
     const auto r = c.response();
     ASSERT_TRUE(r);
     EXPECT_TRUE(r->body == "a " + body) << r->body.size();
-    const auto stats = f.proxy.stats();
+    const auto stats = settled(f.proxy);
     EXPECT_EQ(stats.streamed_bodies, 1u);
     EXPECT_EQ(stats.retries, 1u);
     EXPECT_EQ(stats.upstreams[1].requests, 1u);
@@ -1425,7 +1431,7 @@ TEST(HttpReverseProxyUpstreams, AStreamedBodyGoesToTheNextUpstreamOnlyBeforeItWa
     const auto r = c.response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, status::bad_gateway);
-    const auto stats = f.proxy.stats();
+    const auto stats = settled(f.proxy);
     EXPECT_EQ(stats.retries, 0u);
     EXPECT_EQ(stats.bad_gateway, 1u);
     EXPECT_EQ(stats.upstreams[0].requests, 1u);
@@ -1444,7 +1450,7 @@ TEST(HttpReverseProxyUpstreams, ARequestThatMayNotBeRepeatedIsNotSentTwice) {
   auto r = c.response();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::bad_gateway);
-  auto stats = f.proxy.stats();
+  auto stats = settled(f.proxy);
   EXPECT_EQ(stats.retries, 0u);
   EXPECT_EQ(stats.bad_gateway, 1u);
   EXPECT_EQ(stats.upstreams[0].requests + stats.upstreams[1].requests, 1u);
@@ -1454,7 +1460,7 @@ TEST(HttpReverseProxyUpstreams, ARequestThatMayNotBeRepeatedIsNotSentTwice) {
   auto gone = get(c, "/api/x");
   ASSERT_TRUE(gone);
   EXPECT_EQ(gone->status, status::bad_gateway);
-  stats = f.proxy.stats();
+  stats = settled(f.proxy);
   EXPECT_EQ(stats.retries, 1u);
   EXPECT_EQ(stats.bad_gateway, 2u);
   EXPECT_EQ(first.heads().size() + second.heads().size(), 3u);
@@ -1499,7 +1505,7 @@ TEST(HttpReverseProxyUpstreams, AConnectThatTimesOutGoesToTheNext) {
           {.connect_timeout = std::chrono::milliseconds(200)});
   client c(f.server.port());
   EXPECT_EQ(body_through(c, "/api/x"), "a ");
-  const auto stats = f.proxy.stats();
+  const auto stats = settled(f.proxy);
   EXPECT_EQ(stats.retries, 1u);
   EXPECT_EQ(stats.gateway_timeout, 0u);
   EXPECT_EQ(stats.upstreams[0].connect_failures, 1u);
