@@ -76,7 +76,8 @@ server_state::server_state(server_options o, handler h)
       tcp(tcp_options_of(options)),
       workers(worker_count(options.workers)),
       counters(std::make_unique<worker_counters[]>(workers)),
-      spaces(std::make_unique<request_spaces[]>(workers)) {
+      spaces(std::make_unique<request_spaces[]>(workers)),
+      sweepers(std::make_unique<hangup_sweeper[]>(workers)) {
   if (!serve_request) {
     throw std::invalid_argument("weft::http::server: the handler is empty");
   }

@@ -478,7 +478,10 @@ bool connection_state::discard_body() {
   try {
     server.serve_request(ex);
   } catch (const cancelled_error&) {
-    throw;
+    if (!hung_up) {
+      throw;  // the server's stop (or the scheduler's shutdown) cancelled the handler
+    }
+    // A hangup_watch destroyed the connection and cancelled the handler: abandoned below.
   } catch (const body_error&) {
     // Answered (or the connection is gone) where it was thrown.
     failed = true;
@@ -501,8 +504,24 @@ bool connection_state::discard_body() {
   } catch (...) {
     handler_failed("the handler threw a non-std exception");
   }
-  if (!failed) {
+  if (hung_up) [[unlikely]] {
+    abandoned();
+  } else if (!failed) {
     after_handler();
+  }
+}
+
+void connection_state::abandoned() noexcept {
+  failed = true;
+  if (stream != stream_mode::none && !stream_finished) {
+    end_stream_log(true);
+  }
+  try {
+    const request& r = parser.message();
+    log("the client closed the connection; its request was abandoned (" +
+        std::string(method_name(r.method)) + " " + r.target + ")");
+  } catch (...) {
+    // Out of memory for the line.
   }
 }
 

@@ -16,6 +16,7 @@
 #include "http/scan.hpp"
 #include "http/server_state.hpp"
 #include "http/upgrade_offer.hpp"
+#include "weft/sched/scheduler.hpp"
 
 namespace weft::http {
 
@@ -289,6 +290,104 @@ bool exchange::responded() const noexcept { return state_.responded; }
 net::connection& exchange::connection() noexcept { return state_.conn; }
 
 unsigned exchange::worker() const noexcept { return state_.conn.worker(); }
+
+hangup_watch::hangup_watch(exchange& ex, std::chrono::milliseconds every)
+    : state_(ex.state_),
+      handler_(weft::detail::running_coroutine(current_scheduler())),
+      every_(every) {
+  if (every.count() <= 0) {
+    throw std::invalid_argument("weft::http: a hangup_watch's period must be positive, not " +
+                                std::to_string(every.count()) + " ms");
+  }
+  if (handler_ == nullptr) {
+    throw std::logic_error("weft::http: a hangup_watch outside a coroutine");
+  }
+  state_.server.sweepers[state_.conn.worker()].add(*this);
+}
+
+hangup_watch::~hangup_watch() {
+  if (linked_) {
+    state_.server.sweepers[state_.conn.worker()].remove(*this);
+  }
+}
+
+namespace detail {
+
+void hangup_sweeper::add(hangup_watch& watch) {
+  if (!timer_) {
+    timer_.emplace();
+  }
+  // Within its period of the last poll (the time a coroutine runs in); the first sweep past that
+  // looks. No clock read for a watch dropped before its first look.
+  watch.due_ = loop_time() + watch.every_;
+  watch.prev_ = nullptr;
+  watch.next_ = first_;
+  if (first_ != nullptr) {
+    first_->prev_ = &watch;
+  }
+  first_ = &watch;
+  watch.linked_ = true;
+  if (!timer_->armed() || watch.every_ < tick_) {
+    tick_ = timer_->armed() ? std::min(tick_, watch.every_) : watch.every_;
+    timer_->start(
+        tick_, [this] { sweep(); }, tick_);
+  }
+}
+
+void hangup_sweeper::remove(hangup_watch& watch) noexcept {
+  if (watch.prev_ != nullptr) {
+    watch.prev_->next_ = watch.next_;
+  } else {
+    first_ = watch.next_;
+  }
+  if (watch.next_ != nullptr) {
+    watch.next_->prev_ = watch.prev_;
+  }
+  watch.prev_ = watch.next_ = nullptr;
+  watch.linked_ = false;
+}
+
+// From the reactor tick, on the worker's thread: no coroutine runs meanwhile, so no watch is
+// made or dropped during the sweep; look() unlinks only the watch it looks at.
+void hangup_sweeper::sweep() noexcept {
+  if (first_ == nullptr) {
+    timer_->stop();  // the next watch starts it again
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (hangup_watch* watch = first_; watch != nullptr;) {
+    hangup_watch* const next = watch->next_;
+    if (now >= watch->due_) {
+      watch->due_ = now + watch->every_;
+      look(*watch);
+    }
+    watch = next;
+  }
+}
+
+void hangup_sweeper::look(hangup_watch& watch) noexcept {
+  net::connection& conn = watch.state_.conn;
+  if (!conn.is_open()) {
+    remove(watch);  // closed for another reason (the server's stop, a send that failed)
+    return;
+  }
+  if (!conn.close_if_peer_gone()) {
+    return;
+  }
+  remove(watch);
+  watch.fired_ = true;
+  watch.state_.hung_up = true;
+  // The handler's coroutine is suspended (or ready) inside the watch's lifetime: the wait it is
+  // in raises the cancellation.
+  try {
+    weft::detail::cancel_coroutine(current_scheduler(), *watch.handler_,
+                                   "weft::http: the client closed the connection");
+  } catch (...) {
+    // Out of memory for the reason: the destroyed connection fails the handler's next send.
+  }
+}
+
+}  // namespace detail
 
 net::connection& exchange::upgrade(std::shared_ptr<const net::protocol> p) {
   detail::connection_state& s = state_;

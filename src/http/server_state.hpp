@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "weft/http/parser.hpp"
 #include "weft/http/server.hpp"
 #include "weft/net/tcp_server.hpp"
+#include "weft/reactor/timer.hpp"
 
 namespace weft::http::detail {
 
@@ -66,6 +68,25 @@ class request_spaces {
   net::detail::spare_list<std::unique_ptr<request_space>> spare_;
 };
 
+// One worker's hangup_watches (its thread only): a list, and one timer that sweeps it every
+// tick (the shortest period asked while it runs) and stops once it finds the list empty. A
+// watch's own period is kept by its due time, so that a watch costs a link and an unlink.
+class hangup_sweeper {
+ public:
+  void add(hangup_watch& watch);
+  void remove(hangup_watch& watch) noexcept;
+
+ private:
+  void sweep() noexcept;
+  // Looks at one watch's client: unlinks it when the connection closed meanwhile or the client
+  // is gone, and then destroys the connection and cancels the watch's coroutine.
+  void look(hangup_watch& watch) noexcept;
+
+  hangup_watch* first_ = nullptr;
+  std::optional<weft::timer> timer_;  // made on the worker's thread, in its run, at first use
+  std::chrono::steady_clock::duration tick_{};
+};
+
 // A server's TLS context with the 400 a plaintext request to the HTTPS port gets (as nginx and
 // Go answer it), unless it has a reply of its own (server.cpp).
 std::shared_ptr<const net::tls_context> with_http_reply(
@@ -77,7 +98,8 @@ struct server_state {
   net::tcp_server tcp;
   unsigned workers;
   std::unique_ptr<worker_counters[]> counters;
-  std::unique_ptr<request_spaces[]> spaces;  // per worker
+  std::unique_ptr<request_spaces[]> spaces;    // per worker
+  std::unique_ptr<hangup_sweeper[]> sweepers;  // per worker
 
   server_state(server_options o, handler h);
 };
@@ -157,6 +179,7 @@ struct connection_state {
   bool failed = false;     // the connection ends after this request
   bool body_read = false;  // read_body() filled request().body
   bool upgraded = false;   // exchange::upgrade() handed the connection to another protocol
+  bool hung_up = false;    // a hangup_watch found the client gone and cancelled
   std::uint64_t requests_served = 0;  // on this connection, across hibernations
   // With an access_log: when the current request's head was complete (zero before serve_one, for
   // the answers to requests that never got there).
@@ -190,6 +213,9 @@ struct connection_state {
   void begin_request() noexcept;
   void serve_one();
   void after_handler();
+  // The end of a request whose client a hangup_watch found gone: logged, and the
+  // connection (destroyed already) serves nothing more.
+  [[gnu::cold, gnu::noinline]] void abandoned() noexcept;
   // after_handler's end of a streamed response the handler left open (out of line: the usual
   // whole response does not pay for its frame). False: the connection ends.
   [[gnu::noinline]] bool finish_stream();

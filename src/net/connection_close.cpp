@@ -4,6 +4,7 @@
 // to a new socket while the old wait still watches it. A close wakes those coroutines by
 // cancelling their wait (flagged, so they tell it from a real cancellation of the coroutine);
 // the last one to leave releases the socket.
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,24 @@ constexpr const char* interrupt_reason = "weft.net: connection state changed";
 void connection::close() noexcept { begin_close(close_reason::local, true); }
 
 void connection::destroy() noexcept { begin_close(close_reason::local, false); }
+
+bool connection::close_if_peer_gone() noexcept {
+  if (state_ != state::open || fd_ < 0) {
+    return false;
+  }
+  // POLLRDHUP stays set once the peer's FIN arrived, whatever is still buffered before it (a
+  // pipelined request, a TLS close_notify), where a MSG_PEEK read would see those bytes first.
+  pollfd look{fd_, POLLRDHUP, 0};
+  if (::poll(&look, 1, 0) != 1) {
+    return false;  // nothing to report (or EINTR/ENOMEM: the next look will tell)
+  }
+  const short gone = options_.half_close ? (POLLHUP | POLLERR) : (POLLHUP | POLLERR | POLLRDHUP);
+  if ((look.revents & gone) == 0) {
+    return false;
+  }
+  begin_close(close_reason::peer, false);
+  return true;
+}
 
 void connection::close(std::uint16_t code, std::string_view reason) {
   if (framer_ != nullptr && sendable()) {

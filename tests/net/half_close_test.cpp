@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "net/net_support.hpp"
+#include "weft/sched/this_coroutine.hpp"
 
 namespace {
 
@@ -66,6 +67,56 @@ TEST(NetHalfClose, AHandlerAnswersAfterThePeersEndWithHalfCloseOn) {
       EXPECT_EQ(answer, "");
       EXPECT_TRUE(refused.load());
     }
+  }
+}
+
+// Looks every 5 ms (bounded: 10 s) until close_if_peer_gone() closes c; whether it did.
+bool until_peer_gone(connection& c) {
+  for (int look = 0; look < 2000; ++look) {
+    if (c.close_if_peer_gone()) {
+      return true;
+    }
+    weft::sleep_for(5ms);
+  }
+  return false;
+}
+
+TEST(NetHalfClose, APeerIsGoneOnItsResetOrWithoutHalfCloseOnItsEnd) {
+  for (const bool half_close : {true, false}) {
+    SCOPED_TRACE(half_close);
+    auto options = local_options();
+    options.half_close = half_close;
+    std::atomic<bool> gone{false};
+    std::atomic<bool> done{false};
+    running_server server(options, [&](weft::net::tcp_server& s) {
+      s.serve([&](connection& c) {
+        if (!half_close) {
+          // Nothing read: the FIN is behind the unread "x", as behind a pipelined request.
+          gone = until_peer_gone(c);
+          EXPECT_EQ(c.closed_by(), close_reason::peer);
+          done = true;
+          return;
+        }
+        EXPECT_EQ(count_input(c), 1u);  // the "x", then the end
+        EXPECT_FALSE(c.close_if_peer_gone()) << "a FIN alone is no leaving with half_close";
+        c.send("still here\n");
+        gone = until_peer_gone(c);  // the peer's reset
+        EXPECT_EQ(c.closed_by(), close_reason::peer);
+        done = true;
+      });
+    });
+    const int fd = connect_to(server.port());
+    send_all(fd, "x");
+    ::shutdown(fd, SHUT_WR);
+    if (half_close) {
+      EXPECT_EQ(read_bytes(fd, 11), "still here\n");
+      const linger now{.l_onoff = 1, .l_linger = 0};
+      ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now), 0);
+    }
+    ::close(fd);
+    ASSERT_TRUE(eventually([&] { return done.load(); }, 15000ms));
+    EXPECT_TRUE(gone.load());
+    EXPECT_EQ(server.server().stats().total.closed_by(close_reason::error), 0u);
   }
 }
 

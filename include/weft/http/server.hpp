@@ -202,7 +202,49 @@ class body_error : public weft::error {
 
 namespace detail {
 struct connection_state;
-}
+class hangup_sweeper;
+}  // namespace detail
+
+// Cancels the handler when its client hangs up, for a handler that waits on something else than
+// its client (an upstream, a long poll, a slow query) and would otherwise hear of the client's
+// leaving only when it responds, holding what it waits on meanwhile:
+//
+//   http::hangup_watch watch(ex);  // until the end of the block
+//   auto rows = db.query(slow);    // cancelled_error here if the client leaves
+//
+// While the watch lives, it looks about every `every` (within twice it) whether the client is
+// gone (net::connection::close_if_peer_gone: reset, or its direction ended, unless the server
+// keeps half-closed connections; a poll(2), nothing read). Once it is, the connection is
+// destroyed (close reason peer) and the coroutine that made the watch (the handler's) cancelled:
+// the wait it is in throws cancelled_error, its reason naming the hang-up. A handler lets that go
+// (or catches it to clean up and rethrows); the server logs the request as abandoned and ends the
+// connection. Go's request context and nginx's proxy_ignore_client_abort off do the same;
+// reverse_proxy watches so while it waits on an upstream. A watch dropped before the client left
+// cancels nothing. The watches of a worker share one timer, so that making one costs a few
+// pointer writes, no clock read or timer of its own. Made on the handler's coroutine
+// (std::logic_error elsewhere), with a positive period (std::invalid_argument); neither copyable
+// nor movable.
+class hangup_watch {
+ public:
+  explicit hangup_watch(exchange& ex, std::chrono::milliseconds every = std::chrono::seconds(1));
+  ~hangup_watch();
+  hangup_watch(const hangup_watch&) = delete;
+  hangup_watch& operator=(const hangup_watch&) = delete;
+  // Whether the client was found gone (the connection destroyed, the coroutine cancelled).
+  bool fired() const noexcept { return fired_; }
+
+ private:
+  friend class detail::hangup_sweeper;
+
+  detail::connection_state& state_;
+  weft::detail::coroutine* handler_;  // the coroutine that made the watch, cancelled when it fires
+  std::chrono::steady_clock::duration every_;
+  std::chrono::steady_clock::time_point due_{};  // the next look, from the worker's sweeps
+  hangup_watch* prev_ = nullptr;                 // in the worker's list while linked
+  hangup_watch* next_ = nullptr;
+  bool linked_ = false;
+  bool fired_ = false;
+};
 
 // One request and its response. See the file comment for its lifetime.
 class exchange {
@@ -308,6 +350,7 @@ class exchange {
 
  private:
   friend struct detail::connection_state;
+  friend class hangup_watch;
   friend class router;
   friend class static_files;
   explicit exchange(detail::connection_state& state) noexcept : state_(state) {}

@@ -310,6 +310,13 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // may not send, or a reason that is not UTF-8, is std::invalid_argument and nothing is closed;
   // on a connection without such a protocol, or one already closing, it is close().
   void close(std::uint16_t code, std::string_view reason = {});
+  // Destroys the connection (reason peer) when its socket says the peer is gone: reset, or its
+  // direction ended (a FIN, even one behind bytes not read yet; with half_close a FIN alone is
+  // not gone). A poll(2) of the socket, nothing read. True when it destroyed it; false when the
+  // peer is there, or the connection is not open. For a handler busy with something else than
+  // this connection (an upstream, a long wait), which would otherwise hear of the peer's leaving
+  // only at its next send or receive: weft::http::hangup_watch calls it on a timer.
+  bool close_if_peer_gone() noexcept;
   // Ends this side's direction only: what is queued is written, then the FIN (shutdown(2)
   // SHUT_WR; close_notify first on TLS), while receiving goes on until the peer's own end, which
   // then closes the connection (reason peer). Sends after it are refused as on a closed
