@@ -564,6 +564,12 @@ void reverse_proxy::forward(exchange& ex) {
   std::string url;  // the current try's
   tried_set tried(upstreams_.size());
   in_flight_guard in_flight;  // the current try's, held through a tunnel
+  // A client that leaves while its upstream is slow (a long poll) has the upstream request
+  // abandoned, as nginx does, instead of holding an upstream connection until the answer.
+  std::optional<hangup_watch> watch;
+  if (options_.client_check.count() > 0) {
+    watch.emplace(ex, options_.client_check);
+  }
   for (std::size_t tries = 1;; ++tries) {
     const std::size_t index = pick(*slot, std::chrono::steady_clock::now(), tried);
     tried.add(index);
@@ -617,6 +623,16 @@ void reverse_proxy::forward(exchange& ex) {
       // answered it and closes the connection; the upstream's connection was discarded.
       throw;
     } catch (const weft::error& e) {  // not http::error, which `error` names here
+      if (watch && watch->fired()) {
+        // The cancellation the watch raised: the client's connection is destroyed, the
+        // upstream's too (a cancelled client call never pools its connection).
+        counters_.client_aborts.fetch_add(1, std::memory_order_relaxed);
+        if (options_.log) {
+          options_.log("reverse_proxy: upstream " + std::string(method_name(ex.request().method)) +
+                       " " + url + ": the client closed the connection -> abandoned");
+        }
+        throw;
+      }
       if (ex.responded()) {
         // The head is out (or the client went away while the body streamed): no status can be
         // given any more, and the connection must not end as if the body were whole. The
@@ -667,6 +683,7 @@ void reverse_proxy::forward(exchange& ex) {
       throw;
     }
   }
+  watch.reset();  // a tunnel watches both ends itself
   counters_.responses.fetch_add(1, std::memory_order_relaxed);
   if (tunnelled) {
     counters_.upgrades.fetch_add(1, std::memory_order_relaxed);
@@ -792,6 +809,7 @@ proxy_stats reverse_proxy::stats() const {
   proxy_stats s;
   s.requests = counters_.requests.load(std::memory_order_relaxed);
   s.responses = counters_.responses.load(std::memory_order_relaxed);
+  s.client_aborts = counters_.client_aborts.load(std::memory_order_relaxed);
   s.bad_gateway = counters_.bad_gateway.load(std::memory_order_relaxed);
   s.gateway_timeout = counters_.gateway_timeout.load(std::memory_order_relaxed);
   s.unavailable = counters_.unavailable.load(std::memory_order_relaxed);

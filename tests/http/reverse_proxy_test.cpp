@@ -882,6 +882,67 @@ class tunnel_client {
   bool ended_ = false;
 };
 
+// An upstream whose /v1/hang never answers and whose /v1/drip sends its head and one piece, then
+// nothing: each under a 20 ms hangup_watch of its own, which counts the proxy's closing of the
+// upstream connection. Anything else: "up".
+struct abandoned_upstream {
+  std::atomic<int> cancelled{0};
+  running_http server{local_http(), [this](exchange& ex) {
+                        const std::string_view path = ex.request().raw_path();
+                        if (path != "/v1/hang" && path != "/v1/drip") {
+                          ex.respond(status::ok, "up\n");
+                          return;
+                        }
+                        weft::http::hangup_watch watch(ex, std::chrono::milliseconds(20));
+                        try {
+                          if (path == "/v1/drip") {
+                            auto writer = ex.start_response(weft::http::response{});
+                            writer.write("first piece\n");
+                          }
+                          weft::sleep_for(std::chrono::hours(1));
+                        } catch (const weft::cancelled_error&) {
+                          ++cancelled;
+                          throw;
+                        }
+                      }};
+};
+
+TEST(HttpReverseProxy, AClientThatLeavesHasItsUpstreamRequestAbandoned) {
+  abandoned_upstream upstream;
+  // One upstream connection: a request the proxy went on waiting for would hold it.
+  front f(url(upstream.server.port(), "/v1"), {.strip_prefix = "/api",
+                                               .max_connections = 1,
+                                               .client_check = std::chrono::milliseconds(20)});
+  {
+    client c(f.server.port());
+    c.send("GET /api/hang HTTP/1.1\r\nHost: front.example\r\n\r\n");
+    ASSERT_TRUE(wait_in_flight(f.proxy, 1));
+  }  // the client closes while the proxy waits for the head
+  ASSERT_TRUE(eventually([&] { return upstream.cancelled == 1; }));
+  {
+    tunnel_client d(f.server.port());
+    d.send("GET /api/drip HTTP/1.1\r\nHost: front.example\r\n\r\n");
+    ASSERT_TRUE(d.wait_for("first piece\n"));
+  }  // the client closes with the head and a piece of the body passed on
+  ASSERT_TRUE(eventually([&] { return upstream.cancelled == 2; }));
+  const auto stats = settled(f.proxy);
+  EXPECT_EQ(stats.client_aborts, 2u);
+  EXPECT_EQ(stats.aborted, 0u);
+  EXPECT_EQ(stats.responses, 0u);
+  EXPECT_EQ(f.server.server().stats().total.net.closed_by(weft::net::close_reason::peer), 2u);
+  const std::vector<std::string> lines = f.log();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("/v1/hang: the client closed the connection -> abandoned"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find("/v1/drip: the client closed the connection -> abandoned"),
+            std::string::npos)
+      << lines[1];
+  // The one upstream connection is free again.
+  client c(f.server.port());
+  EXPECT_EQ(body_of(get(c, "/api/x")), "up\n");
+}
+
 std::string upgrade_head(std::string_view target, std::string_view protocol = "echo/1") {
   return "GET " + std::string(target) +
          " HTTP/1.1\r\nHost: front.example\r\nConnection: keep-alive, Upgrade\r\nUpgrade: " +

@@ -75,6 +75,10 @@
 //     Gateway; no response head within `timeout` -> 504 Gateway Timeout; a closed client (the
 //     worker stopping) -> 503. After the head went out, a failure of either side aborts the
 //     client's connection (the server logs it), since a status can no longer be given.
+//   - A client that leaves (closes, resets, half-closes) while its request waits on the
+//     upstream, or while a slow upstream streams its body, is found within client_check: the
+//     upstream request is abandoned (its connection closed, as nginx does), so that an abandoned
+//     long poll does not hold one of max_connections until it answers.
 //   - `timeout` bounds each wait of an upstream exchange (for a free connection, for the
 //     upstream to take the request, for the response head, for each next piece of the body:
 //     http::client's io_timeout, nginx's proxy_read_timeout), not the exchange whole: a download
@@ -158,6 +162,13 @@ struct proxy_options {
   // A tunnel that carried no byte either way this long is closed (HAProxy's `timeout tunnel`;
   // nginx's proxy_read_timeout, 60 s, counts the upstream's direction only). Zero: no limit.
   std::chrono::milliseconds tunnel_idle_timeout{300000};
+  // How often a request waiting on its upstream looks whether its client is still there
+  // (http::hangup_watch: a poll(2) of the socket). A client that closed or reset its connection
+  // (a half-close counts, as for nginx and Go's ReverseProxy) has its upstream request abandoned:
+  // the upstream's connection is closed, so that a long poll or a slow query ends there too,
+  // and the client's; counted in client_aborts. Zero: never looks (nginx's
+  // proxy_ignore_client_abort on), the upstream's answer is awaited and dropped.
+  std::chrono::milliseconds client_check{1000};
   // A request body up to this many bytes is held whole before the request goes upstream;
   // a larger one streams (see the file comment).
   std::size_t request_buffer = 64 * 1024;
@@ -179,6 +190,7 @@ struct proxy_stats {
   std::uint64_t gateway_timeout = 0;    // answered 504
   std::uint64_t unavailable = 0;        // answered 503 (the worker's client closed)
   std::uint64_t aborted = 0;            // failures after the head went out (connection aborted)
+  std::uint64_t client_aborts = 0;      // requests abandoned as their client left (client_check)
   std::uint64_t retries = 0;            // requests sent to the next upstream after a failed connect
   std::uint64_t streamed_bodies = 0;    // request bodies streamed upstream (past request_buffer)
   std::uint64_t upgrades = 0;           // tunnels opened (101 passed on)
@@ -285,6 +297,7 @@ class reverse_proxy {
   struct counters {
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> responses{0};
+    std::atomic<std::uint64_t> client_aborts{0};
     std::atomic<std::uint64_t> bad_gateway{0};
     std::atomic<std::uint64_t> gateway_timeout{0};
     std::atomic<std::uint64_t> unavailable{0};
