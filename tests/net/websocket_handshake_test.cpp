@@ -32,6 +32,12 @@ std::string refused_status(const websocket& protocol, const std::string& request
     EXPECT_TRUE(more.empty()) << "a close frame after a refused handshake";
     EXPECT_TRUE(driver.framer->handshaking());
     EXPECT_NE(driver.link.sent.find("Connection: close\r\n"), std::string::npos);
+    // RFC 9110 6.6.1: a 4xx from a server with a clock has a Date ("Sun, 06 Nov 1994 ...").
+    const std::size_t date = driver.link.sent.find("\r\nDate: ");
+    EXPECT_NE(date, std::string::npos) << driver.link.sent;
+    if (date != std::string::npos) {
+      EXPECT_EQ(driver.link.sent.substr(date + 8 + 25, 6), " GMT\r\n") << driver.link.sent;
+    }
     return driver.link.sent.substr(0, driver.link.sent.find("\r\n"));
   }
   ADD_FAILURE() << "the handshake was accepted: " << driver.link.sent;

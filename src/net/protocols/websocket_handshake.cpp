@@ -12,6 +12,7 @@
 
 #include "net/protocols/header_text.hpp"
 #include "net/protocols/websocket_framer.hpp"
+#include "weft/http/message.hpp"
 
 namespace weft::net {
 
@@ -42,13 +43,16 @@ bool valid_client_key(std::string_view key) {
 
 // Sends a plain HTTP error reply through the link, then ends the handshake with protocol_error
 // (close code 0: no WebSocket was opened, so there is no close frame to send). The answer to a
-// HEAD has the fields a GET's would and no content (RFC 9110 9.3.2).
+// HEAD has the fields a GET's would and no content (RFC 9110 9.3.2). Date, as RFC 9110 6.6.1
+// asks of every 4xx from a server with a clock.
 [[noreturn]] void refuse(framer_link& link, int status, std::string_view status_text,
                          const std::string& reason, std::string_view extra_headers = {},
                          bool head = false) {
   const std::string body = reason + "\n";
   std::string reply = "HTTP/1.1 " + std::to_string(status) + " ";
   reply.append(status_text);
+  reply += "\r\nDate: ";
+  reply += http::http_date();
   reply += "\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
   reply += std::to_string(body.size());
   reply += "\r\n";
