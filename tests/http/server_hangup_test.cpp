@@ -11,6 +11,7 @@
 #include <string>
 
 #include "http/server_support.hpp"
+#include "net/tls_support.hpp"
 #include "weft/sched/this_coroutine.hpp"
 
 namespace {
@@ -120,6 +121,28 @@ TEST(HttpServerHangup, AHandlerWaitingElsewhereIsCancelledWhenItsClientLeaves) {
     client next(server.port());
     next.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_EQ(body_of(next.response()), "quick\n");
+  }
+}
+
+TEST(HttpServerHangup, CurlGivingUpIsSeenLeavingInTheClearAndOverTls) {
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls);
+    seen s;
+    auto options = local_http();
+    if (tls) {
+      weft::net::tls_server_options server_tls;
+      server_tls.alpn = {"http/1.1"};
+      options.tls = tls_test::server_context(server_tls);
+    }
+    running_http server(options, watched(s));
+    const std::string url = std::string(tls ? "https" : "http") +
+                            "://localhost:" + std::to_string(server.port()) + "/wait";
+    // curl gives up after 500 ms (exit 28) and closes; over TLS it may say close_notify first.
+    const std::string out = run_command("curl -sS --max-time 0.5 --cacert " + tls_test::certs().ca +
+                                        " '" + url + "'; echo exit $?");
+    EXPECT_NE(out.find("exit 28"), std::string::npos) << out;
+    ASSERT_TRUE(eventually([&] { return s.cancelled == 1; }));
+    EXPECT_EQ(server.server().stats().total.net.closed_by(weft::net::close_reason::peer), 1u);
   }
 }
 
