@@ -164,7 +164,8 @@ std::string render_page(const site::snapshot& n, std::string_view authority, boo
   page +=
       "<p>Every request runs in a coroutine of its own, on a stack committed only as it is "
       "used. <code>/sleep?ms=N</code> parks its coroutine for N ms; start ten thousand at "
-      "once and watch <i>requests sleeping now</i> and <i>resident memory</i> above:</p>\n";
+      "once and watch <i>requests sleeping now</i> and <i>resident memory</i> above (a "
+      "sleeper whose client leaves is woken and dropped within a second):</p>\n";
   page += "<pre>wrk -t1 -c10000 -d10s '" + base + "/sleep?ms=5000'</pre>\n";
 
   page += "<h2>Try it</h2>\n<pre>curl " + base + "/hello\ncurl -v " + base + "/hello " + base +

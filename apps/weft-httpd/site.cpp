@@ -189,8 +189,10 @@ void site::sleep_route(http::exchange& ex) {
     std::atomic<std::uint64_t>& count;
     ~leave() { count.fetch_sub(1, std::memory_order_relaxed); }
   } left{sleepers_};
-  // A cancelled sleep (the server stopping at its deadline) throws out of here; the count
-  // still goes down.
+  // A client that leaves ends its sleep (the watch cancels it, within a second), as does the
+  // server stopping at its deadline: the cancellation throws out of here and the count still
+  // goes down.
+  const http::hangup_watch watch(ex);
   weft::sleep_for(std::chrono::milliseconds(*ms));
   ex.respond(http::status::ok, "slept " + std::to_string(*ms) + " ms\n");
 }

@@ -219,6 +219,23 @@ TEST(Httpd, ThousandsOfSleepersAreServedAtOnce) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+TEST(Httpd, ASleeperWhoseClientLeftIsDropped) {
+  httpd server;
+  // curl gives up after half a second of a minute's sleep (exit 28) and closes.
+  auto gave_up = run({"curl", "-sS", "--max-time", "0.5", server.url("/sleep?ms=60000")});
+  EXPECT_EQ(gave_up.exit_status, 28) << gave_up.standard_error;
+  // Its sleep ends within the watch's second (bounded here by ten), not at the minute.
+  std::uint64_t sleeping = 1;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (sleeping != 0 && std::chrono::steady_clock::now() < deadline) {
+    sleeping = json_number(curl({server.url("/stats")}).standard_output, "sleepers");
+  }
+  EXPECT_EQ(sleeping, 0u);
+  const std::string stats = curl({server.url("/stats")}).standard_output;
+  EXPECT_EQ(json_number(stats, "sleepers_max"), 1u) << stats;
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Httpd, AShortWrkRunGetsOnlySuccesses) {
   httpd server;
   auto wrk = run({"wrk", "-t1", "-c32", "-d1s", server.url("/hello")});
