@@ -221,9 +221,9 @@ class hangup_sweeper;
 // connection. Go's request context and nginx's proxy_ignore_client_abort off do the same;
 // reverse_proxy watches so while it waits on an upstream. A watch dropped before the client left
 // cancels nothing. The watches of a worker share one timer, so that making one costs a few
-// pointer writes, no clock read or timer of its own. Made on the handler's coroutine
-// (std::logic_error elsewhere), with a positive period (std::invalid_argument); neither copyable
-// nor movable.
+// pointer writes, no clock read or timer of its own. Made in a coroutine, normally the
+// handler's (std::logic_error outside one), with a positive period (std::invalid_argument);
+// neither copyable nor movable.
 class hangup_watch {
  public:
   explicit hangup_watch(exchange& ex, std::chrono::milliseconds every = std::chrono::seconds(1));
