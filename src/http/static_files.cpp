@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -183,10 +184,17 @@ struct validators {
   std::string last_modified;
 };
 
+// The file's modification time as Last-Modified gives it: one in the future (a clock set wrong
+// where the file was made, `touch -d`) is now, as RFC 9110 8.8.2.1 asks, so that a client's
+// If-Modified-Since from it cannot hide a real change until then.
+std::time_t modified_time(const struct stat& st) {
+  return std::min<std::time_t>(st.st_mtim.tv_sec, std::time(nullptr));
+}
+
 validators validators_of(const static_options& options, const struct stat& st) {
   validators made;
   if (options.etag) made.tag = detail::entity_tag_of(st);
-  if (options.last_modified) made.last_modified = format_http_date(st.st_mtim.tv_sec);
+  if (options.last_modified) made.last_modified = format_http_date(modified_time(st));
   return made;
 }
 
@@ -209,7 +217,8 @@ constexpr std::string_view vary_line = "Vary: Accept-Encoding\r\n";
 void add_file_fields(headers& out, const static_options& options, std::string_view cache_control,
                      const validators& made, representation rep = {}) {
   out.add("Accept-Ranges", "bytes");
-  if (options.etag) out.add("ETag", made.tag);
+  // Gzipped on the fly (weak_tag with gzip_file): not the file's bytes, so a weak tag.
+  if (options.etag) out.add("ETag", rep.gzip_file && rep.weak_tag ? "W/" + made.tag : made.tag);
   if (options.last_modified) out.add("Last-Modified", made.last_modified);
   out.add("Cache-Control", cache_control);
   if (rep.gzip_file) out.add("Content-Encoding", "gzip");
@@ -362,7 +371,7 @@ static_reply serve_file(const request& req, const static_options& options,
   if (cached == nullptr) own = validators_of(options, st);
   const validators& made = cached != nullptr ? cached->made : own;
   const std::string& tag = made.tag;
-  std::time_t modified = st.st_mtim.tv_sec;
+  std::time_t modified = modified_time(st);
 
   // RFC 9110 13.2.2: If-Match, else If-Unmodified-Since; then If-None-Match, else
   // If-Modified-Since; then If-Range with the Range. A validator switched off in the options
@@ -402,8 +411,10 @@ static_reply serve_file(const request& req, const static_options& options,
 
   std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   detail::byte_ranges ranges;
-  // RFC 9110 14.2: Range is for GET only; a HEAD gets the head of the whole file.
-  if (req.method == method::get && fields.count("Range") == 1 &&
+  // RFC 9110 14.2: Range is for GET only; a HEAD gets the head of the whole file. An empty
+  // file has no range to give (even bytes=0- is unsatisfiable): its 200 is the answer, as
+  // nginx's, rather than a 416 to the players and download managers that ask for bytes=0-.
+  if (req.method == method::get && size > 0 && fields.count("Range") == 1 &&
       if_range_holds(fields, options, tag, modified)) {
     ranges = detail::parse_byte_ranges(*fields.get("Range"), size, options.max_ranges);
   }
@@ -426,6 +437,16 @@ static_reply serve_file(const request& req, const static_options& options,
   std::uint64_t first = partial ? range.first : 0;
   std::uint64_t length = partial ? range.length : size;
 
+  // This client's 200 is the entry's gzip (rep.weak_tag: made on the fly and kept with it): sent
+  // as such here, with its length, so that a HEAD, which has no body for respond() to compress,
+  // gets the fields its GET gets (RFC 9110 9.3.2).
+  const std::string* gzipped =
+      !partial && rep.weak_tag && cached != nullptr && !cached->gzipped.empty() ? &cached->gzipped
+                                                                                : nullptr;
+  if (gzipped != nullptr) {
+    rep.gzip_file = true;
+    length = gzipped->size();
+  }
   static_reply reply;
   headers& out = reply.head.headers;
   reply.head.status = partial ? status::partial_content : status::ok;
@@ -437,7 +458,9 @@ static_reply serve_file(const request& req, const static_options& options,
   }
   add_file_fields(out, options, cache_control, made, rep);
   if (req.method == method::get && length > 0) {
-    if (cached != nullptr) {
+    if (gzipped != nullptr) {
+      reply.head.body = *gzipped;
+    } else if (cached != nullptr) {
       reply.head.body.assign(cached->content, static_cast<std::size_t>(first),
                              static_cast<std::size_t>(length));
     } else {

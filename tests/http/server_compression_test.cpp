@@ -204,6 +204,31 @@ TEST(HttpServerCompression, ACachedFileIsGzippedOnceAndHeadGetsTheHeadOfGet) {
   EXPECT_EQ(not_modified->status, status::not_modified);
 }
 
+TEST(HttpServerCompression, AHeadOfAGzippedFileHasItsGetsFieldsColdOrConditional) {
+  // RFC 9110 9.3.2. A HEAD that reads the file first (nothing cached yet), and one whose
+  // precondition fails, once answered the identity's length and strong ETag without
+  // Content-Encoding: respond() had no body to compress.
+  site s;
+  running_http server(compressing(), s.routes());
+  client c(server.port());
+  auto cold = get(c, "/static/page.html", "gzip", "HEAD");
+  c.send(
+      "HEAD /static/page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n"
+      "If-None-Match: \"other\"\r\n\r\n");
+  auto conditional = c.response(weft::http::method::head);
+  auto body = get(c, "/static/page.html", "gzip");
+  ASSERT_TRUE(cold && conditional && body);
+  ASSERT_EQ(gunzip(body->body), s.text);
+  for (const auto* head : {&*cold, &*conditional}) {
+    EXPECT_EQ(head->status, status::ok);
+    EXPECT_EQ(head->headers.get("Content-Length"), std::to_string(body->body.size()));
+    EXPECT_EQ(head->headers.get("Content-Encoding"), "gzip");
+    EXPECT_EQ(head->headers.get("ETag"), body->headers.get("ETag"));
+    EXPECT_EQ(head->headers.get("Vary"), "Accept-Encoding");
+    EXPECT_EQ(head->body, "");
+  }
+}
+
 TEST(HttpServerCompression, ARevalidationOrRangeOfAGzippedFileVariesAsIts200Does) {
   site s;
   running_http server(compressing(), s.routes());

@@ -168,6 +168,25 @@ TEST_F(StaticValidators, IfMatchAndIfUnmodifiedSinceFailWith412) {
   EXPECT_EQ(failed.head.body, "Precondition Failed\n");
 }
 
+TEST_F(StaticValidators, AModificationTimeInTheFutureIsGivenAsNow) {
+  // RFC 9110 8.8.2.1: a Last-Modified later than the response's Date is replaced by it; a
+  // client's If-Modified-Since from the future date would otherwise hide every change until then.
+  const std::time_t later = std::time(nullptr) + 10 * 365 * 24 * 3600;
+  weft_static_test::tree::set_mtime(path_, later);
+  const std::time_t before = std::time(nullptr);
+  const http::static_reply reply = get(files());
+  const std::time_t after = std::time(nullptr);
+  const std::string last_modified = field(reply, "Last-Modified");
+  EXPECT_TRUE(last_modified == http::format_http_date(before) ||
+              last_modified == http::format_http_date(after))
+      << last_modified;
+  // Revalidated with what it was given, in the same second, it is not modified.
+  const http::static_reply again = get(files(), "If-Modified-Since", last_modified);
+  if (std::time(nullptr) == after) {
+    EXPECT_EQ(again.head.status, http::status::not_modified);
+  }
+}
+
 TEST_F(StaticValidators, SwitchedOffValidatorsAreNeitherSentNorHonoured) {
   auto no_etag = files(false, true);
   http::static_reply reply = get(no_etag);

@@ -35,19 +35,21 @@
 //     '/' (query kept); with the '/' it is its index file (static_options::index) or 404.
 //     There are no directory listings.
 //   - Validators: every file response carries a strong ETag ("inode-size-mtime", hex, mtime in
-//     nanoseconds) and Last-Modified, unless switched off. If-Match and If-Unmodified-Since
+//     nanoseconds) and Last-Modified (a modification time in the future is given as now,
+//     RFC 9110 8.8.2.1), unless switched off. If-Match and If-Unmodified-Since
 //     give 412; If-None-Match (weak comparison, a list or "*") and, only without it,
 //     If-Modified-Since give 304 with no content (RFC 9110 13.2.2's order). A date that does
 //     not parse is ignored.
 //   - Ranges (GET only; RFC 9110 14): one range "bytes=a-b", "bytes=a-" or "bytes=-n" is 206
-//     with Content-Range; a range that starts past the end (or a suffix of 0 bytes, or any
-//     range of an empty file) is 416 with "Content-Range: bytes */SIZE", and so is a list whose
-//     every range does. Several ranges are one 206 of Content-Type multipart/byteranges, a part
-//     per satisfiable range in the order asked (each with the file's Content-Type and its
-//     Content-Range), its body in the reply's head and no file descriptor; when only one of
-//     them can be satisfied it is answered as a single range. A Range that does not parse, or
-//     that asks for more than static_options' max_ranges and multipart_max allow, is ignored
-//     and the whole file sent with 200. If-Range that does not match the current ETag
+//     with Content-Range; a range that starts past the end (or a suffix of 0 bytes) is 416
+//     with "Content-Range: bytes */SIZE", and so is a list whose every range does. An empty
+//     file has no range to give: it is its 200, whatever Range asks (as nginx answers the
+//     bytes=0- that players ask of everything). Several ranges are one 206 of Content-Type
+//     multipart/byteranges, a part per satisfiable range in the order asked (each with the file's
+//     Content-Type and its Content-Range), its body in the reply's head and no file descriptor;
+//     when only one of them can be satisfied it is answered as a single range. A Range that does
+//     not parse, or that asks for more than static_options' max_ranges and multipart_max allow, is
+//     ignored and the whole file sent with 200. If-Range that does not match the current ETag
 //     (strongly) or Last-Modified also sends the whole file. Every file response says
 //     "Accept-Ranges: bytes".
 //   - The head: status, reason and fields; Content-Length is the number of file bytes that
