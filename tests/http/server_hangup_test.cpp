@@ -196,6 +196,29 @@ TEST(HttpServerHangup, AWatchDroppedBeforeTheClientLeftCancelsNothing) {
   EXPECT_EQ(s.cancelled, 0);
 }
 
+TEST(HttpServerHangup, AServerStoppingWithAWatchedHandlerEndsItAsAStop) {
+  seen s;
+  log_lines log;
+  auto options = local_http();
+  options.log = log.sink();
+  auto server = std::make_unique<running_http>(options, watched(s));
+  client c(server->port());
+  c.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(eventually([&] { return server->server().stats().total.requests == 1; }));
+  server->stop(std::chrono::milliseconds(100));  // the client stays: the deadline cancels
+  server->wait();
+  EXPECT_EQ(s.cancelled, 1);
+  EXPECT_FALSE(s.watch_fired);
+  {
+    std::lock_guard lock(s.mutex);
+    EXPECT_EQ(s.reason.find("client closed"), std::string::npos) << s.reason;
+  }
+  EXPECT_FALSE(log.contains("abandoned")) << log.all();
+  EXPECT_EQ(server->server().stats().total.net.closed_by(weft::net::close_reason::server_stop), 1u);
+  server.reset();  // the worker's sweeper and its timer go after the run
+  EXPECT_TRUE(c.closes());
+}
+
 TEST(HttpServerHangup, APeriodThatIsNotPositiveIsRefused) {
   seen s;
   running_http server(local_http(), watched(s));
