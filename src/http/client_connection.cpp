@@ -151,18 +151,34 @@ void client_connection::wait_for(bool input, const timeout& limit,
     wait_on(limit);
     return;
   }
+  // What the peer has not acknowledged, before each stretch: a fall of it through the stretch
+  // is progress. A read looks only once a stretch passed (a response usually comes first: no
+  // ioctl per response): bytes still unacknowledged then give it one more stretch to show
+  // progress, none make the stall final.
+  constexpr std::int64_t not_looked = -2;
+  std::int64_t in_flight = input ? not_looked : net::detail::unacknowledged_bytes(fd_);
   for (;;) {
     const timeout wait = limit.capped(stall);
     const bool stall_binds = !limit.bounded() || wait.deadline() < limit.deadline();
-    const std::int64_t in_flight = net::detail::unacknowledged_bytes(fd_);
     try {
       wait_on(wait);
       return;
     } catch (const timeout_error&) {
-      if (!stall_binds || !net::detail::acknowledged_since(fd_, in_flight)) {
+      if (!stall_binds) {
+        throw;
+      }
+      if (in_flight == not_looked) {
+        in_flight = net::detail::unacknowledged_bytes(fd_);
+        if (in_flight <= 0) {
+          throw;
+        }
+        continue;
+      }
+      if (!net::detail::acknowledged_since(fd_, in_flight)) {
         throw;
       }
     }
+    in_flight = net::detail::unacknowledged_bytes(fd_);
   }
 }
 
