@@ -269,11 +269,20 @@ namespace {
                                                                   std::size_t limit) {
   throw message_too_big_error(protocol, buffered, limit);
 }
+[[noreturn, gnu::cold, gnu::noinline]] void throw_receive_timed_out(const std::string& peer,
+                                                                    const timeout& limit) {
+  throw timeout_error("weft::net::connection::receive from " + peer + ": no message, " +
+                      weft::detail::timed_out_after(limit));
+}
 }  // namespace
 
 [[gnu::hot]] bool connection::receive(message& out, const timeout& limit) {
   reader_guard guard(*this, "receive");
   first_read_scope first(*this);
+  // A wait whose deadline passed still returns when bytes are ready: the limit is checked here
+  // too, from the second read on, so that a peer that keeps sending what is no message (pings,
+  // empty fragments) cannot hold the call past it.
+  bool pulled = false;
 
   for (;;) {
     if (state_ != state::open || finished_) {
@@ -352,6 +361,10 @@ namespace {
       return true;
     }
   need_bytes:
+    if (pulled && limit.bounded() && timeout::clock::now() >= limit.deadline()) [[unlikely]] {
+      throw_receive_timed_out(peer_address_, limit);
+    }
+    pulled = true;
     if (!pull_input(limit, buffered() > 0)) {
       return false;
     }

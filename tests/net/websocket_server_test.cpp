@@ -306,6 +306,51 @@ TEST(WebsocketServer, APingFloodThatReadsNothingStaysWithinTheSendLimit) { ping_
 
 TEST(WebsocketServer, APingFloodStaysWithinTheSendLimitInTheCallbackStyle) { ping_flood(true); }
 
+// receive(limit) ends at its limit however busy the peer keeps the input with what is no
+// message: a wait whose deadline passed still returns when bytes are ready, so a ping flood
+// once held the call until it stopped.
+TEST(WebsocketServer, APingFloodDoesNotHoldAReceivePastItsLimit) {
+  std::atomic<bool> timed_out{false};
+  std::atomic<long> took_ms{-1};
+  running_server running(websocket_server_options(), [&](weft::net::tcp_server& server) {
+    server.serve([&](connection& c) {
+      const auto started = std::chrono::steady_clock::now();
+      try {
+        c.receive(weft::timeout(300ms));
+      } catch (const weft::timeout_error& e) {
+        timed_out = std::string(e.what()).find("no message") != std::string::npos;
+      }
+      took_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - started)
+                                      .count());
+    });
+  });
+  const int fd = net_test::connect_to(running.port());
+  ASSERT_GE(fd, 0);
+  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
+  // Pings for up to 10 s, as fast as the server takes them; its pongs are read and dropped.
+  std::string pings;
+  for (int i = 0; i < 4096; ++i) pings += weft_ws_test::client_frame(0x9, "");
+  const auto flood_end = std::chrono::steady_clock::now() + 10s;
+  char sink[65536];
+  while (took_ms < 0 && std::chrono::steady_clock::now() < flood_end) {
+    pollfd both{.fd = fd, .events = POLLIN | POLLOUT, .revents = 0};
+    ::poll(&both, 1, 100);
+    if ((both.revents & POLLOUT) != 0 &&
+        ::send(fd, pings.data(), pings.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+        errno != EAGAIN) {
+      break;
+    }
+    if ((both.revents & POLLIN) != 0 && ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) == 0) {
+      break;
+    }
+  }
+  ::close(fd);
+  ASSERT_TRUE(net_test::eventually([&] { return took_ms >= 0; }, 15000ms));
+  EXPECT_TRUE(timed_out.load());
+  EXPECT_LT(took_ms.load(), 5000) << "the receive outlasted its 300 ms limit by seconds";
+}
+
 // A graceful stop tells an idle WebSocket client why its connection ends: a close frame with
 // 1001 (going away, RFC 6455 7.4.1) before the FIN, in either style.
 void stop_says_going_away(bool callbacks) {

@@ -191,7 +191,8 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 
   // --- receiving (one coroutine at a time) ---
   // The next message; nullopt once the input has ended (the peer closed, or the connection is
-  // closing).
+  // closing). timeout_error once limit passes (the connection stays open), even while the peer
+  // keeps sending what is no message (pings, empty fragments).
   std::optional<message> receive(const timeout& limit = timeout::never());
   // The same into a message the caller keeps (true: a message; false: the input has ended),
   // reusing its string's capacity: a loop over one message allocates nothing per message.
