@@ -173,10 +173,14 @@ handshake_outcome check_response(std::string_view head, const std::string& key,
                                  const websocket_client_options& options) {
   const std::size_t line_end = head.find("\r\n");
   const std::string_view status_line = head.substr(0, line_end);
-  // HTTP/1.1 SP 3DIGIT SP reason
-  if (status_line.size() < 12 || status_line.substr(0, 5) != "HTTP/" || status_line[8] != ' ' ||
-      status_line[9] < '1' || status_line[9] > '5' || status_line[10] < '0' ||
-      status_line[10] > '9' || status_line[11] < '0' || status_line[11] > '9') {
+  // HTTP/DIGIT.DIGIT SP 3DIGIT [SP reason] (RFC 9112 4): "HTTP/1.1 1010" is no 101.
+  const auto digit = [&](std::size_t at) {
+    return status_line[at] >= '0' && status_line[at] <= '9';
+  };
+  if (status_line.size() < 12 || status_line.substr(0, 5) != "HTTP/" || !digit(5) ||
+      status_line[6] != '.' || !digit(7) || status_line[8] != ' ' || status_line[9] < '1' ||
+      status_line[9] > '5' || !digit(10) || !digit(11) ||
+      (status_line.size() > 12 && status_line[12] != ' ')) {
     refused("the server's answer is not an HTTP response (it starts '" +
             std::string(status_line.substr(0, 40)) + "')");
   }
@@ -185,6 +189,12 @@ handshake_outcome check_response(std::string_view head, const std::string& key,
   if (status != 101) {
     refused("the server answered " + std::string(status_line.substr(9)) +
                 " instead of 101 Switching Protocols",
+            status);
+  }
+  // RFC 6455 4.1: the handshake is HTTP/1.1's; a 101 of another version switches nothing.
+  if (status_line.substr(0, 9) != "HTTP/1.1 ") {
+    refused("the server's 101 is not HTTP/1.1 (it starts '" +
+                std::string(status_line.substr(0, 40)) + "')",
             status);
   }
   std::string upgrade;
