@@ -846,6 +846,10 @@ std::size_t connection::link::max_message_size() const noexcept {
   return owner_.options_.max_message_size;
 }
 
+void connection::link::peer_closed(std::uint16_t code, std::string_view reason) {
+  owner_.peer_close_ = std::make_unique<close_message>(close_message{code, std::string(reason)});
+}
+
 void connection::log(std::string_view line) const noexcept {
   if (worker_ == nullptr || worker_->log == nullptr || !*worker_->log) {
     return;

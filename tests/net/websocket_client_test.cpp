@@ -448,6 +448,10 @@ TEST(WebsocketClient, NodeWsServersCloseFrameIsAnsweredAndEndsTheInput) {
     EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
     c.wait_closed(weft::timeout(10s));
     EXPECT_EQ(c.closed_by(), close_reason::peer);
+    // What the server said, as a browser's CloseEvent has it.
+    ASSERT_NE(c.peer_close(), nullptr);
+    EXPECT_EQ(c.peer_close()->code, 4002);
+    EXPECT_EQ(c.peer_close()->reason, "server-bye");
     output = node.finish();
   });
   // (Whether ws still reports the pong that follows its own close frame is its business.)

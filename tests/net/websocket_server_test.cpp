@@ -11,7 +11,10 @@
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "net/net_support.hpp"
 #include "net/websocket_wire.hpp"
@@ -305,6 +308,45 @@ void ping_flood(bool callbacks) {
 TEST(WebsocketServer, APingFloodThatReadsNothingStaysWithinTheSendLimit) { ping_flood(false); }
 
 TEST(WebsocketServer, APingFloodStaysWithinTheSendLimitInTheCallbackStyle) { ping_flood(true); }
+
+// connection::peer_close: the client's close frame, its code and reason, as a browser's
+// CloseEvent would give them to the server's side; none for a TCP close without one (1006).
+TEST(WebsocketServer, TheClientsCloseFrameIsKeptAndATransportCloseHasNone) {
+  std::mutex mutex;
+  std::vector<std::optional<weft::net::close_message>> seen;
+  running_server running(websocket_server_options(), [&](weft::net::tcp_server& server) {
+    server.serve([&](connection& c) {
+      while (c.receive()) {
+      }
+      std::lock_guard lock(mutex);
+      seen.emplace_back(c.peer_close() != nullptr ? std::optional(*c.peer_close()) : std::nullopt);
+    });
+  });
+  for (const bool with_frame : {true, false}) {
+    const int fd = net_test::connect_to(running.port());
+    ASSERT_GE(fd, 0);
+    std::string bytes = weft_ws_test::handshake_request({}, "/echo");
+    if (with_frame) {
+      bytes += weft_ws_test::client_frame(0x8, weft_ws_test::close_payload(4001, "done here"));
+    }
+    net_test::send_all(fd, bytes);
+    if (!with_frame) {
+      net_test::read_bytes(fd, 4);  // the 101 began: the handshake is through
+    }
+    ::shutdown(fd, SHUT_WR);
+    net_test::read_to_end(fd);
+    ::close(fd);
+    ASSERT_TRUE(net_test::eventually([&] {
+      std::lock_guard lock(mutex);
+      return seen.size() == (with_frame ? 1u : 2u);
+    }));
+  }
+  std::lock_guard lock(mutex);
+  ASSERT_TRUE(seen[0].has_value());
+  EXPECT_EQ(seen[0]->code, 4001);
+  EXPECT_EQ(seen[0]->reason, "done here");
+  EXPECT_FALSE(seen[1].has_value());
+}
 
 // receive(limit) ends at its limit however busy the peer keeps the input with what is no
 // message: a wait whose deadline passed still returns when bytes are ready, so a ping flood

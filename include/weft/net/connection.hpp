@@ -104,6 +104,12 @@ inline constexpr std::size_t close_reason_count = 12;  // the number of close_re
 // "peer", "idle timeout", ... (static strings).
 const char* to_string(close_reason reason) noexcept;
 
+// What a peer said as it closed, in a protocol with a closing message (connection::peer_close).
+struct close_message {
+  std::uint16_t code = 0;  // 0: the message had no code (WebSocket's 1005, no status received)
+  std::string reason;      // UTF-8, at most 123 bytes for WebSocket
+};
+
 // A send on a closed connection (send(); try_send() returns false instead).
 class connection_closed_error : public error {
  public:
@@ -336,6 +342,11 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   bool is_open() const noexcept { return state_ == state::open; }
   // Why it closed, once it has begun closing.
   std::optional<close_reason> closed_by() const noexcept;
+  // The peer's closing message once it came (a WebSocket close frame: what a browser's
+  // CloseEvent gives as code and reason); null before, and for a connection that ended without
+  // one (the transport closed first: WebSocket's 1006, abnormal closure) or whose protocol has
+  // none.
+  const close_message* peer_close() const noexcept { return peer_close_.get(); }
 
   // --- identity, context, counters ---
   std::uint64_t id() const noexcept { return id_; }  // unique in the process
@@ -400,6 +411,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
     void send_raw(std::string_view bytes) override;
     void finish() override;
     std::size_t max_message_size() const noexcept override;
+    void peer_closed(std::uint16_t code, std::string_view reason) override;
 
    private:
     connection& owner_;
@@ -572,6 +584,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   event released_;  // set once the socket is closed
   std::any context_;
   std::unique_ptr<connection_events> own_events_;
+  std::unique_ptr<close_message> peer_close_;  // made when the peer's closing message comes
   // The worker's list of its connections.
   connection* prev_ = nullptr;
   connection* next_ = nullptr;

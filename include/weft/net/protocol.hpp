@@ -100,6 +100,12 @@ class framer_link {
   // The largest message this connection accepts, in bytes (the server's and the connection's
   // max_message_size).
   virtual std::size_t max_message_size() const noexcept = 0;
+  // The peer's own closing message came (a WebSocket close frame): its code (0 when it had
+  // none) and reason, kept for connection::peer_close(). Before finish(); nothing by default.
+  virtual void peer_closed(std::uint16_t code, std::string_view reason) {
+    static_cast<void>(code);
+    static_cast<void>(reason);
+  }
 
  protected:
   ~framer_link() = default;

@@ -374,9 +374,10 @@ void websocket_framer::on_close_frame(const char* payload, std::size_t size,
   if (size == 1) {
     fail("close frame with a 1-byte payload (a code takes 2)", websocket::protocol_violation);
   }
+  std::uint16_t code = 0;
   if (size >= 2) {
-    const auto code = static_cast<std::uint16_t>((static_cast<unsigned char>(body[0]) << 8) |
-                                                 static_cast<unsigned char>(body[1]));
+    code = static_cast<std::uint16_t>((static_cast<unsigned char>(body[0]) << 8) |
+                                      static_cast<unsigned char>(body[1]));
     if (!websocket_close_code_allowed(code)) {
       fail("close frame with the code " + std::to_string(code) + ", which may not be sent",
            websocket::protocol_violation);
@@ -385,6 +386,7 @@ void websocket_framer::on_close_frame(const char* payload, std::size_t size,
       fail("close frame whose reason is not valid UTF-8", websocket::invalid_payload);
     }
   }
+  link.peer_closed(code, size >= 2 ? std::string_view(body + 2, size - 2) : std::string_view());
   phase_ = phase::closed;
   fragments_.clear();
   fragmented_ = false;
