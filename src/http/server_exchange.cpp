@@ -311,6 +311,8 @@ hangup_watch::~hangup_watch() {
   }
 }
 
+bool hangup_watch::fired() const noexcept { return state_.hung_up; }
+
 namespace detail {
 
 void hangup_sweeper::add(hangup_watch& watch) {
@@ -375,7 +377,6 @@ void hangup_sweeper::look(hangup_watch& watch) noexcept {
     return;
   }
   remove(watch);
-  watch.fired_ = true;
   watch.state_.hung_up = true;
   // The handler's coroutine is suspended (or ready) inside the watch's lifetime: the wait it is
   // in raises the cancellation.

@@ -230,8 +230,9 @@ class hangup_watch {
   ~hangup_watch();
   hangup_watch(const hangup_watch&) = delete;
   hangup_watch& operator=(const hangup_watch&) = delete;
-  // Whether the client was found gone (the connection destroyed, the coroutine cancelled).
-  bool fired() const noexcept { return fired_; }
+  // Whether the client was found gone (the connection destroyed, the coroutine cancelled): the
+  // connection's own flag, which the server reads too, so no copy of it is kept here.
+  bool fired() const noexcept;
 
  private:
   friend class detail::hangup_sweeper;
@@ -243,7 +244,6 @@ class hangup_watch {
   hangup_watch* prev_ = nullptr;                 // in the worker's list while linked
   hangup_watch* next_ = nullptr;
   bool linked_ = false;
-  bool fired_ = false;
 };
 
 // One request and its response. See the file comment for its lifetime.
