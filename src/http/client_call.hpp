@@ -58,8 +58,11 @@ struct client_call {
   outcome attempt(client_origin& origin, bool fresh, const std::string& wire);
   // Checks and frames a streamed body's request (run(), once).
   void prepare_source();
-  // Writes the source's pieces and the body's end on connection (attempt(), after the head).
-  void send_source(client_connection& connection);
+  // Writes the source's pieces and the body's end on connection (attempt(), after the head),
+  // from where the last call stopped: false when it stopped again because the server answered
+  // (with watch: client_connection::answered(), looked at after every answer_check_every
+  // bytes).
+  bool send_source(client_connection& connection, bool watch);
   // Whether this hop's body waits for 100 Continue (client_options::expect_continue_timeout).
   bool expects_continue() const noexcept;
   // Whether a failed exchange may be sent again on a fresh connection.
@@ -82,6 +85,7 @@ struct client_call {
   std::string location_;       // the Location of the redirect being followed
   bool follow_ = false;        // the current response is a redirect to follow (its body is drained)
   bool source_taken_ = false;  // a piece of the streamed body was asked for
+  std::uint64_t source_sent_ = 0;               // the streamed body's bytes written
   std::optional<std::uint64_t> source_length_;  // its Content-Length; none: chunked
   status result_status_ = status::ok;           // the status of the last final response
 };

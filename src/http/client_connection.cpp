@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -295,6 +296,17 @@ bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noe
   // reuse (bench/http/README.md, "The proxy's peek before every reuse"); skipping it for
   // connections idle under a second, as weft did and curl does, gave wrong answers.
   return quiet();
+}
+
+bool client_connection::answered() const noexcept {
+  if (begin_ != end_) {
+    return true;
+  }
+  if (tls_ != nullptr || fd_ < 0) {
+    return false;
+  }
+  pollfd look{fd_, POLLIN | POLLRDHUP, 0};
+  return ::poll(&look, 1, 0) == 1 && (look.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
 }
 
 bool client_connection::quiet() const noexcept {

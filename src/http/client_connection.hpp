@@ -79,6 +79,12 @@ class client_connection {
   // Whether an idle connection can carry a request: open, nothing unread, idle less than
   // idle_limit (zero: no limit), and quiet().
   bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
+  // Whether the server has sent something, or ended its side, while the request is still being
+  // written (RFC 9112 9.5: a client monitors the connection for an early answer). Never waits:
+  // a poll(2) of a plaintext socket. On TLS only bytes already received count: a record that
+  // is no answer (a session ticket) makes the socket readable too, and telling which would mean
+  // reading it.
+  bool answered() const noexcept;
   // Whether the server neither closed the connection nor sent anything unasked (one recv with
   // MSG_PEEK | MSG_DONTWAIT).
   bool quiet() const noexcept;

@@ -1,6 +1,7 @@
 // The exchanges of weft::http::client (client_call.hpp): connecting a pooled connection,
 // sending a request, reading its response through the parser, the one retry after a stale
 // kept-alive connection, and following redirects.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -21,6 +22,10 @@ namespace weft::http::detail {
 namespace {
 
 using steady = std::chrono::steady_clock;
+
+// While a body is written, the connection is looked at for an early answer after this many
+// bytes (a poll(2) per 64 KiB: nothing next to the writes).
+constexpr std::size_t answer_check_every = 64 * 1024;
 
 long long milliseconds_between(steady::time_point from, steady::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
@@ -243,10 +248,17 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   // With Expect: 100-continue the head goes alone, and the body (a buffered one: the rest of
   // wire) waits for the server's 100 Continue or for expect_continue_timeout.
   bool body_waits = expects_continue();
-  const std::size_t head_end =
-      body_waits && source == nullptr ? wire.find("\r\n\r\n") + 4 : wire.size();
+  // The first write: the head alone when the body waits, else the head with the body, or with
+  // its first answer_check_every bytes when it is larger (the rest is sent by send_body, which
+  // looks for an early answer as it goes).
+  std::size_t head_end = wire.size();
+  if (source == nullptr && (body_waits || wire.size() > answer_check_every)) {
+    head_end = wire.find("\r\n\r\n") + 4;
+  }
+  const std::size_t first_end =
+      body_waits ? head_end : std::min(wire.size(), head_end + answer_check_every);
   try {
-    connection.write_all(std::string_view(wire).substr(0, head_end), limit, subject,
+    connection.write_all(std::string_view(wire).substr(0, first_end), limit, subject,
                          options.io_timeout);
   } catch (const io_error& failure) {
     return stale_or_throw(failure, "before the request was sent");
@@ -265,17 +277,32 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       throw;  // the server took part of the request: never sent again
     }
   };
-  const auto send_body = [&] {
+  // The server may also answer while it still reads (RFC 9112 9.5): the body's writing stops
+  // when it has, until its answer's head tells whether it wants the rest (see headers_complete).
+  bool body_stopped = false;
+  std::size_t body_at = first_end;  // a buffered body: written up to here
+  // watch: pause again when something more comes (not once a final head said to go on: the
+  // rest of its answer is what comes). At least one piece goes per call.
+  const auto send_body = [&](bool watch) {
     body_waits = false;
+    body_stopped = false;
     try {
       if (source != nullptr) {
-        send_source(connection);
-      } else if (head_end < wire.size()) {
-        try {
-          connection.write_all(std::string_view(wire).substr(head_end), limit, subject,
-                               options.io_timeout);
-        } catch (const timeout_error&) {
-          timed_out("sending the body");
+        body_stopped = !send_source(connection, watch);
+      } else {
+        for (bool first = true; body_at < wire.size(); first = false) {
+          if (watch && !first && connection.answered()) {
+            body_stopped = true;
+            break;
+          }
+          const std::size_t piece = std::min(answer_check_every, wire.size() - body_at);
+          try {
+            connection.write_all(std::string_view(wire).substr(body_at, piece), limit, subject,
+                                 options.io_timeout);
+          } catch (const timeout_error&) {
+            timed_out("sending the body");
+          }
+          body_at += piece;
         }
       }
     } catch (const io_error& failure) {
@@ -289,7 +316,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
       steady::now() + owner.options_.expect_continue_timeout;
   bool body_withheld = false;  // the final answer came before the body was sent
   if (!body_waits) {
-    send_body();
+    send_body(true);
   }
 
   response_parser& parser = connection.parser();
@@ -332,7 +359,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         throw;
       } catch (const timeout_error&) {
         if (continue_binds) {
-          send_body();  // no 100 Continue in time: the server may not know the expectation
+          send_body(true);  // no 100 Continue in time: the server may not know the expectation
           continue;
         }
         timed_out(final_head ? "reading the body" : "waiting for the response head");
@@ -415,12 +442,18 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         }
         interim = is_informational(head.status);
         if (interim) {
-          if (head.status == status::continue_ && body_waits) {
-            send_body();
+          if ((head.status == status::continue_ && body_waits) || body_stopped) {
+            send_body(true);
           }
           continue;
         }
         final_head = true;
+        // An answer before the whole body: one that is not a success, or that closes the
+        // connection, does not want the rest (a 401, a 413), which is never sent; a success
+        // that keeps the connection (a server that answers as it reads) gets it now.
+        if (body_stopped && code_of(head.status) < 300 && parser.keep_alive()) {
+          send_body(false);
+        }
         if (body_waits) {
           body_waits = false;  // answered without the body: it is never sent
           body_withheld = true;
@@ -515,7 +548,7 @@ complete:
   }
   connection.count_exchange();
   // A withheld body may still be awaited by the server: the connection cannot carry another.
-  guard.keep = !body_cut && !body_withheld && !ended && parser.keep_alive() &&
+  guard.keep = !body_cut && !body_withheld && !body_stopped && !ended && parser.keep_alive() &&
                request.keep_alive() && connection.input().empty();
   if (expectation_failed) {
     return outcome::expectation_failed;
@@ -570,7 +603,7 @@ void client_call::prepare_source() {
   }
 }
 
-void client_call::send_source(client_connection& connection) {
+bool client_call::send_source(client_connection& connection, bool watch) {
   source_taken_ = true;
   const auto write = [&](std::string_view bytes) {
     try {
@@ -584,19 +617,26 @@ void client_call::send_source(client_connection& connection) {
                              " the request's Content-Length of " + std::to_string(*source_length_) +
                              " bytes");
   };
-  std::uint64_t sent = 0;
-  std::string frame;  // a chunk's size line, data and CRLF, written at once
+  std::string frame;            // a chunk's size line, data and CRLF, written at once
+  std::uint64_t unchecked = 0;  // written since the last look for an answer
   for (;;) {
+    if (watch && unchecked >= answer_check_every) {
+      unchecked = 0;
+      if (connection.answered()) {
+        return false;  // the next call goes on with the next piece
+      }
+    }
     const std::optional<std::string_view> piece = (*source)();
     if (!piece || piece->empty()) {
       break;  // the end (an empty piece too: a read that returned 0)
     }
-    sent += piece->size();
+    source_sent_ += piece->size();
+    unchecked += piece->size();
     if (!source_length_) {
       frame.clear();
       append_chunk(frame, *piece);
       write(frame);
-    } else if (sent > *source_length_) {
+    } else if (source_sent_ > *source_length_) {
       throw mismatch("gave more than");
     } else {
       write(*piece);
@@ -606,9 +646,10 @@ void client_call::send_source(client_connection& connection) {
     frame.clear();
     append_last_chunk(frame, request.trailers);
     write(frame);
-  } else if (sent < *source_length_) {
-    throw mismatch("ended after " + std::to_string(sent) + " bytes, short of");
+  } else if (source_sent_ < *source_length_) {
+    throw mismatch("ended after " + std::to_string(source_sent_) + " bytes, short of");
   }
+  return true;
 }
 
 }  // namespace weft::http::detail

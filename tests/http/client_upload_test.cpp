@@ -257,10 +257,11 @@ TEST(HttpClientUpload, AReusedConnectionTheServerClosedIsNotUsedForAStreamedBody
 }
 
 TEST(HttpClientUpload, AServerThatAnswersBeforeTheBodyEndsGivesItsAnswer) {
-  // Two early answers from weft's server, each followed by its close while the client still
-  // writes: its own 413 for a Content-Length past limits.max_body_size (answered at the head),
-  // and a handler's 401 given without reading the body (1 MiB of it discarded first). The
-  // client's next writes fail, and the answer already received is the call's response.
+  // Two early answers from weft's server while the client still writes: its own 413 for a
+  // Content-Length past limits.max_body_size (answered at the head, the connection closing),
+  // and a handler's 401 given without reading the body. The client sees each answer as it
+  // writes (RFC 9112 9.5), stops sending the body, and the answer is the call's response; the
+  // connection, its request cut short, is not kept.
   constexpr std::uint64_t total = 32u << 20;
   weft::http::server_options roomy = http_test::local_http();
   roomy.limits.max_body_size = total;
@@ -285,6 +286,42 @@ TEST(HttpClientUpload, AServerThatAnswersBeforeTheBodyEndsGivesItsAnswer) {
       EXPECT_EQ(web.stats().idle_connections, 0u);  // a request cut short is not reused
     }
     EXPECT_EQ(web.stats().connections_opened, 2u);
+    web.close();
+  });
+}
+
+TEST(HttpClientUpload, AServerThatAnswersAsItReadsGetsTheWholeBody) {
+  // A 200 whose head comes before the server reads the body, on a connection it keeps: the
+  // client pauses its writing to read the head, then sends the rest, streamed or buffered.
+  constexpr std::uint64_t total = 4u << 20;
+  weft::http::server_options roomy = http_test::local_http();
+  roomy.limits.max_body_size = total;
+  http_test::running_http server(roomy, [](http_test::exchange& ex) {
+    weft::http::response head;
+    head.status = weft::http::status::ok;
+    auto body = ex.start_response(std::move(head));
+    body.write("started\n");
+    std::uint64_t got = 0;
+    while (auto piece = ex.read_body_chunk()) {
+      got += piece->size();
+    }
+    body.write("got " + std::to_string(got) + "\n");
+    body.finish();
+  });
+  run_clean([&] {
+    weft::http::client web;
+    const std::string url = http_test::url(server.port(), "/duplex");
+    const std::string piece(64 << 10, 'u');
+    std::uint64_t given = 0;
+    const weft::http::body_source source = http_test::repeated_piece(piece, total, given);
+    EXPECT_EQ(web.request(put_request(std::to_string(total)), url, source).body,
+              "started\ngot 4194304\n");
+    EXPECT_EQ(given, total);
+    weft::http::request buffered = put_request();
+    buffered.body.assign(total, 'b');
+    EXPECT_EQ(web.request(std::move(buffered), url).body, "started\ngot 4194304\n");
+    EXPECT_EQ(web.stats().connections_opened, 1u);  // kept across both
+    EXPECT_EQ(web.stats().idle_connections, 1u);
     web.close();
   });
 }

@@ -67,6 +67,16 @@
 //     the whole body has gone, or once the server stopped taking it: a server that answered
 //     early (a 413, a 401) and closed the connection gives that response (the connection is
 //     not reused), and the write's io_error is the error only when no response head came.
+//   - A server that answers while the body (streamed or buffered) is still being written (RFC
+//     9112 9.5: the client monitors the connection as it sends): the connection is looked at
+//     after every 64 KiB written (a poll(2), plaintext only: on TLS a record that is no answer
+//     makes the socket readable too), and when something came the writing pauses for the
+//     answer's head. An answer that is not a success (a 413, a 401, a redirect), or that closes
+//     the connection, does not want the rest, which is never sent (nor taken from a
+//     body_source), and the connection is not reused; a 1xx, or a success on a connection the
+//     server keeps (a server that answers as it reads), gets the rest of the body at once. A
+//     server that lingers after an early answer (nginx's lingering_close, weft's linger_time)
+//     would otherwise have been sent the whole body for nothing.
 //   - Expect: 100-continue (RFC 9110 10.1.1), set by the caller on a request with a body
 //     (buffered or streamed): the head goes alone, and the body waits for the server's
 //     100 Continue, or for expect_continue_timeout, whichever comes first. A final answer that
