@@ -8,10 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <string>
 
 #include "net/hibernation.hpp"
+#include "net/socket_calls.hpp"
 #include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
 #include "weft/net/connection.hpp"
@@ -26,6 +29,11 @@ constexpr const char* interrupt_reason = "weft.net: connection state changed";
 void connection::close() noexcept { begin_close(close_reason::local, true); }
 
 void connection::destroy() noexcept { begin_close(close_reason::local, false); }
+
+void connection::close_lingering() noexcept {
+  linger_asked_ = true;
+  begin_close(close_reason::local, true);
+}
 
 bool connection::close_if_peer_gone() noexcept {
   if (state_ != state::open || fd_ < 0) {
@@ -155,13 +163,99 @@ void connection::shut_down_and_release() noexcept {
     }
     ::shutdown(fd_, SHUT_WR);
   }
-  char sink[4096];
-  for (int round = 0; round < 16; ++round) {
-    ssize_t got = ::read(fd_, sink, sizeof sink);
-    if (got <= 0 && !(got < 0 && errno == EINTR)) {
-      break;
+  const int input = drop_input();
+  // A peer that is still sending (or that the protocol says may be) gets a lingering close;
+  // during a server's stop only while it has not acknowledged everything sent to it.
+  const bool linger = input > 0 || (input == 0 && linger_asked_);
+  if (linger && options_.linger_time.count() > 0 &&
+      !(stopping_ && detail::unacknowledged_bytes(fd_) == 0)) {
+    lingering_ = true;
+    linger_end_ = std::chrono::steady_clock::now() + options_.linger_time;
+    if (flusher_running_) {
+      return;  // run_flusher goes on with linger()
+    }
+    try {
+      start_flusher();
+      return;
+    } catch (...) {
+      lingering_ = false;  // no coroutine to linger with: close now
     }
   }
+  finish_close();
+}
+
+int connection::drop_input() noexcept {
+  char sink[4096];
+  int result = 0;
+  for (int round = 0; round < 16; ++round) {
+    const ssize_t got = ::read(fd_, sink, sizeof sink);
+    if (got > 0) {
+      result = 1;
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return result;
+    } else {
+      return -1;  // the peer's end, or a reset
+    }
+  }
+  return result;
+}
+
+// Waits for the peer's bytes and drops them until it ends its direction (or resets), sends
+// nothing for close_timeout, or linger_time passes; during a server's stop, until the peer has
+// acknowledged everything (looked at every 50 ms: acknowledgements do not make the socket
+// readable). A destroy() meanwhile (the stop's deadline) interrupts the wait.
+void connection::linger() {
+  using steady = std::chrono::steady_clock;
+  const auto quiet = options_.close_timeout.count() > 0
+                         ? std::chrono::duration_cast<steady::duration>(options_.close_timeout)
+                         : steady::duration::max();
+  steady::time_point quiet_until = steady::now();
+  quiet_until = quiet == steady::duration::max() ? steady::time_point::max() : quiet_until + quiet;
+  while (state_ == state::closing) {
+    if (stopping_ && detail::unacknowledged_bytes(fd_) <= 0) {
+      break;
+    }
+    const steady::time_point now = steady::now();
+    if (now >= linger_end_ || now >= quiet_until) {
+      break;
+    }
+    steady::time_point until = std::min(linger_end_, quiet_until);
+    if (stopping_) {
+      until = std::min(until, now + std::chrono::milliseconds(50));
+    }
+    flusher_waiting_ = true;
+    try {
+      wait_readable(fd_, timeout::at(until));
+    } catch (const timeout_error&) {
+      flusher_waiting_ = false;
+      continue;  // the loop's checks tell which limit it was
+    } catch (const cancelled_error&) {
+      flusher_waiting_ = false;
+      if (flusher_interrupt_) {
+        flusher_interrupt_ = false;
+        continue;  // a stop (look again) or a destroy (no longer closing)
+      }
+      lingering_ = false;
+      throw;  // the worker is being torn down: run_flusher ends the connection
+    }
+    flusher_waiting_ = false;
+    const int input = drop_input();
+    if (input < 0) {
+      break;
+    }
+    if (input > 0 && quiet != steady::duration::max()) {
+      quiet_until = steady::now() + quiet;
+    }
+  }
+  lingering_ = false;
+  if (state_ == state::closing) {
+    finish_close();
+  }
+}
+
+void connection::finish_close() noexcept {
   state_ = state::closed;
   room_.set();
   resumed_.set();
@@ -285,6 +379,9 @@ namespace detail {
 
 void connection_access::stop(connection& c) noexcept {
   c.stopping_ = true;
+  if (c.lingering_) {
+    c.interrupt_flusher();  // it ends once the peer has acknowledged everything (linger())
+  }
   if (c.buffered() == 0) {
     c.interrupt_reader();
   }

@@ -572,6 +572,17 @@ void connection::run_flusher() {
     if (state_ == state::closed || state_ == state::released) {
       break;
     }
+    if (lingering_) {
+      try {
+        linger();
+      } catch (const cancelled_error&) {
+        begin_close(close_reason::server_stop, false);
+        flusher_running_ = false;
+        try_release();
+        throw;
+      }
+      break;
+    }
     const std::uint64_t written = counters_.bytes_out;
     if (!flush_now()) {
       break;
@@ -583,7 +594,9 @@ void connection::run_flusher() {
     if (!pending()) {
       if (state_ == state::closing) {
         shut_down_and_release();
-      } else if (write_shut_ && !fin_sent_) {
+        continue;  // closed, or lingering (above)
+      }
+      if (write_shut_ && !fin_sent_) {
         send_fin();
       }
       break;

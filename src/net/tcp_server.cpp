@@ -70,6 +70,7 @@ void check_options(const tcp_server_options& options) {
                              std::pair{"message_timeout", options.message_timeout},
                              std::pair{"close_timeout", options.close_timeout},
                              std::pair{"send_timeout", options.send_timeout},
+                             std::pair{"linger_time", options.linger_time},
                              std::pair{"stop_timeout", options.stop_timeout},
                              std::pair{"tls_handshake_timeout", options.tls_handshake_timeout},
                              std::pair{"proxy_protocol_timeout", options.proxy_protocol_timeout}}) {
@@ -134,6 +135,7 @@ tcp_server::tcp_server(tcp_server_options options)
       .no_delay = o.no_delay,
       .half_close = o.half_close,
       .tls = o.tls,
+      .linger_time = o.linger_time,
   };
   for (unsigned index = 0; index < o.workers; ++index) {
     auto worker = std::make_unique<detail::worker_state>();

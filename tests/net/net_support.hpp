@@ -179,6 +179,74 @@ inline std::string read_to_end(int fd,
   }
 }
 
+// How a read to the end went: the bytes, and errno when it ended with an error (0: the FIN).
+struct ending {
+  std::uint64_t bytes = 0;
+  int error = 0;
+  bool timed_out = false;
+};
+
+// Reads until the peer's FIN or an error, `piece` bytes at a time at most.
+inline ending read_until_end(int fd, std::chrono::milliseconds limit = 10000ms,
+                             std::size_t piece = 65536) {
+  ending result;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  char buffer[65536];
+  piece = std::min(piece, sizeof buffer);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      return result;
+    }
+    pollfd wait{.fd = fd, .events = POLLIN, .revents = 0};
+    if (::poll(&wait, 1, static_cast<int>(left.count())) <= 0) {
+      continue;
+    }
+    const ssize_t n = ::recv(fd, buffer, piece, 0);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      result.error = errno;
+      return result;
+    }
+    if (n == 0) {
+      return result;
+    }
+    result.bytes += static_cast<std::uint64_t>(n);
+  }
+}
+
+// Sends `total` bytes (or until a send fails); errno of the failure, 0 when all went.
+inline int send_junk(int fd, std::uint64_t total) {
+  const std::string piece(65536, 'j');
+  while (total > 0) {
+    const std::size_t size = static_cast<std::size_t>(std::min<std::uint64_t>(total, piece.size()));
+    const ssize_t wrote = ::send(fd, piece.data(), size, MSG_NOSIGNAL);
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    if (wrote < 0) {
+      return errno;
+    }
+    total -= static_cast<std::uint64_t>(wrote);
+  }
+  return 0;
+}
+
+// The socket's pending error (SO_ERROR, which reading clears): a reset after the peer's FIN shows
+// here and in the next send, not in recv, which reports the FIN first.
+inline int pending_error(int fd) {
+  int error = 0;
+  socklen_t size = sizeof error;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+  return error;
+}
+
+inline bool is_reset(int error) { return error == ECONNRESET || error == EPIPE; }
+
 // Polls `condition` (a read of the server's stats from this thread) until it holds or a generous
 // limit passes. Not a sleep as synchronisation: each round re-checks the real state.
 template <class Condition>

@@ -180,6 +180,10 @@ struct connection_options {
   // TLS (tls.hpp): a server's context on a server's connections (tcp_server_options::tls sets
   // it), a client's for net::connect. Null: plaintext.
   std::shared_ptr<const tls_context> tls{};
+  // The longest a graceful close lingers, reading and dropping what the peer still sends after
+  // the FIN (close(), close_lingering()); nginx's lingering_time. Zero: no lingering (the socket
+  // closes after one read of what arrived, and a peer still sending gets a reset).
+  std::chrono::milliseconds linger_time{30000};
 };
 
 namespace detail {
@@ -309,8 +313,20 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 
   // --- closing ---
   // close(): graceful, flushes what was sent first; destroy(): at once, dropping what is queued.
+  // After the flush close() sends the FIN and reads what the peer sent meanwhile, so that
+  // close(2) finds nothing unread: Linux answers unread bytes with a reset, which throws away
+  // what the kernel still holds for the peer (a large reply to a slow reader) and, on some
+  // peers' stacks, what they received and have not read. When the peer is still sending (bytes
+  // keep coming after the FIN), the connection lingers, as nginx's lingering_close: it reads and
+  // drops the peer's bytes until the peer ends its direction, sends nothing for close_timeout,
+  // or linger_time passes (connection_options), and only then closes the socket. A server's stop
+  // ends a lingering close once the peer has acknowledged every byte sent to it.
   void close() noexcept;
   void destroy() noexcept;
+  // close() for a protocol that knows its peer may still be sending (an HTTP request body left
+  // unread, an answer given before the whole request came): the connection lingers after its
+  // FIN as above even when nothing has arrived yet when the socket is looked at.
+  void close_lingering() noexcept;
   // close() after the protocol's own closing message, where it has one: WebSocket's close frame
   // with code and reason (websocket::normal_closure, going_away...; the reason is cut to the 123
   // bytes a control frame holds). It does not wait for the peer's answer. A code the protocol
@@ -466,6 +482,13 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // close
   void begin_close(close_reason reason, bool graceful) noexcept;
   void shut_down_and_release() noexcept;
+  // Reads and drops what the peer sent, up to 64 KiB: -1 once its direction ended (or the
+  // socket failed), 1 when bytes came and no end, 0 when nothing was waiting.
+  int drop_input() noexcept;
+  // The flusher's lingering close (close()): reads until the peer ends or a limit, then closes.
+  void linger();
+  // A graceful close's last step: the socket is released once no coroutine waits on it.
+  void finish_close() noexcept;
   // Sends are accepted: open, and this side's direction not shut down.
   bool sendable() const noexcept { return state_ == state::open && !write_shut_; }
   // Why a send was refused as on a closed connection: "the connection is closed (REASON)" or
@@ -563,6 +586,8 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   std::vector<queued_file> files_;
   bool output_dropped_ = false;   // drop_output() dropped something queued
   bool fin_sent_ = false;         // shutdown_write()'s FIN went
+  bool linger_asked_ = false;     // close_lingering()
+  bool lingering_ = false;        // the flusher reads and drops the peer's bytes (linger())
   std::size_t sent_waiters_ = 0;  // coroutines in wait_sent(): woken at every write
 
   std::chrono::steady_clock::time_point started_at_;
@@ -574,6 +599,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 
   // --- the rest ---
   std::uint64_t id_;
+  std::chrono::steady_clock::time_point linger_end_;  // linger_time from the FIN
   std::string peer_address_;
   std::string proxy_address_;  // tcp_server_options::proxy_protocol's proxy
   fd_registration registration_;

@@ -87,6 +87,9 @@ struct tcp_server_options {
   std::chrono::milliseconds message_timeout{0};
   std::chrono::milliseconds close_timeout{5000};
   std::chrono::milliseconds send_timeout{30000};
+  // connection_options::linger_time: the longest a graceful close reads and drops what a peer
+  // still sends after the FIN (close_timeout without a byte also ends it); zero: no lingering.
+  std::chrono::milliseconds linger_time{30000};
   // The grace period of a stop by signal.
   std::chrono::milliseconds stop_timeout{10000};
   // Backoff after accept runs out of descriptors or memory: the first delay, doubling up to the
