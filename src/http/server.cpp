@@ -48,6 +48,7 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.handshake_timeout = std::chrono::milliseconds(0);
   t.message_timeout = std::chrono::milliseconds(0);
   t.stop_timeout = o.stop_grace;
+  t.linger_time = o.linger_time;
   t.handle_signals = o.handle_signals;
   t.log = o.log;
   t.on_worker_start = o.on_worker_start;

@@ -243,6 +243,7 @@ void connection_state::send_continue() {
 
 void connection_state::fail_request(status s, std::string_view reason) {
   failed = true;
+  timed_out = s == status::request_timeout;
   log(std::string("error ") + std::to_string(code_of(s)) + ": " + std::string(reason));
   if (responded) {
     if (stream != stream_mode::none && !stream_finished) {
@@ -349,6 +350,10 @@ void connection_state::head_failed(status s, std::string_view reason) {
   // made (and batched), so fail_request would otherwise take this one for answered already and
   // close without the 400 or 408.
   begin_request();
+  // A body comes after a head refused for what it says of the body (its Content-Length past the
+  // limit: 413; a transfer coding weft does not decode: 501): the close lingers for it. Other
+  // refused heads leave the close to look for bytes still coming (net::connection::close).
+  body_done = !(s == status::content_too_large || s == status::not_implemented);
   fail_request(s, reason);
 }
 
@@ -441,7 +446,15 @@ bool connection_state::discard_body() {
       return;  // the connection is gone; its close reason says why
     }
   }
-  conn.close();
+  if (!body_done && !timed_out) {
+    // The client may still be sending the body it announced (left unread past discard_limit or
+    // by a handler whose response closes, refused with 413 or 501, cut by a framing error):
+    // closed at once, the socket would answer its bytes with a reset that can destroy the
+    // response on its way (net::connection::close).
+    conn.close_lingering();
+  } else {
+    conn.close();
+  }
 }
 
 [[gnu::hot]] void connection_state::begin_request() noexcept {

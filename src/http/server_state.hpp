@@ -174,7 +174,10 @@ struct connection_state {
   bool head_request = false;
   bool keep_alive = true;  // the client allows it and the server wants it
   bool responded = false;  // a response (or its head) was made
-  bool body_done = false;  // message_complete was seen
+  // message_complete was seen (true before the first request: no body is pending)
+  bool body_done = true;
+  // The current request failed on a timeout (408): its client gets no lingering close.
+  bool timed_out = false;
   bool continue_sent = false;
   bool failed = false;     // the connection ends after this request
   bool body_read = false;  // read_body() filled request().body

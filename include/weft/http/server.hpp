@@ -141,6 +141,14 @@ struct server_options {
   std::size_t send_buffer_limit = std::size_t{1} << 20;  // per connection, bytes in memory
   std::size_t max_requests_per_connection = 0;           // 0: no limit; the last says close
   std::string server_name = "weft";                      // the Server field; "" omits it
+  // A connection closed while its client may still be sending (a body the handler left unread
+  // past what the server drains, a body refused by its head: 413, 501) lingers after its last
+  // response, as nginx's lingering_close: the server reads and drops the client's bytes until
+  // the client closes, sends nothing for 5 s, or this passes, and only then closes the socket.
+  // Closed at once, the socket would answer those bytes with a reset, which destroys the
+  // response still on its way to the client (a large one to a slow reader), or already received
+  // and not yet read on some clients' stacks. Not after a timeout (408). Zero: no lingering.
+  std::chrono::milliseconds linger_time{30000};
   // Between requests a connection waits in its own coroutine while its worker has at most this many
   // connections, and above it hibernates (net::connection::hibernate): it keeps no coroutine and no
   // stack while idle, and its next request runs on a stack the last requests used. A waiting
