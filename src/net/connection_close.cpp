@@ -208,11 +208,9 @@ int connection::drop_input() noexcept {
 // readable). A destroy() meanwhile (the stop's deadline) interrupts the wait.
 void connection::linger() {
   using steady = std::chrono::steady_clock;
-  const auto quiet = options_.close_timeout.count() > 0
-                         ? std::chrono::duration_cast<steady::duration>(options_.close_timeout)
-                         : steady::duration::max();
-  steady::time_point quiet_until = steady::now();
-  quiet_until = quiet == steady::duration::max() ? steady::time_point::max() : quiet_until + quiet;
+  const bool quiet_ends = options_.close_timeout.count() > 0;
+  steady::time_point quiet_until =
+      quiet_ends ? steady::now() + options_.close_timeout : steady::time_point::max();
   while (state_ == state::closing) {
     if (stopping_ && detail::unacknowledged_bytes(fd_) <= 0) {
       break;
@@ -245,8 +243,8 @@ void connection::linger() {
     if (input < 0) {
       break;
     }
-    if (input > 0 && quiet != steady::duration::max()) {
-      quiet_until = steady::now() + quiet;
+    if (input > 0 && quiet_ends) {
+      quiet_until = steady::now() + options_.close_timeout;
     }
   }
   lingering_ = false;

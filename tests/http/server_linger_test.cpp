@@ -16,34 +16,6 @@ using namespace std::chrono_literals;
 
 std::uint64_t live(running_http& server) { return server.server().stats().total.net.connections; }
 
-// Reads a response until the server's FIN, a KiB a call through a small window (see the first
-// test); the bytes and how the reading ended.
-std::pair<std::string, ending> slow_read_to_end(int fd) {
-  std::string got;
-  ending end;
-  const auto deadline = std::chrono::steady_clock::now() + 20000ms;
-  char piece[1024];
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd wait{.fd = fd, .events = POLLIN, .revents = 0};
-    if (::poll(&wait, 1, 100) <= 0) {
-      continue;
-    }
-    const ssize_t n = ::recv(fd, piece, sizeof piece, 0);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      end.error = n < 0 ? errno : 0;
-      end.bytes = got.size();
-      return {got, end};
-    }
-    got.append(piece, static_cast<std::size_t>(n));
-  }
-  end.timed_out = true;
-  end.bytes = got.size();
-  return {got, end};
-}
-
 TEST(HttpServerLinger, ALargeResponseToAClientStillUploadingArrivesWhole) {
   // The handler answers 2 MiB without reading the 16 MiB body; the server reads 1 MiB of it
   // and then closes (the rest is not worth reading), while the client is still uploading and
@@ -61,7 +33,8 @@ TEST(HttpServerLinger, ALargeResponseToAClientStillUploadingArrivesWhole) {
                    "\r\n\r\n");
   std::atomic<int> send_error{-1};
   std::thread sender([&] { send_error = send_junk(fd, body_size); });
-  auto [got, end] = slow_read_to_end(fd);
+  std::string got;
+  const ending end = read_until_end(fd, 20000ms, 1024, &got);  // a KiB a call: slowly
   sender.join();
   ::shutdown(fd, SHUT_WR);
   EXPECT_FALSE(end.timed_out);

@@ -183,4 +183,33 @@ TEST(NetLinger, AStopEndsALingerOnceThePeerHasEverything) {
   ::close(fd);
 }
 
+TEST(NetLinger, AConnectClientThatLeavesAStreamLetsGoAtOnce) {
+  // A client of net::connect that closes while its server streams (a feed it leaves) does not
+  // linger by default: its socket closes at once, and the server's sends meet the reset. With
+  // linger_time set it would read the stream for up to that long.
+  std::atomic<bool> cut{false};
+  running_server server(local_options(), [&](weft::net::tcp_server& s) {
+    s.serve([&](connection& c) {
+      const std::string piece(64 * 1024, 'f');
+      try {
+        for (;;) {
+          c.send(piece);
+        }
+      } catch (const std::exception&) {
+        cut = true;  // the client's reset (or the stop's end, which the test waits before)
+      }
+    });
+  });
+  const auto released_after = weft::run([&] {
+    auto c = weft::net::connect("127.0.0.1", server.port());
+    EXPECT_TRUE(c->receive(weft::timeout(5s)).has_value());
+    const auto closing = steady::now();
+    c->close();
+    c->wait_closed(weft::timeout(20s));
+    return steady::now() - closing;
+  });
+  EXPECT_LT(released_after, 5000ms);
+  EXPECT_TRUE(eventually([&] { return cut.load(); }, 10000ms));
+}
+
 }  // namespace

@@ -186,9 +186,10 @@ struct ending {
   bool timed_out = false;
 };
 
-// Reads until the peer's FIN or an error, `piece` bytes at a time at most.
+// Reads until the peer's FIN or an error, `piece` bytes at a time at most (a slow reader), the
+// bytes appended to `kept` when given.
 inline ending read_until_end(int fd, std::chrono::milliseconds limit = 10000ms,
-                             std::size_t piece = 65536) {
+                             std::size_t piece = 65536, std::string* kept = nullptr) {
   ending result;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   char buffer[65536];
@@ -216,6 +217,9 @@ inline ending read_until_end(int fd, std::chrono::milliseconds limit = 10000ms,
       return result;
     }
     result.bytes += static_cast<std::uint64_t>(n);
+    if (kept != nullptr) {
+      kept->append(buffer, static_cast<std::size_t>(n));
+    }
   }
 }
 

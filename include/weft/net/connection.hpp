@@ -182,8 +182,11 @@ struct connection_options {
   std::shared_ptr<const tls_context> tls{};
   // The longest a graceful close lingers, reading and dropping what the peer still sends after
   // the FIN (close(), close_lingering()); nginx's lingering_time. Zero: no lingering (the socket
-  // closes after one read of what arrived, and a peer still sending gets a reset).
-  std::chrono::milliseconds linger_time{30000};
+  // closes after one read of what arrived, and a peer still sending gets a reset). Zero here, so
+  // that a net::connect client that closes in the middle of a server's stream (a WebSocket
+  // feed it leaves) lets go at once, as Go's and Tokio's do; a server's connections get
+  // tcp_server_options::linger_time, 30 s.
+  std::chrono::milliseconds linger_time{0};
 };
 
 namespace detail {
@@ -319,8 +322,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // peers' stacks, what they received and have not read. When the peer is still sending (bytes
   // keep coming after the FIN), the connection lingers, as nginx's lingering_close: it reads and
   // drops the peer's bytes until the peer ends its direction, sends nothing for close_timeout,
-  // or linger_time passes (connection_options), and only then closes the socket. A server's stop
-  // ends a lingering close once the peer has acknowledged every byte sent to it.
+  // or linger_time passes (connection_options: 30 s on a server's connections, off on
+  // net::connect's), and only then closes the socket. A server's stop ends a lingering close
+  // once the peer has acknowledged every byte sent to it.
   void close() noexcept;
   void destroy() noexcept;
   // close() for a protocol that knows its peer may still be sending (an HTTP request body left
