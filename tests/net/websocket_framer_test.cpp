@@ -121,6 +121,22 @@ TEST(WebsocketFramer, LongOrFragmentedControlFramesAre1002) {
   EXPECT_EQ(frames[0].payload, std::string(125, 'p'));
 }
 
+TEST(WebsocketFramer, AControlFrameInAnExtendedLengthIs1002NamingTheForm) {
+  // A 10-byte ping whose length is written in the 16-bit form: short enough, but a control
+  // frame's length is always the 7-bit one (RFC 6455 5.2 and 5.5).
+  std::string frame = "\x89\xfe\x00\x0a"s + "\x01\x02\x03\x04"s + std::string(10, 'p');
+  websocket protocol;
+  open_driver driver(protocol);
+  try {
+    driver.feed(frame);
+    ADD_FAILURE() << "accepted";
+  } catch (const protocol_error& error) {
+    EXPECT_EQ(error.close_code(), websocket::protocol_violation);
+    EXPECT_NE(std::string(error.what()).find("extended (16-bit) length"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(WebsocketFramer, ContinuationWithoutAStartOrNewDataInsideAFragmentedMessageIs1002) {
   EXPECT_EQ(close_code_for(client_frame(continuation, "orphan")), websocket::protocol_violation);
   frame_bits first;

@@ -166,7 +166,11 @@ bool websocket_framer::parse_header(std::string_view input, frame_header& header
       fail("fragmented control frame", websocket::protocol_violation);
     }
     if (length7 > control_payload_limit) {
-      fail("control frame longer than 125 bytes", websocket::protocol_violation);
+      // 126 and 127 announce an extended length, which a control frame may not use whatever it
+      // says (RFC 6455 5.5: at most 125 bytes, so always the 7-bit form).
+      fail("control frame with an extended (" + std::to_string(length7 == 126 ? 16 : 64) +
+               "-bit) length: control frames carry at most 125 bytes, in the 7-bit length",
+           websocket::protocol_violation);
     }
   } else if (header.opcode == op_continuation) {
     if (!fragmented_) {
