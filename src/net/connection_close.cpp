@@ -191,6 +191,11 @@ int connection::drop_input() noexcept {
     const ssize_t got = ::read(fd_, sink, sizeof sink);
     if (got > 0) {
       result = 1;
+      // Read from the socket like any input (connection_counters::bytes_in), though dropped.
+      counters_.bytes_in += static_cast<std::uint64_t>(got);
+      if (worker_ != nullptr) {
+        worker_->counters.bytes_in.add(static_cast<std::uint64_t>(got));
+      }
     } else if (got < 0 && errno == EINTR) {
       continue;
     } else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

@@ -122,6 +122,8 @@ TEST(NetLinger, BytesArrivingAtTheCloseMakeItLingerUnlessTheLingerTimeIsZero) {
       ::shutdown(fd, SHUT_WR);  // the only thing that ends this linger (30 s otherwise)
       EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 10000ms));
       EXPECT_EQ(pending_error(fd), 0);
+      // Every byte the client sent was read, the dropped ones included.
+      EXPECT_EQ(server.server().stats().total.bytes_in, 1u + 256 * 1024);
     } else {
       EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 5000ms));
       int error = 0;
