@@ -3,7 +3,6 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -299,14 +298,8 @@ bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noe
 }
 
 bool client_connection::answered() const noexcept {
-  if (begin_ != end_) {
-    return true;
-  }
-  if (tls_ != nullptr || fd_ < 0) {
-    return false;
-  }
-  pollfd look{fd_, POLLIN | POLLRDHUP, 0};
-  return ::poll(&look, 1, 0) == 1 && (look.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
+  // Not quiet(): bytes, the server's end, or an error are all an answer to stop for.
+  return begin_ != end_ || (tls_ == nullptr && fd_ >= 0 && !quiet());
 }
 
 bool client_connection::quiet() const noexcept {

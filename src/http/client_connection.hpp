@@ -81,7 +81,7 @@ class client_connection {
   bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
   // Whether the server has sent something, or ended its side, while the request is still being
   // written (RFC 9112 9.5: a client monitors the connection for an early answer). Never waits:
-  // a poll(2) of a plaintext socket. On TLS only bytes already received count: a record that
+  // quiet()'s peek of a plaintext socket. On TLS only bytes already received count: a record that
   // is no answer (a session ticket) makes the socket readable too, and telling which would mean
   // reading it.
   bool answered() const noexcept;

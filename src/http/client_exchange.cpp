@@ -24,7 +24,7 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 // While a body is written, the connection is looked at for an early answer after this many
-// bytes (a poll(2) per 64 KiB: nothing next to the writes).
+// bytes (one peek per 64 KiB: nothing next to the writes).
 constexpr std::size_t answer_check_every = 64 * 1024;
 
 long long milliseconds_between(steady::time_point from, steady::time_point to) {

@@ -241,7 +241,7 @@ void connection::linger() {
         continue;  // a stop (look again) or a destroy (no longer closing)
       }
       lingering_ = false;
-      throw;  // the worker is being torn down: run_flusher ends the connection
+      throw;  // the worker is being torn down: run_flusher destroys the connection
     }
     flusher_waiting_ = false;
     const int input = drop_input();

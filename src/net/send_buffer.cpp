@@ -568,74 +568,72 @@ void connection::start_flusher() {
 // on: close_timeout bounds a stretch in which the peer takes nothing, not the whole flush (a
 // slow client's large reply is still written whole; nginx's send_timeout is the same rule).
 void connection::run_flusher() {
-  for (;;) {
-    if (state_ == state::closed || state_ == state::released) {
-      break;
-    }
-    if (lingering_) {
-      try {
+  try {
+    for (;;) {
+      if (state_ == state::closed || state_ == state::released) {
+        break;
+      }
+      if (lingering_) {
         linger();
-      } catch (const cancelled_error&) {
-        begin_close(close_reason::server_stop, false);
-        flusher_running_ = false;
-        try_release();
-        throw;
+        break;
       }
-      break;
-    }
-    const std::uint64_t written = counters_.bytes_out;
-    if (!flush_now()) {
-      break;
-    }
-    if (state_ == state::closing && counters_.bytes_out != written &&
-        options_.close_timeout.count() > 0) {
-      close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
-    }
-    if (!pending()) {
-      if (state_ == state::closing) {
-        shut_down_and_release();
-        continue;  // closed, or lingering (above)
+      const std::uint64_t written = counters_.bytes_out;
+      if (!flush_now()) {
+        break;
       }
-      if (write_shut_ && !fin_sent_) {
-        send_fin();
-      }
-      break;
-    }
-    flusher_waiting_ = true;
-    const std::int64_t in_flight =
-        state_ == state::closing ? detail::unacknowledged_bytes(fd_) : -1;
-    try {
-      if (state_ == state::closing) {
-        wait_writable(fd_, timeout::at(close_deadline_));
-      } else {
-        wait_writable(fd_);
-      }
-    } catch (const timeout_error&) {
-      flusher_waiting_ = false;
-      if (detail::acknowledged_since(fd_, in_flight)) {
-        // The peer is taking the bytes in the socket's buffer, too slowly to make room yet.
+      if (state_ == state::closing && counters_.bytes_out != written &&
+          options_.close_timeout.count() > 0) {
         close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
-        continue;
       }
-      log("closed: close timeout (" + std::to_string(unsent()) +
-          " queued bytes not written; the peer took nothing for " +
-          std::to_string(options_.close_timeout.count()) + " ms)");
-      reason_ = close_reason::close_timeout;
-      begin_close(close_reason::close_timeout, false);
-      break;
-    } catch (const cancelled_error&) {
-      flusher_waiting_ = false;
-      if (flusher_interrupt_) {
+      if (!pending()) {
+        if (state_ == state::closing) {
+          shut_down_and_release();
+          continue;  // closed, or lingering (above)
+        }
+        if (write_shut_ && !fin_sent_) {
+          send_fin();
+        }
+        break;
+      }
+      flusher_waiting_ = true;
+      const std::int64_t in_flight =
+          state_ == state::closing ? detail::unacknowledged_bytes(fd_) : -1;
+      try {
+        if (state_ == state::closing) {
+          wait_writable(fd_, timeout::at(close_deadline_));
+        } else {
+          wait_writable(fd_);
+        }
+      } catch (const timeout_error&) {
+        flusher_waiting_ = false;
+        if (detail::acknowledged_since(fd_, in_flight)) {
+          // The peer is taking the bytes in the socket's buffer, too slowly to make room yet.
+          close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
+          continue;
+        }
+        log("closed: close timeout (" + std::to_string(unsent()) +
+            " queued bytes not written; the peer took nothing for " +
+            std::to_string(options_.close_timeout.count()) + " ms)");
+        reason_ = close_reason::close_timeout;
+        begin_close(close_reason::close_timeout, false);
+        break;
+      } catch (const cancelled_error&) {
+        flusher_waiting_ = false;
+        if (!flusher_interrupt_) {
+          throw;  // below
+        }
         flusher_interrupt_ = false;
         continue;
       }
-      // The worker is being torn down: nothing will write the queue any more.
-      begin_close(close_reason::server_stop, false);
-      flusher_running_ = false;
-      try_release();
-      throw;
+      flusher_waiting_ = false;
     }
-    flusher_waiting_ = false;
+  } catch (const cancelled_error&) {
+    // The worker is being torn down (linger() lets this through too): nothing will write the
+    // queue, or read what the peer still sends, any more.
+    begin_close(close_reason::server_stop, false);
+    flusher_running_ = false;
+    try_release();
+    throw;
   }
   flusher_running_ = false;
   try_release();

@@ -151,34 +151,6 @@ inline std::string read_bytes(int fd, std::size_t count,
   return got;
 }
 
-// Reads everything until the peer closes (or `limit` passes: fails the test).
-inline std::string read_to_end(int fd,
-                               std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
-  std::string got;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  char buffer[65536];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      ADD_FAILURE() << "read_to_end: the peer did not close within the limit";
-      return got;
-    }
-    pollfd wait{.fd = fd, .events = POLLIN, .revents = 0};
-    if (::poll(&wait, 1, static_cast<int>(left.count())) <= 0) {
-      continue;
-    }
-    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return got;
-    }
-    got.append(buffer, static_cast<std::size_t>(n));
-  }
-}
-
 // How a read to the end went: the bytes, and errno when it ended with an error (0: the FIN).
 struct ending {
   std::uint64_t bytes = 0;
@@ -221,6 +193,16 @@ inline ending read_until_end(int fd, std::chrono::milliseconds limit = 10000ms,
       kept->append(buffer, static_cast<std::size_t>(n));
     }
   }
+}
+
+// Reads everything until the peer closes (or `limit` passes: fails the test).
+inline std::string read_to_end(int fd,
+                               std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  std::string got;
+  if (read_until_end(fd, limit, 65536, &got).timed_out) {
+    ADD_FAILURE() << "read_to_end: the peer did not close within the limit";
+  }
+  return got;
 }
 
 // Sends `total` bytes (or until a send fails); errno of the failure, 0 when all went.

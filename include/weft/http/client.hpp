@@ -69,7 +69,7 @@
 //     not reused), and the write's io_error is the error only when no response head came.
 //   - A server that answers while the body (streamed or buffered) is still being written (RFC
 //     9112 9.5: the client monitors the connection as it sends): the connection is looked at
-//     after every 64 KiB written (a poll(2), plaintext only: on TLS a record that is no answer
+//     after every 64 KiB written (a peek, plaintext only: on TLS a record that is no answer
 //     makes the socket readable too), and when something came the writing pauses for the
 //     answer's head. An answer that is not a success (a 413, a 401, a redirect), or that closes
 //     the connection, does not want the rest, which is never sent (nor taken from a
