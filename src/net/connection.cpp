@@ -815,6 +815,7 @@ void connection::read_failed(int error_number) {
 void connection::protocol_failed(const protocol_error& failure, bool too_big) {
   log(std::string("closed: ") + (too_big ? "too big: " : "protocol error: ") + failure.what());
   in_begin_ = in_end_ = 0;  // nothing after a protocol error reaches the user
+  framer_failed_ = true;    // RFC 6455 7.1.7: nothing more is read, not even a close frame
   if (framer_ != nullptr && failure.close_code() != 0 && state_ == state::open) {
     try {
       framer_->encode_close(failure.close_code(), failure.what(), out_);

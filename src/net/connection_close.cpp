@@ -119,7 +119,12 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
     close_deadline_ = options_.close_timeout.count() > 0
                           ? std::chrono::steady_clock::now() + options_.close_timeout
                           : std::chrono::steady_clock::time_point::max();
-    in_begin_ = in_end_ = 0;
+    // Nothing buffered reaches the user any more. It is kept where the closing handshake reads
+    // on (the peer's close frame may be in it already), and when the framer itself ended the
+    // conversation: receive() is still inside its decode() and moves past the unit after it.
+    if (!close_reply_due() && !finished_) {
+      in_begin_ = in_end_ = 0;
+    }
     room_.set();
     resumed_.set();
     interrupt_reader();
@@ -154,23 +159,26 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
 }
 
 void connection::shut_down_and_release() noexcept {
-  // FIN after the last queued byte; then read what the peer sent meanwhile, so that close(2)
-  // finds nothing unread and does not answer with a reset that could destroy replies still in
-  // flight to the peer. A TLS connection says close_notify first.
-  if (!fin_sent_) {  // (shutdown_write() sent it already)
-    if (tls_ != nullptr) {
-      tls_goodbye();
-    }
-    ::shutdown(fd_, SHUT_WR);
+  // FIN after the last queued byte (a TLS connection says close_notify first), unless the
+  // protocol leaves the end to the peer; then read what the peer sent meanwhile, so that
+  // close(2) finds nothing unread and does not answer with a reset that could destroy replies
+  // still in flight to the peer.
+  if (!fin_sent_ && !fin_held()) {  // (shutdown_write() may have sent it already)
+    send_fin();
   }
-  const int input = drop_input();
-  // A peer that is still sending (or that the protocol says may be) gets a lingering close;
-  // during a server's stop only while it has not acknowledged everything sent to it.
-  const bool linger = input > 0 || (input == 0 && linger_asked_);
-  if (linger && options_.linger_time.count() > 0 &&
-      !(stopping_ && detail::unacknowledged_bytes(fd_) == 0)) {
+  const int input = read_closing_input();
+  // A peer that is still sending (or that the protocol says may be) gets a lingering close, and
+  // so does a closing handshake still under way (for close_timeout where linger_time is 0);
+  // during a server's stop only while the peer has not acknowledged everything sent to it.
+  const bool handshake = input >= 0 && (close_reply_due() || fin_held());
+  const bool linger = handshake || input > 0 || (input == 0 && linger_asked_);
+  std::chrono::milliseconds bound = options_.linger_time;
+  if (bound.count() <= 0 && handshake) {
+    bound = options_.close_timeout;
+  }
+  if (linger && bound.count() > 0 && !(stopping_ && detail::unacknowledged_bytes(fd_) == 0)) {
     lingering_ = true;
-    linger_end_ = std::chrono::steady_clock::now() + options_.linger_time;
+    linger_end_ = std::chrono::steady_clock::now() + bound;
     if (flusher_running_) {
       return;  // run_flusher goes on with linger()
     }
@@ -180,6 +188,9 @@ void connection::shut_down_and_release() noexcept {
     } catch (...) {
       lingering_ = false;  // no coroutine to linger with: close now
     }
+  }
+  if (!fin_sent_ && state_ == state::closing) {
+    send_fin();  // held back for the peer's, which is not waited for (a TLS close_notify)
   }
   finish_close();
 }
@@ -207,10 +218,59 @@ int connection::drop_input() noexcept {
   return result;
 }
 
+int connection::read_close_reply() noexcept {
+  int result = 0;
+  try {
+    message dropped;
+    for (int round = 0; round < 16; ++round) {
+      const bool came = read_once();  // (through TLS where there is a session)
+      if (state_ != state::closing) {
+        return -1;  // a reset or a failure destroyed the connection
+      }
+      if (came && buffered() > 0) {
+        result = 1;
+      }
+      while (buffered() > 0 && framer_->awaits_peer_close()) {
+        const std::string_view input(in_.get() + in_begin_, buffered());
+        const std::size_t unit = framer_->measure(input, link_);
+        if (unit == 0 || unit > input.size()) {
+          break;
+        }
+        framer_->decode(input.substr(0, unit), dropped, link_);
+        in_begin_ += unit;
+      }
+      if (in_begin_ == in_end_) {
+        in_begin_ = in_end_ = 0;
+      }
+      if (peer_ended_ || buffered() > options_.max_message_size + 65536) {
+        return -1;  // the end of the peer's stream, or a framer that cannot cut what came
+      }
+      if (!framer_->awaits_peer_close() || (!came && !read_first_)) {
+        return result;  // the reply came, or the socket is drained
+      }
+    }
+  } catch (...) {
+    framer_failed_ = true;  // a protocol error in what came (or no memory): stop reading it
+    return -1;
+  }
+  return result;
+}
+
+int connection::read_closing_input() noexcept {
+  if (!close_reply_due()) {
+    return drop_input();
+  }
+  const int input = read_close_reply();
+  return input > 0 && !close_reply_due() ? 0 : input;
+}
+
 // Waits for the peer's bytes and drops them until it ends its direction (or resets), sends
 // nothing for close_timeout, or linger_time passes; during a server's stop, until the peer has
 // acknowledged everything (looked at every 50 ms: acknowledgements do not make the socket
-// readable). A destroy() meanwhile (the stop's deadline) interrupts the wait.
+// readable). A destroy() meanwhile (the stop's deadline) interrupts the wait. While the
+// protocol's closing handshake is under way the bytes go through its framer, and the linger
+// ends when the peer's closing message has come (and, where the peer ends the transport first,
+// its FIN); then this side sends its FIN if it held it back.
 void connection::linger() {
   using steady = std::chrono::steady_clock;
   const bool quiet_ends = options_.close_timeout.count() > 0;
@@ -244,9 +304,13 @@ void connection::linger() {
       throw;  // the worker is being torn down: run_flusher destroys the connection
     }
     flusher_waiting_ = false;
-    const int input = drop_input();
+    const bool reply_was_due = close_reply_due();
+    const int input = read_closing_input();
     if (input < 0) {
       break;
+    }
+    if (reply_was_due && !close_reply_due() && !fin_held()) {
+      break;  // the closing handshake is complete: nothing more comes
     }
     if (input > 0 && quiet_ends) {
       quiet_until = steady::now() + options_.close_timeout;
@@ -254,6 +318,9 @@ void connection::linger() {
   }
   lingering_ = false;
   if (state_ == state::closing) {
+    if (!fin_sent_) {
+      send_fin();  // held back for the peer's (a TLS client's close_notify goes with it)
+    }
     finish_close();
   }
 }

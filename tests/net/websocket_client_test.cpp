@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -374,6 +375,11 @@ TEST(WebsocketClient, NodeWsServerSessionPingsFragmentsAndClosesWithTheClientsCo
     EXPECT_EQ(joined->kind, message_kind::text);
     c.close(4001, "client-bye");
     c.wait_closed(weft::timeout(10s));
+    EXPECT_EQ(c.closed_by(), close_reason::local);
+    // The close waited for ws's answer, which repeats the code and reason.
+    ASSERT_NE(c.peer_close(), nullptr);
+    EXPECT_EQ(c.peer_close()->code, 4001);
+    EXPECT_EQ(c.peer_close()->reason, "client-bye");
     output = node.finish();
   });
   // The client's first message reaches the server before the client reads (and answers) the ping
@@ -691,7 +697,7 @@ TEST(WebsocketClient, OptionsThatCannotMakeAValidRequestAreRefusedBeforeConnecti
     websocket_client_options options;
     const char* expected;
   };
-  std::vector<bad_options> cases(6);
+  std::vector<bad_options> cases(7);
   cases[0].options.path = "chat";
   cases[0].expected = "must start with '/'";
   cases[1].options.path = "/a b";
@@ -704,6 +710,8 @@ TEST(WebsocketClient, OptionsThatCannotMakeAValidRequestAreRefusedBeforeConnecti
   cases[4].expected = "not a token";
   cases[5].options.subprotocols = {"a,b"};
   cases[5].expected = "not a token";
+  cases[6].options.handshake_timeout = -1ms;
+  cases[6].expected = "handshake_timeout may not be negative";
   weft_test::run_clean([&] {
     for (const bad_options& bad : cases) {
       try {
@@ -716,6 +724,139 @@ TEST(WebsocketClient, OptionsThatCannotMakeAValidRequestAreRefusedBeforeConnecti
       }
     }
   });
+}
+
+// A server that accepts and never answers the handshake: without a limit of the caller's,
+// handshake_timeout ends the wait, as a timeout_error, and the connection is closed.
+TEST(WebsocketClient, AServerThatNeverAnswersTheHandshakeTimesOutWithoutALimit) {
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        EXPECT_NE(request.find("Sec-WebSocket-Key: "), std::string::npos);
+        std::array<char, 64> rest{};
+        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // the client's close
+      },
+      [](std::uint16_t port) {
+        websocket_client_options options;
+        options.handshake_timeout = 300ms;
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_THROW(connect_websocket("127.0.0.1", port, options), weft::timeout_error);
+        EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+      });
+}
+
+// RFC 6455 7.1: the closing handshake. The client's close waits for the server's close frame
+// (messages before it are dropped) and leaves the end of the TCP connection to the server
+// (7.1.1), so that the answer meets no reset and the TIME_WAIT is the server's.
+TEST(WebsocketClient, ACloseWaitsForTheServersCloseFrameAndLetsTheServerEndFirst) {
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")));
+        const client_frame_seen close = read_client_frame(s);
+        EXPECT_EQ(close.opcode, 0x8);
+        EXPECT_TRUE(close.masked);
+        EXPECT_EQ(close.payload, weft_ws_test::close_payload(4001, "client-bye"));
+        // No FIN behind the close frame: the client waits for the server to end first. (Its
+        // flusher runs in this scheduler while this read waits.)
+        std::array<char, 64> rest{};
+        EXPECT_THROW(s.read_some(rest, weft::timeout(300ms)), weft::timeout_error);
+        // A message that crossed the client's close frame, then the answer, then the end.
+        s.write_all(server_frame(0x1, "crossed") +
+                    server_frame(0x8, weft_ws_test::close_payload(4001, "server-ok")));
+        s.shutdown(weft::timeout(5s));
+        // The client's FIN, and nothing else: no reset.
+        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+      },
+      [](std::uint16_t port) {
+        auto made = connect_websocket("127.0.0.1", port, {}, weft::timeout(10s));
+        auto& c = *made.connection;
+        c.close(4001, "client-bye");
+        EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
+        c.wait_closed(weft::timeout(10s));
+        EXPECT_EQ(c.closed_by(), close_reason::local);
+        ASSERT_NE(c.peer_close(), nullptr);
+        EXPECT_EQ(c.peer_close()->code, 4001);
+        EXPECT_EQ(c.peer_close()->reason, "server-ok");
+        EXPECT_EQ(c.counters().messages_in, 0u);  // "crossed" was dropped
+      });
+}
+
+// A server that never answers the close frame, nor ends the connection, holds the client's
+// close for close_timeout only; then the client closes without its answer.
+TEST(WebsocketClient, ACloseTheServerNeverAnswersEndsAfterCloseTimeout) {
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")));
+        EXPECT_EQ(read_client_frame(s).opcode, 0x8);
+        std::array<char, 64> rest{};
+        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // the client gave up: its FIN
+      },
+      [](std::uint16_t port) {
+        websocket_client_options options;
+        options.connection.close_timeout = 300ms;
+        auto made = connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+        auto& c = *made.connection;
+        const auto start = std::chrono::steady_clock::now();
+        c.close(websocket::normal_closure);
+        c.wait_closed(weft::timeout(10s));
+        EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+        EXPECT_EQ(c.closed_by(), close_reason::local);
+        EXPECT_EQ(c.peer_close(), nullptr);
+      });
+}
+
+// Both ends weft's: a server's close(code) gets the client's answer (peer_close() on the
+// server), and a client's close gets the server's, each side ending as RFC 6455 7.1.1 has it.
+TEST(WebsocketClient, WeftsServerAndClientCompleteTheClosingHandshakeEitherWay) {
+  std::atomic<int> server_heard{0};
+  std::atomic<int> server_reasons{0};
+  running_server running(echo_server_options(), [&](weft::net::tcp_server& server) {
+    server.serve([&](weft::net::connection& c) {
+      weft::net::message m;
+      while (c.receive(m)) {
+        if (m.data == "close-me") {
+          c.close(4003, "server-done");
+          break;
+        }
+        c.send(m.data, m.kind);
+      }
+      c.wait_closed(weft::timeout(10s));
+      if (c.peer_close() != nullptr) {
+        server_heard.fetch_add(c.peer_close()->code);
+      }
+      server_reasons.fetch_add(c.closed_by() == close_reason::local ? 1 : 100);
+    });
+  });
+  weft_test::run_clean([&] {
+    websocket_client_options options;
+    options.path = "/echo";
+    {
+      auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+      auto& c = *made.connection;
+      c.send("close-me", message_kind::text);
+      EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
+      c.wait_closed(weft::timeout(10s));
+      EXPECT_EQ(c.closed_by(), close_reason::peer);
+      ASSERT_NE(c.peer_close(), nullptr);
+      EXPECT_EQ(c.peer_close()->code, 4003);
+    }
+    ASSERT_TRUE(net_test::eventually([&] { return server_reasons.load() == 1; }));
+    EXPECT_EQ(server_heard.load(), 4003);  // the client's echo, read by the server's close
+    {
+      auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+      auto& c = *made.connection;
+      c.send("hello", message_kind::text);
+      ASSERT_TRUE(c.receive(weft::timeout(10s)).has_value());
+      c.close(4004, "client-done");
+      c.wait_closed(weft::timeout(10s));
+      EXPECT_EQ(c.closed_by(), close_reason::local);
+      ASSERT_NE(c.peer_close(), nullptr);
+      EXPECT_EQ(c.peer_close()->code, 4004);
+      EXPECT_EQ(c.peer_close()->reason, "client-done");
+    }
+    ASSERT_TRUE(net_test::eventually([&] { return server_reasons.load() == 101; }));
+    EXPECT_EQ(server_heard.load(), 4003 + 4004);
+  });
+  EXPECT_EQ(running.server().stats().total.closed_by(close_reason::error), 0u);
 }
 
 TEST(WebsocketClient, CloseWithACodeTheProtocolMayNotSendThrowsAndKeepsTheConnection) {

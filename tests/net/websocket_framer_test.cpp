@@ -233,6 +233,22 @@ TEST(WebsocketFramer, FrameOverMaxFrameSizeIs1009) {
   more.fin = false;
   EXPECT_EQ(close_code_for(client_frame(binary, std::string(101, 'x')), 1 << 20, options),
             websocket::message_too_big);
+  // Counted as too big (close_reason::too_big), not as broken bytes, and named.
+  {
+    websocket protocol(options);
+    open_driver driver(protocol);
+    try {
+      driver.feed(client_frame(binary, std::string(101, 'x')));
+      ADD_FAILURE() << "a 101-byte frame over max_frame_size 100 was taken";
+    } catch (const weft::net::message_too_big_error& error) {
+      EXPECT_EQ(error.size(), 101u);
+      EXPECT_EQ(error.limit(), 100u);
+      EXPECT_NE(std::string(error.what()).find("frame of 101 bytes"), std::string::npos)
+          << error.what();
+      EXPECT_NE(std::string(error.what()).find("(max_frame_size)"), std::string::npos)
+          << error.what();
+    }
+  }
   // Fragments of up to 100 bytes make a larger message.
   EXPECT_EQ(close_code_for(client_frame(binary, std::string(100, 'x'), more) +
                                client_frame(continuation, std::string(100, 'y')),

@@ -333,9 +333,15 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void close_lingering() noexcept;
   // close() after the protocol's own closing message, where it has one: WebSocket's close frame
   // with code and reason (websocket::normal_closure, going_away...; the reason is cut to the 123
-  // bytes a control frame holds). It does not wait for the peer's answer. A code the protocol
-  // may not send, or a reason that is not UTF-8, is std::invalid_argument and nothing is closed;
-  // on a connection without such a protocol, or one already closing, it is close().
+  // bytes a control frame holds). The close then completes the closing handshake (RFC 6455
+  // 7.1): after the frame it reads on, dropping the peer's messages, until the peer's close
+  // frame (peer_close() then holds its code and reason), its end of the stream, close_timeout
+  // without a byte, or linger_time (close_timeout where linger_time is 0), so that the peer's
+  // answer meets no reset. A client (connect_websocket) also leaves the end of the TCP
+  // connection to the server (RFC 6455 7.1.1), close_timeout at most. wait_closed() waits for
+  // all of it; destroy() cuts it short. A code the protocol may not send, or a reason that is
+  // not UTF-8, is std::invalid_argument and nothing is closed; on a connection without such a
+  // protocol, or one already closing, it is close().
   void close(std::uint16_t code, std::string_view reason = {});
   // Destroys the connection (reason peer) when its socket says the peer is gone: reset, or its
   // direction ended (a FIN, even one behind bytes not read yet; with half_close a FIN alone is
@@ -489,6 +495,25 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // Reads and drops what the peer sent, up to 64 KiB: -1 once its direction ended (or the
   // socket failed), 1 when bytes came and no end, 0 when nothing was waiting.
   int drop_input() noexcept;
+  // The protocol's closing handshake is under way and the peer's closing message has not come
+  // (framer::awaits_peer_close), and no protocol error ended the conversation.
+  bool close_reply_due() const noexcept {
+    return framer_ != nullptr && !framer_failed_ && framer_->awaits_peer_close();
+  }
+  // The protocol has the peer end the transport first (framer::peer_closes_first) and its end
+  // has not come: this side's FIN waits.
+  bool fin_held() const noexcept {
+    return framer_ != nullptr && !framer_failed_ && !peer_ended_ && framer_->peer_closes_first();
+  }
+  // While close_reply_due(): reads what the peer sent, up to 16 reads, into the input buffer and
+  // through the framer, which drops its messages and takes its closing message (peer_close()).
+  // -1 once its direction ended or the socket or the framer failed, 1 when bytes came, 0 when
+  // nothing was waiting.
+  int read_close_reply() noexcept;
+  // What a graceful close does with the peer's bytes after its last write: read_close_reply()
+  // while the reply is due, drop_input() otherwise; 1 (bytes came) turns 0 when they were the
+  // reply, after which a protocol with a closing handshake expects nothing.
+  int read_closing_input() noexcept;
   // The flusher's lingering close (close()): reads until the peer ends or a limit, then closes.
   void linger();
   // A graceful close's last step: the socket is released once no coroutine waits on it.
@@ -549,6 +574,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   close_reason reason_ = close_reason::local;
   bool peer_ended_ = false;  // read() returned 0
   bool finished_ = false;    // the protocol ended the conversation
+  bool framer_failed_ = false;  // a protocol error: no closing handshake is waited for
   bool write_shut_ = false;  // shutdown_write(): no more sends; the FIN follows the queue
   bool paused_ = false;
   bool full_ = false;            // on_buffer_full fired, on_buffer_drain not yet

@@ -80,6 +80,10 @@ class message_too_big_error : public protocol_error {
                        close_code),
         size_(size),
         limit_(limit) {}
+  // The same for a limit other than max_message_size (a WebSocket frame's), reason naming it.
+  message_too_big_error(const std::string& reason, std::size_t size, std::size_t limit,
+                        std::uint16_t close_code = 0)
+      : protocol_error(reason, close_code), size_(size), limit_(limit) {}
   // The size seen so far (at least limit + 1; the whole size when the protocol announces it).
   std::size_t size() const noexcept { return size_; }
   std::size_t limit() const noexcept { return limit_; }
@@ -146,6 +150,18 @@ class framer {
   // True while the connection is still in the protocol's opening handshake: the server's
   // handshake timeout applies until it turns false. Protocols without one: always false.
   virtual bool handshaking() const noexcept { return false; }
+  // The closing handshake, for a protocol that has one (WebSocket, RFC 6455 7.1): true while
+  // this side's closing message went out and the peer's has not come. A graceful close then
+  // reads on after its last write, through this framer (the peer's messages dropped, its closing
+  // message kept for connection::peer_close()), until that message, the peer's end of the
+  // stream, close_timeout without a byte, or linger_time (close_timeout where linger_time is 0).
+  // Always false by default.
+  virtual bool awaits_peer_close() const noexcept { return false; }
+  // True once a closing handshake is under way on a side that should let the peer end the
+  // transport first (a WebSocket client, RFC 6455 7.1.1: the server closes the TCP connection
+  // first, so that the TIME_WAIT is the server's). A graceful close then holds back its FIN
+  // until the peer's arrives (close_timeout at most). Always false by default.
+  virtual bool peer_closes_first() const noexcept { return false; }
 };
 
 class protocol {

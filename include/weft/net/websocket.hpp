@@ -4,6 +4,7 @@
 // with the client's rules: frames from the server are unmasked, frames to it masked.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -36,6 +37,11 @@ struct websocket_client_options {
   std::vector<std::pair<std::string, std::string>> headers{};
   // The largest response head accepted, in bytes.
   std::size_t max_handshake_size = 8192;
+  // The longest the connect, the TLS handshake (wss) and the opening handshake take together
+  // when connect_websocket's limit is later or never (a server that accepts and never answers
+  // cannot hold the caller for ever: Go's gorilla Dialer allows 45 s); timeout_error past it.
+  // Zero: only limit bounds them.
+  std::chrono::milliseconds handshake_timeout{30000};
   // The largest frame payload accepted from the server (1009 past it); the message limit is
   // connection.max_message_size.
   std::size_t max_frame_size = std::numeric_limits<std::size_t>::max();
@@ -80,7 +86,8 @@ struct websocket_client_connection {
 // Connects to host:port (as net::connect: a numeric address or a name) from a coroutine and
 // performs the WebSocket opening handshake (RFC 6455 4.1) for options.path: a GET with a random
 // 16-byte Sec-WebSocket-Key, answered by a 101 whose Sec-WebSocket-Accept matches it. limit
-// bounds the connect and the handshake together. wss: a tls_context::client in
+// bounds the connect and the handshake together, and so does options.handshake_timeout (30 s)
+// where it ends earlier. wss: a tls_context::client in
 // options.connection.tls (the TLS handshake comes first, within limit too). Errors:
 // std::invalid_argument for options that cannot make a valid request (a path not starting with '/',
 // a control character in a header value, a header name that is not a token or is one of the

@@ -104,6 +104,10 @@ void check_options(const websocket_client_options& options) {
   if (options.max_frame_size == 0) {
     invalid("max_frame_size must be at least 1 byte");
   }
+  if (options.handshake_timeout.count() < 0) {
+    invalid("handshake_timeout may not be negative (" +
+            std::to_string(options.handshake_timeout.count()) + " ms; 0 turns it off)");
+  }
   detail::check_deflate_options(options.deflate, "weft::net::connect_websocket: options");
 }
 
@@ -282,8 +286,10 @@ handshake_outcome check_response(std::string_view head, const std::string& key,
 
 websocket_client_connection connect_websocket(const std::string& host, std::uint16_t port,
                                               const websocket_client_options& options,
-                                              const timeout& limit) {
+                                              const timeout& given) {
   check_options(options);
+  const timeout limit =
+      options.handshake_timeout.count() > 0 ? given.capped(options.handshake_timeout) : given;
   websocket_options framing;
   framing.max_frame_size = options.max_frame_size;
   framing.deflate = options.deflate;
