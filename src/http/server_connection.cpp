@@ -386,8 +386,12 @@ std::optional<std::string_view> connection_state::next_body_piece() {
     flush();  // before any wait for input: a response made may be what the client waits for
     bool more = false;
     try {
-      more = wait_bytes(limit_of(server.options.body_timeout), true);
+      more = wait_bytes(discarding ? discard_wait() : limit_of(server.options.body_timeout), true);
     } catch (const timeout_error&) {
+      if (discarding) {
+        discard_stopped = true;  // the response stands; discard_body() ends the connection
+        return std::nullopt;
+      }
       const std::string reason = "no body bytes for " +
                                  std::to_string(server.options.body_timeout.count()) +
                                  " ms (body_timeout)";
@@ -405,14 +409,51 @@ std::optional<std::string_view> connection_state::next_body_piece() {
   }
 }
 
-// Reads and drops what the handler left of the body. False: the connection must close.
+// The wait for the next bytes of a body being discarded: discard_gap (0: none), no later than
+// discard_end.
+timeout connection_state::discard_wait() const {
+  timeout::clock::time_point until = discard_end;
+  if (discard_gap.count() > 0) {
+    until = std::min(until, loop_time() + discard_gap);
+  }
+  return timeout::at(until);
+}
+
+// Reads and drops what the handler left of the body, after its response, so that the next
+// request can be read. False: the connection must close. Bounded as nginx bounds its discard:
+// discard_limit bytes; keep_alive_timeout between bytes (the client has its answer and the
+// server waits for it as between requests; nginx's lingering_timeout, 5 s), body_timeout where
+// shorter; linger_time in all (nginx's lingering_time; body_timeout where linger_time is 0).
+// Without those a client trickling the rest of a large announced body held its connection and
+// coroutine for 30 s a gap, up to the 1 MiB the discard reads.
 bool connection_state::discard_body() {
+  using std::chrono::milliseconds;
+  const server_options& o = server.options;
+  milliseconds gap = o.body_timeout;
+  if (o.keep_alive_timeout.count() > 0 && (gap.count() == 0 || o.keep_alive_timeout < gap)) {
+    gap = o.keep_alive_timeout;
+  }
+  const milliseconds whole = o.linger_time.count() > 0 ? o.linger_time : o.body_timeout;
+  discard_gap = gap;
+  discard_end = whole.count() > 0 ? loop_time() + whole : timeout::clock::time_point::max();
+  discarding = true;
   std::uint64_t dropped = 0;
+  struct end_discard {
+    bool& flag;
+    ~end_discard() { flag = false; }
+  } ending{discarding};
   while (!body_done) {
     if (dropped > discard_limit) {
       return false;
     }
     auto piece = next_body_piece();
+    if (discard_stopped) {
+      log("closed after the response: the " + std::to_string(dropped) +
+          " bytes of unread body that came were dropped, and the rest stopped coming (" +
+          std::to_string(gap.count()) + " ms between bytes, " + std::to_string(whole.count()) +
+          " ms in all)");
+      return false;
+    }
     if (!piece) {
       break;
     }
@@ -446,7 +487,7 @@ bool connection_state::discard_body() {
       return;  // the connection is gone; its close reason says why
     }
   }
-  if (!body_done && !timed_out) {
+  if (!body_done && !timed_out && !discard_stopped) {
     // The client may still be sending the body it announced (left unread past discard_limit or
     // by a handler whose response closes, refused with 413 or 501, cut by a framing error):
     // closed at once, the socket would answer its bytes with a reset that can destroy the

@@ -178,6 +178,13 @@ struct connection_state {
   bool body_done = true;
   // The current request failed on a timeout (408): its client gets no lingering close.
   bool timed_out = false;
+  // discard_body() is reading what the handler left of the body, bounded by discard_end (the
+  // whole discard) and discard_gap (between bytes; 0: none); discard_stopped: it gave up on a
+  // bound.
+  bool discarding = false;
+  bool discard_stopped = false;
+  std::chrono::milliseconds discard_gap{0};
+  std::chrono::steady_clock::time_point discard_end{};
   bool continue_sent = false;
   bool failed = false;     // the connection ends after this request
   bool body_read = false;  // read_body() filled request().body
@@ -227,6 +234,7 @@ struct connection_state {
   void handler_failed(std::string_view what, http::status answer = status::internal_server_error,
                       std::string_view body = "Internal Server Error\n");
   bool discard_body();
+  timeout discard_wait() const;
   bool wait_bytes(const timeout& limit, bool mid_message);
 };
 

@@ -83,6 +83,58 @@ TEST(HttpServerLinger, AClientThatTimedOutIsNotLingeredFor) {
   EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 3000ms));
 }
 
+// The body a handler left unread is discarded after its response so that the connection can
+// serve the next request, but not for as long as a client cares to trickle it: keep_alive_timeout
+// between bytes (nginx's lingering_timeout), linger_time in all (its lingering_time). The
+// discard waited body_timeout (30 s) a gap, for up to the 1 MiB it reads.
+TEST(HttpServerLinger, AnUnreadBodyThatStopsComingIsGivenUpAfterKeepAliveTimeout) {
+  auto options = local_http();
+  options.keep_alive_timeout = 300ms;  // body_timeout stays 30 s
+  running_http server(options, [](exchange& ex) { ex.respond(status::ok, "answered"); });
+  client c(server.port());
+  c.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" +
+         std::string(1000, 'b'));
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  EXPECT_EQ(r->body, "answered");
+  // The rest of the body never comes: the server closes (quietly: nothing to linger for).
+  EXPECT_TRUE(c.closes(5000ms));
+  EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 3000ms));
+  EXPECT_EQ(pending_error(c.fd()), 0);
+}
+
+TEST(HttpServerLinger, ATrickledUnreadBodyIsGivenUpAfterLingerTime) {
+  auto options = local_http();
+  options.keep_alive_timeout = 2000ms;
+  options.linger_time = 1000ms;
+  running_http server(options, [](exchange& ex) { ex.respond(status::ok, "answered"); });
+  client c(server.port());
+  c.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n");
+  auto r = c.response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status::ok);
+  // Ten bytes every 20 ms, well inside keep_alive_timeout, until the server closes (a lingering
+  // close for the bytes still coming, a second more) or 20 s pass.
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    while (!done && std::chrono::steady_clock::now() - start < 20s) {
+      if (::send(c.fd(), "0123456789", 10, MSG_NOSIGNAL) != 10) {
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  const bool closed = c.closes(20000ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  done = true;
+  trickle.join();
+  EXPECT_TRUE(closed) << "the server read the trickle for 20 s";
+  EXPECT_LT(took, 10s);
+  EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 5000ms));
+}
+
 // A file of `mib` MiB for curl to upload; its path (the process's own: the suite runs once per
 // driver, in parallel).
 std::string upload_file(const char* name, int mib) {

@@ -25,7 +25,9 @@
 //     reading it answers without 100, and the connection is then closed after the response
 //     (the client may never send the body, so the request stream cannot be resynchronised).
 //     An unread body of any other request is read and discarded after the handler, up to
-//     1 MiB; past that the connection is closed after the response.
+//     1 MiB, with keep_alive_timeout at most between its bytes (body_timeout where shorter)
+//     and linger_time in all (as nginx's lingering_timeout and lingering_time); past any of
+//     them the connection is closed after the response.
 //   - Errors the server answers itself, closing the connection afterwards: 400 (malformed
 //     request), 408 (header_timeout from the first byte to the end of the head; body_timeout
 //     between body bytes), 413, 414, 431 (limits), 501 (method or transfer coding), 505
