@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -247,9 +248,11 @@ http::router site::make_router() {
   // too big for the cache are never gzipped on the fly).
   routes.files("/static", http::static_options{.root = config_.root, .precompressed = true});
   // permessage-deflate on, as browsers offer it; without context takeover (the default) a
-  // connection holds no zlib state between messages.
+  // connection holds no zlib state between messages. A ping after 30 s of quiet keeps a NAT's
+  // flow alive and finds a client that vanished without a FIN (closed 30 s after it, unanswered).
   weft::net::websocket_options ws;
   ws.deflate.enabled = true;
+  ws.ping_interval = std::chrono::seconds(30);
   auto echo = std::make_shared<weft::net::websocket>(ws);
   routes.get("/ws/echo", [echo](http::exchange& ex) {
     weft::net::connection& socket = ex.upgrade(echo);

@@ -107,6 +107,8 @@ const char* to_string(close_reason reason) noexcept {
       return "server stop";
     case close_reason::error:
       return "error";
+    case close_reason::ping_timeout:
+      return "ping timeout";
   }
   return "unknown";
 }
@@ -142,6 +144,9 @@ connection::connection(private_tag, int fd, const connection_options& options, s
       (options_.tls != nullptr && options_.tls_handshake_timeout.count() > 0)) {
     started_at_ = steady::now();
     last_input_at_ = started_at_;
+  }
+  if (framer_ != nullptr) {
+    take_ping_schedule();
   }
   if (options_.no_delay) {
     int on = 1;
@@ -511,7 +516,34 @@ void connection::switch_protocol(std::shared_ptr<const net::protocol> p, std::st
   }
   options_.protocol = std::move(p);
   framer_ = options_.protocol->make_framer();
+  take_ping_schedule();
   first_message_ = false;  // the new protocol's handshake (if any) is still to come
+}
+
+void connection::take_ping_schedule() noexcept {
+  const framer::ping_schedule pings = framer_->pings();
+  ping_interval_ = pings.interval.count() > 0 ? pings.interval : std::chrono::milliseconds(0);
+  ping_timeout_ = pings.timeout.count() > 0 ? pings.timeout : ping_interval_;
+  ping_outstanding_ = false;
+  if (ping_interval_.count() > 0) {
+    last_input_at_ = steady::now();  // (read_once keeps it from now on)
+  }
+}
+
+void connection::send_ping() {
+  ping_outstanding_ = true;
+  ping_sent_at_ = steady::now();
+  if (!sendable()) {
+    return;
+  }
+  framer_->encode_ping(out_);
+  note_queued(queued());
+  if (!flusher_running_) {
+    flush_now();
+    if (queued() > 0 && state_ == state::open) {
+      start_flusher();
+    }
+  }
 }
 
 [[gnu::hot]] bool connection::read_input(const timeout& limit, bool mid_message) {
@@ -634,6 +666,15 @@ bool connection::read_proxy_header(std::chrono::milliseconds within) {
     deadline = last_input_at_ + options_.idle_timeout;
     reason = close_reason::idle_timeout;
   }
+  if (ping_interval_.count() > 0 && !framer_->handshaking()) {
+    // The next ping's time, or its answer's deadline (input_timed_out tells them apart).
+    const steady::time_point due = ping_outstanding_ ? ping_sent_at_ + ping_timeout_
+                                                     : last_input_at_ + ping_interval_;
+    if (due < deadline) {
+      deadline = due;
+      reason = close_reason::ping_timeout;
+    }
+  }
   if (which != nullptr) {
     *which = reason;
   }
@@ -652,8 +693,15 @@ void connection::input_timed_out(close_reason which) {
   auto limit_ms = [](std::chrono::milliseconds value) {
     return std::to_string(value.count()) + " ms";
   };
+  if (which == close_reason::ping_timeout && !ping_outstanding_) {
+    send_ping();  // the peer was quiet for ping_interval: not a close yet
+    return;
+  }
   if (which == close_reason::idle_timeout) {
     log("closed: idle timeout (no bytes for " + limit_ms(options_.idle_timeout) + ")");
+  } else if (which == close_reason::ping_timeout) {
+    log("closed: ping timeout (nothing came in the " + limit_ms(ping_timeout_) +
+        " after a keep-alive ping)");
   } else if (which == close_reason::handshake_timeout && tls_ != nullptr && !tls_->established()) {
     log("closed: handshake timeout (the TLS handshake did not complete within " +
         limit_ms(options_.handshake_timeout.count() > 0 &&
@@ -776,8 +824,11 @@ void connection::read_failed(int error_number) {
       if (buffered() == 0 && options_.message_timeout.count() > 0) {
         partial_since_ = steady::now();
         last_input_at_ = partial_since_;
-      } else if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0) {
+        ping_outstanding_ = false;
+      } else if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0 ||
+                 ping_interval_.count() > 0) {
         last_input_at_ = steady::now();
+        ping_outstanding_ = false;  // any byte answers a keep-alive ping
       }
       in_end_ += bytes;
       counters_.bytes_in += bytes;

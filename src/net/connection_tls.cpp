@@ -106,8 +106,10 @@ bool connection::read_once_tls() {
       ++receives;
       const auto bytes = static_cast<std::size_t>(received);
       full_receive = bytes == tls_piece;
-      if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0) {
+      if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0 ||
+          ping_interval_.count() > 0) {
         last_input_at_ = steady::now();
+        ping_outstanding_ = false;  // any byte answers a keep-alive ping
       }
       counters_.bytes_in += bytes;
       if (worker_ != nullptr) {

@@ -697,7 +697,7 @@ TEST(WebsocketClient, OptionsThatCannotMakeAValidRequestAreRefusedBeforeConnecti
     websocket_client_options options;
     const char* expected;
   };
-  std::vector<bad_options> cases(7);
+  std::vector<bad_options> cases(8);
   cases[0].options.path = "chat";
   cases[0].expected = "must start with '/'";
   cases[1].options.path = "/a b";
@@ -712,6 +712,8 @@ TEST(WebsocketClient, OptionsThatCannotMakeAValidRequestAreRefusedBeforeConnecti
   cases[5].expected = "not a token";
   cases[6].options.handshake_timeout = -1ms;
   cases[6].expected = "handshake_timeout may not be negative";
+  cases[7].options.ping_interval = -5ms;
+  cases[7].expected = "ping_interval and ping_timeout may not be negative";
   weft_test::run_clean([&] {
     for (const bad_options& bad : cases) {
       try {
@@ -742,6 +744,63 @@ TEST(WebsocketClient, AServerThatNeverAnswersTheHandshakeTimesOutWithoutALimit) 
         EXPECT_THROW(connect_websocket("127.0.0.1", port, options), weft::timeout_error);
         EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
       });
+}
+
+// Keep-alive pings from the client (ping_interval): masked, and a server that stops answering
+// them is left with close_reason::ping_timeout.
+TEST(WebsocketClient, KeepAlivePingsFindAServerThatStoppedAnswering) {
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")));
+        const client_frame_seen ping = read_client_frame(s);
+        EXPECT_EQ(ping.opcode, 0x9);
+        EXPECT_TRUE(ping.masked);
+        s.write_all(server_frame(0xA, ping.payload));  // answered once
+        EXPECT_EQ(read_client_frame(s).opcode, 0x9);   // a quiet interval later: not answered
+        std::array<char, 64> rest{};
+        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // the client's FIN
+      },
+      [](std::uint16_t port) {
+        websocket_client_options options;
+        options.ping_interval = 100ms;
+        options.ping_timeout = 300ms;
+        auto made = connect_websocket("127.0.0.1", port, options, weft::timeout(10s));
+        auto& c = *made.connection;
+        EXPECT_FALSE(c.receive(weft::timeout(10s)).has_value());
+        c.wait_closed(weft::timeout(10s));
+        EXPECT_EQ(c.closed_by(), close_reason::ping_timeout);
+        EXPECT_EQ(c.counters().messages_in, 0u);
+      });
+}
+
+// Both sides pinging every 50 ms: a conversation quiet for half a second stays open (each
+// answers the other's pings as it receives), and goes on.
+TEST(WebsocketClient, PingsBothWaysKeepAQuietConnectionOpen) {
+  auto server_options = echo_server_options();
+  weft::net::websocket_options ws;
+  ws.path = "/echo";
+  ws.ping_interval = 50ms;
+  ws.ping_timeout = 2000ms;
+  server_options.protocol = std::make_shared<websocket>(ws);
+  running_server running(server_options, serve_echo);
+  weft_test::run_clean([&] {
+    websocket_client_options options;
+    options.path = "/echo";
+    options.ping_interval = 50ms;
+    options.ping_timeout = 2000ms;
+    auto made = connect_websocket("127.0.0.1", running.port(), options, weft::timeout(10s));
+    auto& c = *made.connection;
+    EXPECT_THROW(c.receive(weft::timeout(500ms)), weft::timeout_error);
+    EXPECT_TRUE(c.is_open());
+    EXPECT_GE(c.counters().bytes_in, 2u) << "no ping came from the server";
+    c.send("still here", message_kind::text);
+    auto back = c.receive(weft::timeout(10s));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->data, "still here");
+    c.close(websocket::normal_closure);
+    c.wait_closed(weft::timeout(10s));
+  });
+  EXPECT_EQ(running.server().stats().total.closed_by(close_reason::ping_timeout), 0u);
 }
 
 // RFC 6455 7.1: the closing handshake. The client's close waits for the server's close frame

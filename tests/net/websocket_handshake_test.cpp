@@ -211,6 +211,9 @@ TEST(WebsocketHandshake, OptionsThatMakeNoSenseAreRefusedNamingTheField) {
   websocket_options origin;
   origin.allowed_origins = {""};
   EXPECT_NE(message_of(origin).find("allowed_origins"), std::string::npos);
+  websocket_options pings;
+  pings.ping_timeout = std::chrono::milliseconds(-1);
+  EXPECT_NE(message_of(pings).find("ping_timeout may not be negative"), std::string::npos);
   EXPECT_STREQ(websocket().name(), "websocket");
 }
 

@@ -419,6 +419,52 @@ void stop_says_going_away(bool callbacks) {
   EXPECT_EQ(running.server().stats().total.closed_by(close_reason::server_stop), 1u);
 }
 
+// Keep-alive pings (websocket_options::ping_interval): a quiet client that answers them keeps its
+// connection; when it stops answering, the server closes the connection with
+// close_reason::ping_timeout, in either style.
+void pings_find_a_silent_client(bool callbacks) {
+  weft::net::tcp_server_options options = net_test::local_options();
+  weft::net::websocket_options protocol;
+  protocol.path = "/echo";
+  protocol.ping_interval = 100ms;
+  protocol.ping_timeout = 300ms;
+  options.protocol = std::make_shared<websocket>(protocol);
+  running_server running(options,
+                         [&](weft::net::tcp_server& server) { serve_echo(server, callbacks); });
+  const int fd = net_test::connect_to(running.port());
+  ASSERT_GE(fd, 0);
+  net_test::send_all(fd, weft_ws_test::handshake_request({}, "/echo"));
+  std::string head;
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    const std::string byte = net_test::read_bytes(fd, 1);
+    ASSERT_EQ(byte.size(), 1u) << "the handshake ended early: " << head;
+    head += byte;
+  }
+  // The first ping (unmasked, empty), answered with a pong.
+  EXPECT_EQ(net_test::read_bytes(fd, 2), std::string("\x89\x00", 2));
+  net_test::send_all(fd, weft_ws_test::client_frame(0xA, ""));
+  // The answer counted: the next ping comes a quiet interval later. It is not answered.
+  EXPECT_EQ(net_test::read_bytes(fd, 2), std::string("\x89\x00", 2));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(net_test::read_to_end(fd), "");  // the server's FIN, nothing more
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 5s);
+  ASSERT_TRUE(net_test::eventually([&] {
+    return running.server().stats().total.closed_by(close_reason::ping_timeout) == 1;
+  }));
+  EXPECT_EQ(running.server().stats().total.closed_by(close_reason::peer), 0u);
+}
+
+TEST(WebsocketServer, PingsKeepAnAnsweringClientAndCloseASilentOne) {
+  pings_find_a_silent_client(false);
+}
+
+TEST(WebsocketServer, PingsCloseASilentClientInTheCallbackStyle) {
+  pings_find_a_silent_client(true);
+}
+
 TEST(WebsocketServer, AGracefulStopSendsGoingAway) { stop_says_going_away(false); }
 
 TEST(WebsocketServer, AGracefulStopSendsGoingAwayInTheCallbackStyle) { stop_says_going_away(true); }

@@ -99,8 +99,9 @@ enum class close_reason : std::uint8_t {
   max_connections,    // accepted over max_connections and closed at once
   server_stop,        // the server stopped (gracefully, or destroyed at its deadline)
   error,              // a socket error or an exception from the handler
+  ping_timeout,       // nothing came back from a keep-alive ping (a WebSocket ping_interval)
 };
-inline constexpr std::size_t close_reason_count = 12;  // the number of close_reason values
+inline constexpr std::size_t close_reason_count = 13;  // the number of close_reason values
 // "peer", "idle timeout", ... (static strings).
 const char* to_string(close_reason reason) noexcept;
 
@@ -514,6 +515,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // while the reply is due, drop_input() otherwise; 1 (bytes came) turns 0 when they were the
   // reply, after which a protocol with a closing handshake expects nothing.
   int read_closing_input() noexcept;
+  // framer_'s ping schedule, read when a framer is made (and the input clock started for it).
+  void take_ping_schedule() noexcept;
+  // A keep-alive ping, queued past the send-buffer limit as the protocol's own bytes and flushed.
+  void send_ping();
   // The flusher's lingering close (close()): reads until the peer ends or a limit, then closes.
   void linger();
   // A graceful close's last step: the socket is released once no coroutine waits on it.
@@ -572,10 +577,11 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 
   state state_ = state::open;
   close_reason reason_ = close_reason::local;
-  bool peer_ended_ = false;  // read() returned 0
-  bool finished_ = false;    // the protocol ended the conversation
-  bool framer_failed_ = false;  // a protocol error: no closing handshake is waited for
-  bool write_shut_ = false;  // shutdown_write(): no more sends; the FIN follows the queue
+  bool peer_ended_ = false;        // read() returned 0
+  bool finished_ = false;          // the protocol ended the conversation
+  bool framer_failed_ = false;     // a protocol error: no closing handshake is waited for
+  bool ping_outstanding_ = false;  // a keep-alive ping went out and nothing came since
+  bool write_shut_ = false;        // shutdown_write(): no more sends; the FIN follows the queue
   bool paused_ = false;
   bool full_ = false;            // on_buffer_full fired, on_buffer_drain not yet
   bool read_first_ = true;       // the last read filled its buffer: try reading before waiting
@@ -630,6 +636,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   // --- the rest ---
   std::uint64_t id_;
   std::chrono::steady_clock::time_point linger_end_;  // linger_time from the FIN
+  // The framer's keep-alive pings (framer::pings; zero interval: none) and when the last went out.
+  std::chrono::milliseconds ping_interval_{0};
+  std::chrono::milliseconds ping_timeout_{0};
+  std::chrono::steady_clock::time_point ping_sent_at_;
   std::string peer_address_;
   std::string proxy_address_;  // tcp_server_options::proxy_protocol's proxy
   fd_registration registration_;

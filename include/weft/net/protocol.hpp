@@ -30,6 +30,7 @@
 // and logs the reason. Bytes after a protocol error are never handed to the user.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -162,6 +163,17 @@ class framer {
   // first, so that the TIME_WAIT is the server's). A graceful close then holds back its FIN
   // until the peer's arrives (close_timeout at most). Always false by default.
   virtual bool peer_closes_first() const noexcept { return false; }
+  // Keep-alive probes, for a protocol that has them (WebSocket's pings): when the peer has sent
+  // nothing for `interval`, the connection's reader, waiting for input, sends what encode_ping()
+  // appends; when nothing at all has come `timeout` after it, the connection closes
+  // (close_reason::ping_timeout). A zero interval (the default): none. Asked once, when the
+  // framer is made.
+  struct ping_schedule {
+    std::chrono::milliseconds interval{0};
+    std::chrono::milliseconds timeout{0};
+  };
+  virtual ping_schedule pings() const noexcept { return {}; }
+  virtual void encode_ping(std::string& out) { static_cast<void>(out); }
 };
 
 class protocol {

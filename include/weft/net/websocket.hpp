@@ -42,6 +42,11 @@ struct websocket_client_options {
   // cannot hold the caller for ever: Go's gorilla Dialer allows 45 s); timeout_error past it.
   // Zero: only limit bounds them.
   std::chrono::milliseconds handshake_timeout{30000};
+  // Keep-alive pings to the server once connected, as websocket_options::ping_interval and
+  // ping_timeout (off by default): a client behind a NAT keeps its flow alive, and finds out
+  // (close_reason::ping_timeout) when the server is gone without a word.
+  std::chrono::milliseconds ping_interval{0};
+  std::chrono::milliseconds ping_timeout{0};
   // The largest frame payload accepted from the server (1009 past it); the message limit is
   // connection.max_message_size.
   std::size_t max_frame_size = std::numeric_limits<std::size_t>::max();

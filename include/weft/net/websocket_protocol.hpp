@@ -61,6 +61,7 @@
 // worker; each framer belongs to one connection and is used only on that connection's thread.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -130,6 +131,17 @@ struct websocket_options {
   std::vector<std::string> subprotocols{};
   // permessage-deflate: off unless enabled (see websocket_deflate_options).
   websocket_deflate_options deflate{};
+  // Keep-alive pings. When the peer has sent nothing for ping_interval, a ping goes out; when
+  // nothing at all (its pong, or any other byte) has come ping_timeout after it, the connection
+  // closes with close_reason::ping_timeout. A peer that vanished without a FIN or a reset (a NAT
+  // or a load balancer that dropped the flow, a machine switched off) otherwise holds an idle
+  // WebSocket for ever, and a quiet one behind such a box is dropped by it (Go's gorilla and
+  // Node's ws leave this to the application; uWebSockets pings on its idle timeout). The pings
+  // go out while the connection is being received from (receive(), the callback style's
+  // reader; a hibernating handler is woken for them). Zero ping_interval: off (the default);
+  // zero ping_timeout: ping_interval. Negative: std::invalid_argument.
+  std::chrono::milliseconds ping_interval{0};
+  std::chrono::milliseconds ping_timeout{0};
 };
 
 class websocket : public protocol {

@@ -109,6 +109,8 @@ void check_options(const websocket_client_options& options) {
             std::to_string(options.handshake_timeout.count()) + " ms; 0 turns it off)");
   }
   detail::check_deflate_options(options.deflate, "weft::net::connect_websocket: options");
+  detail::check_ping_options(options.ping_interval, options.ping_timeout,
+                             "weft::net::connect_websocket: options");
 }
 
 // 16 bytes from getrandom, in base64 (RFC 6455 4.1: a nonce randomly selected for each
@@ -293,6 +295,8 @@ websocket_client_connection connect_websocket(const std::string& host, std::uint
   websocket_options framing;
   framing.max_frame_size = options.max_frame_size;
   framing.deflate = options.deflate;
+  framing.ping_interval = options.ping_interval;
+  framing.ping_timeout = options.ping_timeout;
   auto framing_options = std::make_shared<const websocket_options>(std::move(framing));
   connection_options plain = options.connection;
   plain.protocol = nullptr;  // bytes until the handshake is done; then the client's framer

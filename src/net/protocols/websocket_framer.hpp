@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,10 @@ std::string websocket_accept_key(std::string_view client_key);
 // True for a close code a peer may put on the wire (RFC 6455 7.4): the assigned codes
 // 1000-1003 and 1007-1014, and the registered and private ranges 3000-4999.
 bool websocket_close_code_allowed(std::uint16_t code) noexcept;
+
+// std::invalid_argument, what naming the options, for a negative ping_interval or ping_timeout.
+void check_ping_options(std::chrono::milliseconds interval, std::chrono::milliseconds timeout,
+                        const char* what);
 
 // Fills size bytes from getrandom(2) (what: the caller, for the std::system_error it may throw).
 void websocket_random_bytes(unsigned char* bytes, std::size_t size, const char* what);
@@ -51,6 +56,10 @@ class websocket_framer final : public framer {
   bool peer_closes_first() const noexcept override {
     return role_ == websocket_role::client && (close_sent_ || phase_ == phase::closed);
   }
+  ping_schedule pings() const noexcept override {
+    return {options_->ping_interval, options_->ping_timeout};
+  }
+  void encode_ping(std::string& out) override;
 
   // permessage-deflate agreed (by the server's handshake, or by connect_websocket's before the
   // client's framer is made): RSV1 frames are taken as compressed, and encode() compresses.

@@ -376,6 +376,22 @@ void websocket_framer::on_ping(const char* payload, std::size_t size, const unsi
   link.send_raw(pong);
 }
 
+void websocket_framer::encode_ping(std::string& out) {
+  if (phase_ != phase::open || close_sent_) {
+    return;  // no WebSocket yet, or closing: the closing handshake is the only traffic
+  }
+  append_frame(out, op_ping, "", 0);
+}
+
+void check_ping_options(std::chrono::milliseconds interval, std::chrono::milliseconds timeout,
+                        const char* what) {
+  if (interval.count() < 0 || timeout.count() < 0) {
+    throw std::invalid_argument(std::string(what) + ": ping_interval and ping_timeout may not be " +
+                                "negative (" + std::to_string(interval.count()) + " ms, " +
+                                std::to_string(timeout.count()) + " ms; 0 turns pings off)");
+  }
+}
+
 void websocket_framer::on_close_frame(const char* payload, std::size_t size,
                                       const unsigned char* key, framer_link& link) {
   char body[control_payload_limit];

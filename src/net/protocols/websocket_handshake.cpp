@@ -276,6 +276,7 @@ websocket::websocket(websocket_options options) {
     }
   }
   detail::check_deflate_options(options.deflate, "websocket_options");
+  detail::check_ping_options(options.ping_interval, options.ping_timeout, "websocket_options");
   options_ = std::make_shared<const websocket_options>(std::move(options));
 }
 
