@@ -441,9 +441,18 @@ TEST(NetTls, ConnectWebsocketSpeaksWssWithTheConnectionsContext) {
     ASSERT_TRUE(m.has_value());
     EXPECT_EQ(m->data, "over wss");
     EXPECT_EQ(m->kind, weft::net::message_kind::text);
-    made.connection->close();
+    // The closing handshake through TLS: the server's answering close frame is decrypted and
+    // kept, and the server ends the connection first.
+    made.connection->close(4005, "wss-bye");
     made.connection->wait_closed(weft::timeout(5s));
+    EXPECT_EQ(made.connection->closed_by(), weft::net::close_reason::local);
+    ASSERT_NE(made.connection->peer_close(), nullptr);
+    EXPECT_EQ(made.connection->peer_close()->code, 4005);
+    EXPECT_EQ(made.connection->peer_close()->reason, "wss-bye");
   });
+  ASSERT_TRUE(net_test::eventually(
+      [&] { return server.server().stats().total.closed_by(weft::net::close_reason::peer) == 1; }));
+  EXPECT_EQ(server.server().stats().total.closed_by(weft::net::close_reason::error), 0u);
 }
 
 // One context serves every worker: OpenSSL's context is shared by their threads (and by the

@@ -631,6 +631,29 @@ TEST(WebsocketClient, AServerThatClosesOrAnswersTooMuchIsAHandshakeError) {
         }
       });
   EXPECT_NE(error.find("larger than 128 bytes"), std::string::npos) << error;
+  // A head whose lines end in a bare LF (RFC 9112 2.2: CRLF) is named at once, where the client
+  // waited for a CRLF CRLF that never comes until the server closed or its limits passed.
+  error.clear();
+  with_raw_server(
+      [](weft::tcp::stream& s, const std::string& request) {
+        std::string reply = switching_reply(header_of(request, "Sec-WebSocket-Key"));
+        for (std::size_t at = reply.find("\r\n"); at != std::string::npos;
+             at = reply.find("\r\n", at)) {
+          reply.erase(at, 1);
+        }
+        s.write_all(reply);
+        std::array<char, 64> rest{};
+        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+      },
+      [&](std::uint16_t port) {
+        try {
+          connect_websocket("127.0.0.1", port, {}, weft::timeout(10s));
+        } catch (const websocket_handshake_error& failure) {
+          error = failure.what();
+          EXPECT_EQ(failure.status(), 0u);
+        }
+      });
+  EXPECT_NE(error.find("bare LF"), std::string::npos) << error;
 }
 
 // --- frames: what a client must do and refuse ------------------------------------------------

@@ -3,6 +3,7 @@
 // masked frames out). The contract is in include/weft/net/websocket.hpp.
 #include <nettle/base64.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -312,6 +313,11 @@ websocket_client_connection connect_websocket(const std::string& host, std::uint
       head_end = input.find("\r\n\r\n", searched >= 3 ? searched - 3 : 0);
       if (head_end != std::string_view::npos) {
         break;
+      }
+      if (input.find("\n\n", searched >= 1 ? searched - 1 : 0) != std::string_view::npos) {
+        // An empty line without its CRs: this head will never end as RFC 9112 2.2 asks.
+        refused("the server's response head ends its lines in a bare LF, not CRLF (it starts '" +
+                std::string(input.substr(0, std::min<std::size_t>(input.find('\n'), 40))) + "')");
       }
       if (input.size() > options.max_handshake_size) {
         refused("the server's response head is larger than " +
