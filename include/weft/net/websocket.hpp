@@ -78,9 +78,11 @@ class websocket_handshake_error : public error {
 // What connect_websocket returns.
 struct websocket_client_connection {
   // The connection, speaking WebSocket as the client: receive() returns the server's messages
-  // (text or binary), send() sends one message as one masked frame, pings are answered, and
-  // close() sends a close frame (code 1000) before the connection closes; a close frame from the
-  // server is answered and ends the input.
+  // (text or binary), send() sends one message as one masked frame, and pings are answered.
+  // close(code, reason) sends a close frame and completes the closing handshake (the server's
+  // answer in peer_close(), the server ending the TCP connection first); close() alone ends the
+  // TCP connection without a close frame (as Go's Conn.Close), which the server sees as 1006.
+  // A close frame from the server is answered and ends the input.
   std::shared_ptr<net::connection> connection;
   std::string subprotocol;  // the one the server selected; empty when none
   // The server's Sec-WebSocket-Extensions answer ("permessage-deflate; ..."): empty when no
