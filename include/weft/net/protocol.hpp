@@ -166,13 +166,14 @@ class framer {
   // Keep-alive probes, for a protocol that has them (WebSocket's pings): when the peer has sent
   // nothing for `interval`, the connection's reader, waiting for input, sends what encode_ping()
   // appends; when nothing at all has come `timeout` after it, the connection closes
-  // (close_reason::ping_timeout). A zero interval (the default): none. Asked once, when the
-  // framer is made.
+  // (close_reason::ping_timeout).
   struct ping_schedule {
-    std::chrono::milliseconds interval{0};
-    std::chrono::milliseconds timeout{0};
+    std::chrono::milliseconds interval{0};  // quiet before a ping; zero: no pings
+    std::chrono::milliseconds timeout{0};   // for anything to come after one; zero: interval
   };
+  // This framer's keep-alive probes (none by default), asked once, when the framer is made.
   virtual ping_schedule pings() const noexcept { return {}; }
+  // Appends one keep-alive probe (a WebSocket ping frame); nothing by default.
   virtual void encode_ping(std::string& out) { static_cast<void>(out); }
 };
 
