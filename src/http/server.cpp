@@ -49,6 +49,7 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.message_timeout = std::chrono::milliseconds(0);
   t.stop_timeout = o.stop_grace;
   t.linger_time = o.linger_time;
+  t.keepalive = o.keepalive;
   t.handle_signals = o.handle_signals;
   t.log = o.log;
   t.on_worker_start = o.on_worker_start;

@@ -20,6 +20,7 @@
 
 #include "net/address.hpp"
 #include "net/hibernation.hpp"
+#include "net/keepalive.hpp"
 #include "net/proxy_header.hpp"
 #include "net/socket_calls.hpp"
 #include "net/spare_list.hpp"
@@ -133,6 +134,9 @@ connection::connection(private_tag, int fd, const connection_options& options, s
   if (options_.max_message_size == 0) {
     throw std::invalid_argument("weft::net: max_message_size must be at least 1 byte");
   }
+  if (const std::string problem = detail::keepalive_problem(options_.keepalive); !problem.empty()) {
+    throw std::invalid_argument("weft::net: connection_options: " + problem);
+  }
   if (options_.protocol != nullptr) {
     framer_ = options_.protocol->make_framer();
   }
@@ -147,6 +151,9 @@ connection::connection(private_tag, int fd, const connection_options& options, s
   }
   if (framer_ != nullptr) {
     take_ping_schedule();
+  }
+  if (options_.keepalive.idle.count() > 0) {
+    detail::apply_keepalive(fd_, options_.keepalive);
   }
   if (options_.no_delay) {
     int on = 1;
@@ -668,8 +675,8 @@ bool connection::read_proxy_header(std::chrono::milliseconds within) {
   }
   if (ping_interval_.count() > 0 && !framer_->handshaking()) {
     // The next ping's time, or its answer's deadline (input_timed_out tells them apart).
-    const steady::time_point due = ping_outstanding_ ? ping_sent_at_ + ping_timeout_
-                                                     : last_input_at_ + ping_interval_;
+    const steady::time_point due =
+        ping_outstanding_ ? ping_sent_at_ + ping_timeout_ : last_input_at_ + ping_interval_;
     if (due < deadline) {
       deadline = due;
       reason = close_reason::ping_timeout;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "net/address.hpp"
+#include "net/keepalive.hpp"
 #include "net/worker_state.hpp"
 #include "weft/io/dns.hpp"
 #include "weft/net/connection.hpp"
@@ -150,6 +151,10 @@ std::shared_ptr<connection> connect(const std::string& host, std::uint16_t port,
   if (options.tls != nullptr && options.tls->is_server()) {
     throw std::invalid_argument("weft::net::connect " + host + ":" + std::to_string(port) +
                                 ": tls is a server's context; connect needs tls_context::client");
+  }
+  if (const std::string problem = detail::keepalive_problem(options.keepalive); !problem.empty()) {
+    throw std::invalid_argument("weft::net::connect " + host + ":" + std::to_string(port) +
+                                ": connection_options: " + problem);  // before connecting
   }
   // Every address of a name, tried in turn; a numeric host is its one address.
   const std::vector<detail::socket_address> addresses =

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "net/address.hpp"
+#include "net/keepalive.hpp"
 #include "net/server_state.hpp"
 #include "weft/reactor/trigger.hpp"
 #include "weft/sched/scheduler.hpp"
@@ -64,6 +65,9 @@ void check_options(const tcp_server_options& options) {
   }
   if (options.send_buffer_limit == 0) {
     fail("send_buffer_limit must be at least 1 byte");
+  }
+  if (const std::string problem = detail::keepalive_problem(options.keepalive); !problem.empty()) {
+    fail(problem);
   }
   for (auto [name, value] : {std::pair{"idle_timeout", options.idle_timeout},
                              std::pair{"handshake_timeout", options.handshake_timeout},
@@ -133,6 +137,7 @@ tcp_server::tcp_server(tcp_server_options options)
       .send_timeout = o.send_timeout,
       .tls_handshake_timeout = o.tls_handshake_timeout,
       .no_delay = o.no_delay,
+      .keepalive = o.keepalive,
       .half_close = o.half_close,
       .tls = o.tls,
       .linger_time = o.linger_time,

@@ -1,7 +1,13 @@
 // net::connect tries every address of a name in turn (localhost may resolve to ::1 first while
 // a server listens on 127.0.0.1 only): net::detail::connect_first, the loop it runs, with
 // addresses a test controls, and connect() by name end to end.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <atomic>
 #include <cerrno>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +61,90 @@ TEST(NetConnect, EachAddressIsTriedInTurnAndTheLastFailureIsNamed) {
     ASSERT_TRUE(echo);
     EXPECT_EQ(echo->data, "ping");
     c->close();
+  });
+}
+
+// The keep-alive settings of one socket, as the kernel has them.
+struct keepalive_seen {
+  int on = -1, idle = -1, interval = -1, probes = -1;
+};
+keepalive_seen keepalive_of(int fd) {
+  keepalive_seen seen;
+  socklen_t size = sizeof(int);
+  EXPECT_EQ(::getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &seen.on, &size), 0);
+  EXPECT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &seen.idle, &size), 0);
+  EXPECT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &seen.interval, &size), 0);
+  EXPECT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &seen.probes, &size), 0);
+  return seen;
+}
+
+// connection_options::keepalive and tcp_server_options::keepalive reach the sockets: a server's
+// accepted connections and a net::connect client each probe with the settings given; off by
+// default.
+TEST(NetConnect, KeepAliveSettingsReachBothSidesSockets) {
+  auto options = local_options();
+  options.keepalive = {.idle = 30s, .interval = 7s, .probes = 4};
+  std::atomic<int> server_on{-1};
+  std::atomic<int> server_idle{-1};
+  std::atomic<int> server_interval{-1};
+  std::atomic<int> server_probes{-1};
+  running_server server(options, [&](weft::net::tcp_server& s) {
+    s.serve([&](weft::net::connection& c) {
+      const keepalive_seen seen = keepalive_of(c.native_handle());
+      server_idle = seen.idle;
+      server_interval = seen.interval;
+      server_probes = seen.probes;
+      server_on = seen.on;
+      while (auto m = c.receive()) {
+        c.send(m->data);
+      }
+    });
+  });
+  weft::run([&] {
+    weft::net::connection_options client;
+    client.keepalive = {.idle = 45s, .interval = 5s, .probes = 3};
+    auto c = weft::net::connect("127.0.0.1", server.port(), client, weft::timeout(5s));
+    const keepalive_seen mine = keepalive_of(c->native_handle());
+    EXPECT_EQ(mine.on, 1);
+    EXPECT_EQ(mine.idle, 45);
+    EXPECT_EQ(mine.interval, 5);
+    EXPECT_EQ(mine.probes, 3);
+    c->send("ping");
+    ASSERT_TRUE(c->receive(weft::timeout(5s)));  // the server looked at its socket by now
+    c->close();
+    auto plain = weft::net::connect("127.0.0.1", server.port(), {}, weft::timeout(5s));
+    EXPECT_EQ(keepalive_of(plain->native_handle()).on, 0);
+    plain->close();
+  });
+  EXPECT_EQ(server_on.load(), 1);
+  EXPECT_EQ(server_idle.load(), 30);
+  EXPECT_EQ(server_interval.load(), 7);
+  EXPECT_EQ(server_probes.load(), 4);
+}
+
+TEST(NetConnect, KeepAliveSettingsPastLinuxsLimitsAreRefusedNamingTheField) {
+  auto options = local_options();
+  options.keepalive = {.idle = 40000s};
+  try {
+    weft::net::tcp_server refused(options);
+    ADD_FAILURE() << "an idle of 40000 s was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("keepalive.idle must be 0 (off) to 32767 s"),
+              std::string::npos)
+        << e.what();
+  }
+  weft::run([&] {
+    weft::net::connection_options client;
+    client.keepalive = {.idle = 10s, .interval = 5s, .probes = 0};
+    try {
+      // Refused before connecting: port 1 would refuse the connection.
+      weft::net::connect("127.0.0.1", 1, client, weft::timeout(5s));
+      ADD_FAILURE() << "0 probes were taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("keepalive.probes must be 1 to 127, not 0"),
+                std::string::npos)
+          << e.what();
+    }
   });
 }
 

@@ -156,6 +156,22 @@ struct connection_events {
   std::function<void(connection&)> on_buffer_drain{};
 };
 
+// TCP keep-alive (SO_KEEPALIVE, with Linux's TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT): after
+// `idle` with nothing received the kernel probes the peer every `interval`, and `probes` probes
+// unanswered fail the connection (its next read reports ETIMEDOUT: close_reason::error, logged).
+// It finds a peer that vanished without a FIN or a reset (a machine switched off, a NAT or a
+// firewall that forgot the flow) on a connection its protocol keeps quiet, which otherwise
+// stays open for ever, and keeps such boxes from forgetting a quiet flow. Zero idle: off (the
+// default, as nginx's so_keepalive; Go turns it on for its servers and clients with 15 s, 15 s
+// and 9). A protocol with pings of its own (websocket_options::ping_interval) checks the peer
+// itself, not only its kernel. Idle and interval 1 to 32767 s, probes 1 to 127 (Linux's limits;
+// std::invalid_argument otherwise).
+struct tcp_keepalive {
+  std::chrono::seconds idle{0};       // quiet before the first probe; zero: no keep-alive
+  std::chrono::seconds interval{15};  // between probes
+  int probes = 9;                     // unanswered probes that fail the connection
+};
+
 // The settings of one connection (tcp_server_options carries the same for its connections).
 // A zero duration switches that timeout off.
 struct connection_options {
@@ -172,6 +188,7 @@ struct connection_options {
   // header_timeout). close_reason::handshake_timeout.
   std::chrono::milliseconds tls_handshake_timeout{10000};
   bool no_delay = true;  // TCP_NODELAY
+  tcp_keepalive keepalive{};  // TCP keep-alive probes (off)
   // Half-closed connections (TCP's FIN one way at a time, as Tokio's copy_bidirectional and Go's
   // CloseWrite use them): the peer's FIN ends the input only (receive() returns nullopt,
   // read_input() false), and the connection stays open for sending until the application
