@@ -451,9 +451,8 @@ void pings_find_a_silent_client(bool callbacks) {
   ::close(fd);
   EXPECT_GE(took, 250ms);
   EXPECT_LT(took, 5s);
-  ASSERT_TRUE(net_test::eventually([&] {
-    return running.server().stats().total.closed_by(close_reason::ping_timeout) == 1;
-  }));
+  ASSERT_TRUE(net_test::eventually(
+      [&] { return running.server().stats().total.closed_by(close_reason::ping_timeout) == 1; }));
   EXPECT_EQ(running.server().stats().total.closed_by(close_reason::peer), 0u);
 }
 

@@ -187,7 +187,7 @@ struct connection_options {
   // one and stalls is cut here even where handshake_timeout is off; weft::http sets its
   // header_timeout). close_reason::handshake_timeout.
   std::chrono::milliseconds tls_handshake_timeout{10000};
-  bool no_delay = true;  // TCP_NODELAY
+  bool no_delay = true;       // TCP_NODELAY
   tcp_keepalive keepalive{};  // TCP keep-alive probes (off)
   // Half-closed connections (TCP's FIN one way at a time, as Tokio's copy_bidirectional and Go's
   // CloseWrite use them): the peer's FIN ends the input only (receive() returns nullopt,

@@ -50,9 +50,7 @@ class websocket_framer final : public framer {
     encode_close(websocket::going_away, "server stopping", out);
   }
   bool handshaking() const noexcept override { return phase_ == phase::handshake; }
-  bool awaits_peer_close() const noexcept override {
-    return close_sent_ && phase_ == phase::open;
-  }
+  bool awaits_peer_close() const noexcept override { return close_sent_ && phase_ == phase::open; }
   bool peer_closes_first() const noexcept override {
     return role_ == websocket_role::client && (close_sent_ || phase_ == phase::closed);
   }

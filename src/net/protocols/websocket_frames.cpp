@@ -209,11 +209,10 @@ bool websocket_framer::parse_header(std::string_view input, frame_header& header
       // Too big, as a message over max_message_size (close_reason::too_big), not broken bytes.
       const auto size =
           static_cast<std::size_t>(std::min<std::uint64_t>(header.payload_size, SIZE_MAX));
-      throw message_too_big_error("websocket frame of " + std::to_string(size) +
-                                      " bytes is over the limit of " +
-                                      std::to_string(options_->max_frame_size) +
-                                      " bytes (max_frame_size)",
-                                  size, options_->max_frame_size, websocket::message_too_big);
+      throw message_too_big_error(
+          "websocket frame of " + std::to_string(size) + " bytes is over the limit of " +
+              std::to_string(options_->max_frame_size) + " bytes (max_frame_size)",
+          size, options_->max_frame_size, websocket::message_too_big);
     }
     const std::uint64_t so_far = header.opcode == op_continuation ? fragments_.size() : 0;
     const std::size_t limit = link.max_message_size();
