@@ -134,9 +134,6 @@ connection::connection(private_tag, int fd, const connection_options& options, s
   if (options_.max_message_size == 0) {
     throw std::invalid_argument("weft::net: max_message_size must be at least 1 byte");
   }
-  if (const std::string problem = detail::keepalive_problem(options_.keepalive); !problem.empty()) {
-    throw std::invalid_argument("weft::net: connection_options: " + problem);
-  }
   if (options_.protocol != nullptr) {
     framer_ = options_.protocol->make_framer();
   }
@@ -153,6 +150,7 @@ connection::connection(private_tag, int fd, const connection_options& options, s
     take_ping_schedule();
   }
   if (options_.keepalive.idle.count() > 0) {
+    // (checked by tcp_server's options and by connect, before any socket)
     detail::apply_keepalive(fd_, options_.keepalive);
   }
   if (options_.no_delay) {

@@ -113,6 +113,12 @@ client_frame_seen read_client_frame(weft::tcp::stream& s) {
   return frame;
 }
 
+// Reads until the client ends the connection: its FIN, with nothing before it.
+void expect_client_ends(weft::tcp::stream& s) {
+  std::array<char, 64> rest{};
+  EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+}
+
 // Runs client(port) against a raw server that accepts one connection, reads the request head
 // and hands the stream and the head to script. Both run in one scheduler, which must end clean.
 template <class Script, class Client>
@@ -542,8 +548,7 @@ TEST(WebsocketClient, AnAnswerThatIsNotAValidHandshakeIsRefusedAndNamed) {
           }
           s.write_all(reply);
           // The client closes without sending a frame.
-          std::array<char, 64> rest{};
-          EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+          expect_client_ends(s);
         },
         [&](std::uint16_t port) {
           try {
@@ -582,8 +587,7 @@ TEST(WebsocketClient, ADeflateAnswerBreakingRfc7692IsRefusedAndNamed) {
           offer = header_of(request, "Sec-WebSocket-Extensions");
           s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key"),
                                       "Sec-WebSocket-Extensions: " + answer + "\r\n"));
-          std::array<char, 64> rest{};
-          EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // closed without a frame
+          expect_client_ends(s);  // closed without a frame
         },
         [&](std::uint16_t port) {
           websocket_client_options options;
@@ -618,8 +622,7 @@ TEST(WebsocketClient, AServerThatClosesOrAnswersTooMuchIsAHandshakeError) {
   with_raw_server(
       [](weft::tcp::stream& s, const std::string&) {
         s.write_all("HTTP/1.1 101 Switching Protocols\r\nX-Pad: " + std::string(300, 'p'));
-        std::array<char, 64> rest{};
-        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+        expect_client_ends(s);
       },
       [&](std::uint16_t port) {
         websocket_client_options options;
@@ -642,8 +645,7 @@ TEST(WebsocketClient, AServerThatClosesOrAnswersTooMuchIsAHandshakeError) {
           reply.erase(at, 1);
         }
         s.write_all(reply);
-        std::array<char, 64> rest{};
-        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);
+        expect_client_ends(s);
       },
       [&](std::uint16_t port) {
         try {
@@ -757,8 +759,7 @@ TEST(WebsocketClient, AServerThatNeverAnswersTheHandshakeTimesOutWithoutALimit) 
   with_raw_server(
       [](weft::tcp::stream& s, const std::string& request) {
         EXPECT_NE(request.find("Sec-WebSocket-Key: "), std::string::npos);
-        std::array<char, 64> rest{};
-        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // the client's close
+        expect_client_ends(s);  // the client's close
       },
       [](std::uint16_t port) {
         websocket_client_options options;
@@ -780,8 +781,7 @@ TEST(WebsocketClient, KeepAlivePingsFindAServerThatStoppedAnswering) {
         EXPECT_TRUE(ping.masked);
         s.write_all(server_frame(0xA, ping.payload));  // answered once
         EXPECT_EQ(read_client_frame(s).opcode, 0x9);   // a quiet interval later: not answered
-        std::array<char, 64> rest{};
-        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // the client's FIN
+        expect_client_ends(s);                         // the client's FIN
       },
       [](std::uint16_t port) {
         websocket_client_options options;
@@ -869,8 +869,7 @@ TEST(WebsocketClient, ACloseTheServerNeverAnswersEndsAfterCloseTimeout) {
       [](weft::tcp::stream& s, const std::string& request) {
         s.write_all(switching_reply(header_of(request, "Sec-WebSocket-Key")));
         EXPECT_EQ(read_client_frame(s).opcode, 0x8);
-        std::array<char, 64> rest{};
-        EXPECT_EQ(s.read_some(rest, weft::timeout(10s)), 0u);  // the client gave up: its FIN
+        expect_client_ends(s);  // the client gave up: its FIN
       },
       [](std::uint16_t port) {
         websocket_client_options options;
