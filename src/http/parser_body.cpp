@@ -15,6 +15,9 @@ namespace weft::http::detail {
 
 namespace {
 constexpr std::size_t npos = static_cast<std::size_t>(-1);
+// The framing each chunk carries free of parser_limits::max_chunk_overhead, beside its size:
+// "1\r\n" and the CRLF after a one-byte chunk's data take 5, a 64 KiB chunk's "10000\r\n" 9.
+constexpr std::uint64_t chunk_allowance = 16;
 }  // namespace
 
 parse_result parser_core::parse_body(std::string_view input, headers& trailers) {
@@ -149,6 +152,20 @@ parse_result parser_core::parse_body(std::string_view input, headers& trailers) 
         if (size > limits_.max_body_size - body_total_) {
           return fail(status::content_too_large, "the chunked body is larger than the limit " +
                                                      std::to_string(limits_.max_body_size));
+        }
+        // This line and the CRLF after its data, less the chunk's allowance (parser_limits::
+        // max_chunk_overhead). chunk_overhead_ stays below max_chunk_overhead plus a line, so
+        // size + chunk_allowance is only added where size is smaller than that.
+        chunk_overhead_ += lf + 1 + 2;
+        chunk_overhead_ = size >= chunk_overhead_
+                              ? 0
+                              : chunk_overhead_ - std::min(chunk_overhead_, size + chunk_allowance);
+        if (chunk_overhead_ > limits_.max_chunk_overhead) {
+          return fail(status::bad_request,
+                      "the chunk framing (chunk-size lines and their extensions) exceeds the "
+                      "data it carries by more than " +
+                          std::to_string(limits_.max_chunk_overhead) +
+                          " bytes (max_chunk_overhead)");
         }
         body_total_ += size;
         consumed += lf + 1;

@@ -30,7 +30,7 @@ parser_core::parser_core(const parser_limits& limits) noexcept : limits_(limits)
   body_ = body_kind::none;
   line_start_ = scanned_ = lines_ = 0;
   started_ = false;
-  remaining_ = body_total_ = 0;
+  remaining_ = body_total_ = chunk_overhead_ = 0;
   forget_framing();
 }
 

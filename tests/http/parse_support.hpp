@@ -21,7 +21,7 @@ struct parsed {
   std::optional<weft::http::status> error;
   std::string reason;
   std::string leftover;      // bytes not consumed when the input ran out
-  std::string partial_body;  // body pieces of a message not complete when the input ran out
+  std::string partial_body;  // body pieces of a message not complete at the input's end or error
 };
 
 // Feeds `input` to the parser in pieces that end at each of `splits` (offsets, ascending), then
@@ -52,6 +52,7 @@ auto feed(Parser& parser, std::string_view input, const std::vector<std::size_t>
       if (r.event == weft::http::parse_event::error) {
         out.error = parser.error_status();
         out.reason = parser.error_reason();
+        out.partial_body = body;
         return out;
       }
       if (r.event == weft::http::parse_event::headers_complete) {

@@ -367,6 +367,49 @@ TEST(HttpRequestRejection, ChunkLineLongerThanTheLimit) {
                   http::status::bad_request, "longer than 32", limits);
 }
 
+// One-byte chunks with long extensions would have a server read a KiB per byte of body, a GiB
+// for max_body_size's MiB: the framing past what the chunks carry is bounded, and the body is
+// refused a few dozen chunks in (Go's CVE-2023-39326, Node's CVE-2024-22019).
+TEST(HttpRequestRejection, ChunkFramingFarBeyondItsDataIsRefused) {
+  const std::string extension = ";x=" + std::string(990, 'e');
+  std::string body;
+  for (int i = 0; i < 20; ++i) body += "1" + extension + "\r\na\r\n";
+  expect_rejected(chunked(body + "0\r\n\r\n"), http::status::bad_request,
+                  "exceeds the data it carries by more than 16384 bytes (max_chunk_overhead)");
+  // Refused at the chunk that crossed the bound: 16 of the 20 bytes of body were passed on.
+  auto out = parse_requests(chunked(body + "0\r\n\r\n"));
+  EXPECT_EQ(out.partial_body, std::string(16, 'a'));
+
+  // Framing that stays within 16 bytes a chunk, however many chunks: 20,000 one-byte chunks.
+  std::string tiny;
+  for (int i = 0; i < 20000; ++i) tiny += "1\r\nb\r\n";
+  auto many = parse_requests(chunked(tiny + "0\r\n\r\n"));
+  ASSERT_FALSE(many.error) << many.reason;
+  ASSERT_EQ(many.messages.size(), 1U);
+  EXPECT_EQ(many.messages[0].body, std::string(20000, 'b'));
+
+  // Extensions beside chunks larger than them cost nothing: 100 chunks of 1 KiB, each with the
+  // same 993-byte extension.
+  std::string large;
+  for (int i = 0; i < 100; ++i)
+    large += "400" + extension + "\r\n" + std::string(1024, 'c') + "\r\n";
+  auto carried = parse_requests(chunked(large + "0\r\n\r\n"));
+  ASSERT_FALSE(carried.error) << carried.reason;
+  ASSERT_EQ(carried.messages.size(), 1U);
+  EXPECT_EQ(carried.messages[0].body.size(), 102400U);
+
+  // The bound is a limit of its own: at 100 bytes, a one-byte chunk with a 68-byte extension
+  // leaves 57 over its allowance and a second one is refused; a message that follows one
+  // such chunk starts from nothing.
+  http::parser_limits limits;
+  limits.max_chunk_overhead = 100;
+  const std::string one = "1;" + std::string(68, 'n') + "\r\nz\r\n";
+  EXPECT_FALSE(rejection(chunked(one + "0\r\n\r\n"), limits));
+  EXPECT_FALSE(rejection(chunked(one + "0\r\n\r\n") + chunked(one + "0\r\n\r\n"), limits));
+  expect_rejected(chunked(one + one + "0\r\n\r\n"), http::status::bad_request,
+                  "by more than 100 bytes", limits);
+}
+
 TEST(HttpRequestRejection, TooManyTrailerFields) {
   http::parser_limits limits;
   limits.max_header_fields = 3;

@@ -141,6 +141,10 @@ TEST(HttpResponseParser, RefusesWhatCannotBeFramedSafely) {
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", http::status::bad_request},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: br, chunked\r\n\r\n", http::status::not_implemented},
   };
+  // A server framing one-byte chunks with KiB-long extensions (max_chunk_overhead).
+  std::string padded = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 20; ++i) padded += "1;x=" + std::string(990, 'e') + "\r\na\r\n";
+  cases.push_back({padded + "0\r\n\r\n", http::status::bad_request});
   for (const bad& c : cases) {
     auto out = parse_responses(c.input);
     ASSERT_TRUE(out.error) << "accepted: " << c.input;

@@ -138,6 +138,7 @@ http::parser_limits limits_for(bool small) {
     limits.max_header_fields = 6;
     limits.max_body_size = 300;
     limits.max_chunk_line_size = 40;
+    limits.max_chunk_overhead = 64;
   }
   return limits;
 }

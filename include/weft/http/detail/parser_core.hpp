@@ -29,6 +29,14 @@ struct parser_limits {
   std::uint64_t max_body_size = 1024 * 1024;
   // A chunk-size line with its extensions; longer: 400.
   std::size_t max_chunk_line_size = 1024;
+  // The framing of a chunked body past what its chunks carry; more: 400. Each chunk's framing
+  // (its chunk-size line with any extensions, and the CRLF after its data) is free up to 16
+  // bytes plus the chunk's size; only what goes past that adds up here. One-byte chunks cost
+  // nothing, and neither do extensions beside chunks larger than them; without this bound, a
+  // peer sending one-byte chunks with long extensions would make a receiver read
+  // max_chunk_line_size bytes for each byte of max_body_size (a GiB for a MiB of body), the
+  // reading Go (CVE-2023-39326) and Node (CVE-2024-22019) bounded the same way.
+  std::size_t max_chunk_overhead = 16 * 1024;
 };
 
 // What one parse() call found.
@@ -146,6 +154,8 @@ class parser_core {
   bool started_ = false;  // a byte of the current message has been seen
   std::uint64_t remaining_ = 0;
   std::uint64_t body_total_ = 0;
+  // Chunk framing bytes past each chunk's allowance (parser_limits::max_chunk_overhead).
+  std::uint64_t chunk_overhead_ = 0;
   // Framing fields seen in the header section.
   std::uint32_t content_length_fields_ = 0;
   std::uint32_t host_fields_ = 0;
