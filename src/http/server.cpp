@@ -33,7 +33,24 @@ std::shared_ptr<const net::tls_context> with_http_reply(
 
 namespace {
 
+// A negative duration would switch its timeout off unseen (each is compared with zero); refused
+// here, with the name the user set, before tcp_server's own check sees the ones passed on.
+void check_durations(const server_options& o) {
+  for (auto [name, value] :
+       {std::pair{"header_timeout", o.header_timeout},
+        std::pair{"keep_alive_timeout", o.keep_alive_timeout},
+        std::pair{"body_timeout", o.body_timeout}, std::pair{"send_timeout", o.send_timeout},
+        std::pair{"linger_time", o.linger_time}, std::pair{"stop_grace", o.stop_grace}}) {
+    if (value.count() < 0) {
+      throw std::invalid_argument("weft::http::server_options: " + std::string(name) +
+                                  " must not be negative, got " + std::to_string(value.count()) +
+                                  " ms");
+    }
+  }
+}
+
 net::tcp_server_options tcp_options_of(const server_options& o) {
+  check_durations(o);
   net::tcp_server_options t;
   t.host = o.host;
   t.port = o.port;
@@ -47,6 +64,7 @@ net::tcp_server_options tcp_options_of(const server_options& o) {
   t.idle_timeout = std::chrono::milliseconds(0);
   t.handshake_timeout = std::chrono::milliseconds(0);
   t.message_timeout = std::chrono::milliseconds(0);
+  t.send_timeout = o.send_timeout;
   t.stop_timeout = o.stop_grace;
   t.linger_time = o.linger_time;
   t.keepalive = o.keepalive;

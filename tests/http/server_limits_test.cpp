@@ -94,4 +94,50 @@ TEST(HttpServerLimits, SilentConnectionIsClosedWithoutAnswer) {
   EXPECT_EQ(server.server().stats().total.requests, 0u);
 }
 
+// A client that stops reading a response is cut off once the socket has taken nothing for
+// send_timeout (nginx's send_timeout), and the access line says the response was aborted.
+TEST(HttpServerLimits, AClientThatStopsReadingIsCutAtTheSendTimeout) {
+  log_lines log;
+  auto options = local_http();
+  options.send_timeout = std::chrono::milliseconds(300);
+  options.log = log.sink();
+  constexpr std::size_t size = std::size_t{32} << 20;  // past any socket buffers and the limit
+  running_http server(options,
+                      [](exchange& ex) { ex.respond(status::ok, std::string(size, 'x')); });
+  client c(server.port());
+  const auto started = std::chrono::steady_clock::now();
+  c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(eventually([&] { return log.contains("send limit"); }, 10000ms)) << log.all();
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, 290ms);
+  EXPECT_TRUE(eventually([&] { return log.contains("\"GET / HTTP/1.1\" 200 "); })) << log.all();
+  EXPECT_EQ(log.count(" aborted"), 1u) << log.all();
+  // What the client gets is cut short: less than the body, then the end.
+  const std::string got = c.rest();
+  EXPECT_LT(got.size(), size);
+  EXPECT_EQ(server.server().stats().total.requests, 1u);
+}
+
+TEST(HttpServerLimits, NegativeDurationsAreRefusedByName) {
+  using options_type = weft::http::server_options;
+  const std::pair<const char*, std::chrono::milliseconds options_type::*> fields[] = {
+      {"header_timeout", &options_type::header_timeout},
+      {"keep_alive_timeout", &options_type::keep_alive_timeout},
+      {"body_timeout", &options_type::body_timeout},
+      {"send_timeout", &options_type::send_timeout},
+      {"linger_time", &options_type::linger_time},
+      {"stop_grace", &options_type::stop_grace}};
+  for (const auto& [name, field] : fields) {
+    auto options = local_http();
+    options.*field = std::chrono::milliseconds(-1);
+    try {
+      weft::http::server refused(options, ok);
+      ADD_FAILURE() << name << " -1 ms was accepted";
+    } catch (const std::invalid_argument& failure) {
+      EXPECT_EQ(std::string(failure.what()), "weft::http::server_options: " + std::string(name) +
+                                                 " must not be negative, got -1 ms");
+    }
+  }
+}
+
 }  // namespace
