@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "http/client_call.hpp"
+#include "net/keepalive.hpp"
 
 namespace weft::http {
 
@@ -19,6 +20,10 @@ client::client(client_options options) : options_(std::move(options)) {
     throw std::invalid_argument("weft::http::client: max_redirects is " +
                                 std::to_string(options_.max_redirects) +
                                 "; it must be 0 (do not follow) or more");
+  }
+  if (const std::string problem = net::detail::keepalive_problem(options_.keepalive);
+      !problem.empty()) {
+    throw std::invalid_argument("weft::http::client: " + problem);
   }
   if (options_.tls != nullptr && options_.tls->is_server()) {
     throw std::invalid_argument(

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "net/address.hpp"
+#include "net/keepalive.hpp"
 #include "net/socket_calls.hpp"
 #include "net/tls_session.hpp"
 #include "weft/error.hpp"
@@ -49,7 +50,7 @@ client_connection::client_connection(client_connection&& other) noexcept
 client_connection::~client_connection() { close(); }
 
 void client_connection::connect(const std::string& host, std::uint16_t port, const timeout& limit,
-                                const net::tls_context* tls) {
+                                const net::tls_context* tls, const net::tcp_keepalive& keepalive) {
   close();
   const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   const std::string where = bracketed + ":" + std::to_string(port);
@@ -67,6 +68,9 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
     // large body) could wait for the ACK of the first (Nagle with delayed ACKs, 40 ms).
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (keepalive.idle.count() > 0) {
+      net::detail::apply_keepalive(fd, keepalive);  // checked by the client's constructor
+    }
     int error_number = 0;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&candidate.storage), candidate.length) != 0) {
       error_number = errno;

@@ -30,6 +30,7 @@
 
 #include "net/tls_session.hpp"
 #include "weft/http/parser.hpp"
+#include "weft/net/connection.hpp"
 #include "weft/net/tls.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/sched/timeout.hpp"
@@ -49,9 +50,10 @@ class client_connection {
   // Resolves host (unless numeric) and connects to each address in turn until one answers;
   // with tls, then the TLS handshake as the client of host. io_error naming host:port (the
   // last address's error when all fail), net::tls_error for a failed handshake; timeout_error
-  // or cancelled_error from limit (nothing is left open).
+  // or cancelled_error from limit (nothing is left open). keepalive (checked by the caller) turns
+  // on the socket's TCP keep-alive probes when its idle is not zero.
   void connect(const std::string& host, std::uint16_t port, const timeout& limit,
-               const net::tls_context* tls = nullptr);
+               const net::tls_context* tls = nullptr, const net::tcp_keepalive& keepalive = {});
   // Closes the socket (registration first; a TLS connection says close_notify if the socket
   // takes it now); the connection may be connected again.
   void close() noexcept;

@@ -216,7 +216,8 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
   if (!reused) {
     const timeout connect_limit = limit.capped(options.connect_timeout);
     try {
-      connection.connect(origin.host, origin.port, connect_limit, origin.tls.get());
+      connection.connect(origin.host, origin.port, connect_limit, origin.tls.get(),
+                         options.keepalive);
     } catch (const timeout_error&) {
       const bool by_connect = !limit.bounded() || connect_limit.deadline() < limit.deadline();
       throw connect_timeout_error(

@@ -396,6 +396,15 @@ TEST(HttpClientErrors, UseAfterCloseIsMisuse) {
 TEST(HttpClientErrors, BadOptionsAreRefused) {
   EXPECT_THROW(weft::http::client({.max_connections_per_host = 0}), std::invalid_argument);
   EXPECT_THROW(weft::http::client({.max_redirects = -1}), std::invalid_argument);
+  weft::http::client_options probes;
+  probes.keepalive = {.idle = std::chrono::seconds(10), .interval = std::chrono::seconds(0)};
+  try {
+    weft::http::client refused(probes);
+    ADD_FAILURE() << "keepalive.interval 0 was accepted";
+  } catch (const std::invalid_argument& failure) {
+    EXPECT_EQ(std::string(failure.what()),
+              "weft::http::client: keepalive.interval must be 1 to 32767 s, not 0 s");
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // server closed or wrote to unasked (detected before every reuse, or retried once when the
 // method is idempotent and the close raced the request), the server's Connection: close, the
 // idle timeout and the per-host connection limit.
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,30 @@ using http_client_test::ok;
 using http_client_test::received;
 using http_client_test::script_server;
 using weft_test::run_clean;
+
+// The kernel's timer on the IPv4 socket bound to 127.0.0.1:local_port (/proc/net/tcp, its
+// "tr:tm->when" column): 2 is the keep-alive timer, and when its due time in 1/100 s; {-1, 0}
+// when no such socket is listed.
+struct socket_timer {
+  int kind = -1;
+  long when = 0;
+};
+socket_timer timer_of_local_port(unsigned local_port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the column names
+  char wanted[16];
+  std::snprintf(wanted, sizeof wanted, "0100007F:%04X", local_port);
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer;
+    fields >> slot >> local >> remote >> state >> queues >> timer;
+    if (local == wanted && state == "01") {  // ESTABLISHED
+      return {std::stoi(timer.substr(0, 2), nullptr, 16), std::stol(timer.substr(3), nullptr, 16)};
+    }
+  }
+  return {};
+}
 
 TEST(HttpClientKeepAlive, SequentialRequestsReuseOneConnection) {
   run_clean([] {
@@ -277,6 +303,44 @@ TEST(HttpClientKeepAlive, EachOriginHasItsOwnPool) {
     a.close();
     b.close();
   });
+}
+
+// client_options::keepalive reaches each connection's socket: the kernel arms the keep-alive
+// timer of a pooled connection with the idle set (45 s), and none without the option.
+TEST(HttpClientKeepAlive, TcpKeepAliveProbesAreArmedOnTheClientsSockets) {
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "keepalive 45 s" : "default (off)");
+    run_clean([&] {
+      std::string peer;
+      script_server server([&](weft::tcp::stream& s, const received&) {
+        peer = s.peer_address();
+        s.write_all(ok("x"));
+      });
+      weft::http::client_options options;
+      if (on) {
+        options.keepalive = {.idle = 45s, .interval = 5s, .probes = 3};
+      }
+      weft::http::client web(options);
+      EXPECT_EQ(web.get(server.url("/")).body, "x");
+      ASSERT_EQ(peer.rfind("127.0.0.1:", 0), 0u) << peer;
+      const unsigned port = static_cast<unsigned>(std::stoul(peer.substr(10)));
+      socket_timer timer = timer_of_local_port(port);
+      // A retransmission timer still running from the request gives way once it is acknowledged.
+      for (int i = 0; i < 250 && timer.kind == 1; ++i) {
+        weft::sleep_for(20ms);
+        timer = timer_of_local_port(port);
+      }
+      if (on) {
+        EXPECT_EQ(timer.kind, 2);
+        EXPECT_GT(timer.when, 40 * 100);  // within the 45 s idle, in 1/100 s
+        EXPECT_LE(timer.when, 45 * 100);
+      } else {
+        EXPECT_EQ(timer.kind, 0);
+      }
+      web.close();
+      server.close();
+    });
+  }
 }
 
 }  // namespace
