@@ -227,8 +227,7 @@ void client_connection::write_all(std::string_view data, const timeout& limit,
   read_first_ = false;
 }
 
-std::size_t client_connection::fill(const timeout& limit, const std::string& subject,
-                                    std::chrono::milliseconds stall) {
+std::size_t client_connection::make_room() {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   }
@@ -250,7 +249,12 @@ std::size_t client_connection::fill(const timeout& limit, const std::string& sub
       capacity_ = grown;
     }
   }
-  const std::size_t room = std::min(capacity_ - end_, max_read);
+  return std::min(capacity_ - end_, max_read);
+}
+
+std::size_t client_connection::fill(const timeout& limit, const std::string& subject,
+                                    std::chrono::milliseconds stall) {
+  const std::size_t room = make_room();
   if (tls_ != nullptr) {
     return fill_tls(room, limit, subject, stall);
   }
@@ -301,9 +305,15 @@ bool client_connection::reusable(std::chrono::milliseconds idle_limit) const noe
   return quiet();
 }
 
-bool client_connection::answered() const noexcept {
+bool client_connection::answered(const timeout& limit, const std::string& subject) {
+  if (begin_ != end_) {
+    return true;
+  }
+  if (fd_ < 0) {
+    return false;
+  }
   // Not quiet(): bytes, the server's end, or an error are all an answer to stop for.
-  return begin_ != end_ || (tls_ == nullptr && fd_ >= 0 && !quiet());
+  return tls_ == nullptr ? !quiet() : answered_tls(limit, subject);
 }
 
 bool client_connection::quiet() const noexcept {
@@ -406,6 +416,37 @@ std::size_t client_connection::receive_records(const timeout& limit, const std::
       continue;
     }
     throw_errno(errno, "read", subject);
+  }
+}
+
+bool client_connection::answered_tls(const timeout& limit, const std::string& subject) {
+  for (;;) {
+    net::detail::tls_session::status result{};
+    const std::size_t got = tls_->read(buffer_.get() + end_, make_room(), result);
+    tls_->keep_rest();
+    if (tls_->outgoing_size() > 0) {
+      send_records(limit, subject, true);
+    }
+    if (got > 0) {
+      end_ += got;
+      read_first_ = tls_->buffered();
+      return true;  // application data: the answer's first bytes, read as input() from here
+    }
+    if (result == net::detail::tls_session::status::closed ||
+        result == net::detail::tls_session::status::failed) {
+      return true;  // the server's end, or a failure the response's read reports
+    }
+    const ssize_t n = ::recv(fd_, record_scratch(), max_read, MSG_DONTWAIT);
+    if (n > 0) {
+      tls_->supply(record_scratch(), static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    // Nothing more now: only records that were no answer (a session ticket) had come. A FIN or
+    // an error is an answer, as on plaintext.
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
   }
 }
 

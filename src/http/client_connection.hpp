@@ -82,11 +82,13 @@ class client_connection {
   // idle_limit (zero: no limit), and quiet().
   bool reusable(std::chrono::milliseconds idle_limit) const noexcept;
   // Whether the server has sent something, or ended its side, while the request is still being
-  // written (RFC 9112 9.5: a client monitors the connection for an early answer). Never waits:
-  // quiet()'s peek of a plaintext socket. On TLS only bytes already received count: a record that
-  // is no answer (a session ticket) makes the socket readable too, and telling which would mean
-  // reading it.
-  bool answered() const noexcept;
+  // written (RFC 9112 9.5: a client monitors the connection for an early answer). Never waits
+  // for the socket: quiet()'s peek of a plaintext one. On TLS a readable socket may hold records
+  // that are no answer (a TLS 1.3 session ticket, a key update), so what has arrived is read
+  // and decrypted now: only application data (kept in input()), the server's close_notify or
+  // FIN, or a failure count. limit and subject are for the records that reading may make the
+  // session send (a key update's answer).
+  bool answered(const timeout& limit, const std::string& subject);
   // Whether the server neither closed the connection nor sent anything unasked (one recv with
   // MSG_PEEK | MSG_DONTWAIT).
   bool quiet() const noexcept;
@@ -124,6 +126,10 @@ class client_connection {
                               std::chrono::milliseconds stall);
   std::size_t fill_tls(std::size_t room, const timeout& limit, const std::string& subject,
                        std::chrono::milliseconds stall);
+  // Room for the next read at the end of the buffer (moving or growing it): its size.
+  std::size_t make_room();
+  // answered() on TLS: decrypts what the socket holds now, without waiting.
+  bool answered_tls(const timeout& limit, const std::string& subject);
 
   int fd_ = -1;
   fd_registration registration_;

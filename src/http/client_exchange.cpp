@@ -292,7 +292,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
         body_stopped = !send_source(connection, watch);
       } else {
         for (bool first = true; body_at < wire.size(); first = false) {
-          if (watch && !first && connection.answered()) {
+          if (watch && !first && connection.answered(limit, subject)) {
             body_stopped = true;
             break;
           }
@@ -623,7 +623,7 @@ bool client_call::send_source(client_connection& connection, bool watch) {
   for (;;) {
     if (watch && unchecked >= answer_check_every) {
       unchecked = 0;
-      if (connection.answered()) {
+      if (connection.answered(limit, url.text)) {
         return false;  // the next call goes on with the next piece
       }
     }

@@ -152,6 +152,45 @@ TEST(HttpServerTls, WeftsClientPostsAndStreamsOverOneConnection) {
   });
 }
 
+// An early answer over TLS: a handler's 401 given without reading a 32 MiB upload. The client
+// looks for it as it writes (RFC 9112 9.5), through the records the server sent first (TLS 1.3
+// session tickets make the socket readable before any answer): it stops sending, streamed or
+// buffered, and the 401 is the call's response. It used to send the whole body first.
+TEST(HttpServerTls, WeftsClientStopsAnUploadTheServerAnsweredEarly) {
+  constexpr std::uint64_t total = 32u << 20;
+  auto options = https_options();
+  options.limits.max_body_size = total;
+  running_http server(options,
+                      [](exchange& ex) { ex.respond(status::unauthorized, "who are you\n"); });
+  weft::run([&] {
+    weft::net::tls_client_options tls;
+    tls.ca_file = tls_test::certs().ca;
+    weft::http::client_options client_options;
+    client_options.tls = weft::net::tls_context::client(tls);
+    weft::http::client web(client_options);
+    const std::string url = https_url(server.port(), "/up");
+    weft::http::request put;
+    put.method = weft::http::method::put;
+    put.headers.add("Content-Length", std::to_string(total));
+    const std::string piece(64 << 10, 'u');
+    std::uint64_t given = 0;
+    const weft::http::response streamed =
+        web.request(put, url, repeated_piece(piece, total, given));
+    EXPECT_EQ(streamed.status, status::unauthorized);
+    EXPECT_EQ(streamed.body, "who are you\n");
+    EXPECT_LT(given, total / 4);  // stopped soon after the answer, not at the body's end
+    weft::http::request buffered;
+    buffered.method = weft::http::method::put;
+    buffered.body.assign(total, 'b');
+    const weft::http::response whole = web.request(std::move(buffered), url);
+    EXPECT_EQ(whole.status, status::unauthorized);
+    EXPECT_EQ(whole.body, "who are you\n");
+    EXPECT_EQ(web.stats().connections_opened, 2u);  // a request cut short is not reused
+    EXPECT_EQ(web.stats().idle_connections, 0u);
+    web.close();
+  });
+}
+
 // Mutual TLS with an optional client certificate: curl presenting one is named by its subject;
 // without one it is served anonymously.
 TEST(HttpServerTls, CurlsClientCertificateIsNamedAndNoneIsAnonymous) {
