@@ -368,6 +368,12 @@ void connection::finish_close() noexcept {
   };
   call(server_events_);
   call(own_events_.get());
+  if (release_unlinks_) {
+    // After the callbacks, as the serving coroutine unlinks after wait_released(); the flusher
+    // calling this holds the connection alive until it ends.
+    detail::unlink_connection(*worker_, *this);
+    detail::notify_if_drained(*worker_);
+  }
 }
 
 void connection::interrupt_reader() noexcept {
@@ -471,6 +477,15 @@ void connection_access::wait_released(connection& c) {
       c.released_.wait();
     }
   });
+}
+
+bool connection_access::hand_over_release(connection& c) noexcept {
+  if (c.state_ == connection::state::released || !c.flusher_running_ || c.reader_waiting_ ||
+      c.worker_ == nullptr) {
+    return false;
+  }
+  c.release_unlinks_ = true;
+  return true;
 }
 
 bool connection_access::released(const connection& c) noexcept {

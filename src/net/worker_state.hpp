@@ -136,6 +136,11 @@ struct connection_access {
   static void close(connection& c, close_reason reason) noexcept;
   // Waits (cancellation deferred) until the socket is closed and no coroutine is inside.
   static void wait_released(connection& c);
+  // Where the flusher still runs (a closing flush, a lingering close, a WebSocket's closing
+  // handshake) and will release c: leaves c's release to it, which then takes c off the worker's
+  // list (link_connection) as the serving coroutine would have. True when it did; the coroutine
+  // may then end at once instead of holding its stack for up to linger_time.
+  static bool hand_over_release(connection& c) noexcept;
   static bool released(const connection& c) noexcept;
   static void report(connection& c, const std::exception& failure) noexcept;
   static void log(const connection& c, const std::string& line) noexcept;
@@ -147,5 +152,7 @@ void resume_hibernated(worker_state& worker, connection& c);
 
 void link_connection(worker_state& worker, connection& c) noexcept;
 void unlink_connection(worker_state& worker, connection& c) noexcept;
+// The last connection of a stopping worker wakes its control coroutine (src/net/workers.cpp).
+void notify_if_drained(worker_state& worker);
 
 }  // namespace weft::net::detail

@@ -23,6 +23,12 @@
 
 namespace weft::net::detail {
 
+void notify_if_drained(worker_state& worker) {
+  if (worker.stopping && worker.live == 0 && worker.starting == 0 && worker.control != nullptr) {
+    worker.control->notify();
+  }
+}
+
 namespace {
 
 void log_line(const worker_state& worker, const std::string& line) {
@@ -32,13 +38,6 @@ void log_line(const worker_state& worker, const std::string& line) {
     } catch (...) {
       // A logger that throws cannot be told about it; the stats still count the event.
     }
-  }
-}
-
-// The last connection of a stopping worker wakes its control coroutine.
-void notify_if_drained(worker_state& worker) {
-  if (worker.stopping && worker.live == 0 && worker.starting == 0 && worker.control != nullptr) {
-    worker.control->notify();
   }
 }
 
@@ -126,6 +125,12 @@ struct spare_message {
   }
   // A handler that threw after hibernate() does not hibernate.
   connection_access::take_hibernate_request(c);
+  if (connection_access::hand_over_release(c)) {
+    // The flusher writes what is queued, or lingers, on its own stack and unlinks c at the
+    // release: this coroutine and its stack are free now, not after up to linger_time.
+    connection_access::serving(c) = nullptr;
+    return;
+  }
   connection_access::wait_released(c);
   connection_access::serving(c) = nullptr;
   unlink_connection(worker, c);

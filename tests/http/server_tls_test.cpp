@@ -28,6 +28,15 @@ std::string https_url(std::uint16_t port, std::string_view path) {
 
 std::string curl() { return "curl -sS --cacert " + tls_test::certs().ca + " "; }
 
+// Options of a weft::http::client that trusts the test authority.
+weft::http::client_options trusting_client() {
+  weft::net::tls_client_options tls;
+  tls.ca_file = tls_test::certs().ca;
+  weft::http::client_options options;
+  options.tls = weft::net::tls_context::client(tls);
+  return options;
+}
+
 struct served {
   weft_static_test::tree files;
   std::string big;
@@ -126,11 +135,8 @@ TEST(HttpServerTls, WeftsClientPostsAndStreamsOverOneConnection) {
   served site;
   running_http server(https_options(), site.routes());
   weft::run([&] {
-    weft::net::tls_client_options tls;
-    tls.ca_file = tls_test::certs().ca;
-    weft::http::client_options options;
+    weft::http::client_options options = trusting_client();
     options.limits.max_body_size = 4u << 20;
-    options.tls = weft::net::tls_context::client(tls);
     weft::http::client web(options);
     EXPECT_EQ(web.get(https_url(server.port(), "/hello")).body, "hello over TLSv1.3");
     const weft::http::response posted =
@@ -163,11 +169,7 @@ TEST(HttpServerTls, WeftsClientStopsAnUploadTheServerAnsweredEarly) {
   running_http server(options,
                       [](exchange& ex) { ex.respond(status::unauthorized, "who are you\n"); });
   weft::run([&] {
-    weft::net::tls_client_options tls;
-    tls.ca_file = tls_test::certs().ca;
-    weft::http::client_options client_options;
-    client_options.tls = weft::net::tls_context::client(tls);
-    weft::http::client web(client_options);
+    weft::http::client web(trusting_client());
     const std::string url = https_url(server.port(), "/up");
     weft::http::request put;
     put.method = weft::http::method::put;
@@ -254,11 +256,7 @@ TEST(HttpServerTls, WeftsClientResumesItsSessionOnNewConnections) {
   options.max_requests_per_connection = 1;
   running_http server(options, site.routes());
   weft::run([&] {
-    weft::net::tls_client_options tls;
-    tls.ca_file = tls_test::certs().ca;
-    weft::http::client_options client_options;
-    client_options.tls = weft::net::tls_context::client(tls);
-    weft::http::client web(client_options);
+    weft::http::client web(trusting_client());
     const std::string url = https_url(server.port(), "/session");
     EXPECT_EQ(web.get(url).body, "[localhost] full");
     EXPECT_EQ(web.get(url).body, "[localhost] resumed");

@@ -134,6 +134,56 @@ TEST(NetLinger, BytesArrivingAtTheCloseMakeItLingerUnlessTheLingerTimeIsZero) {
   }
 }
 
+// A lingering connection holds its flusher's coroutine and no other: the serving coroutine ends
+// as the linger starts (it used to wait for the release, holding its stack for up to
+// linger_time). Counted on the worker's own scheduler, from another connection's handler.
+TEST(NetLinger, ALingeringConnectionHoldsOneCoroutine) {
+  auto options = local_options();
+  options.close_timeout = 30000ms;  // the client's FIN alone ends the linger
+  running_server server(options, [](weft::net::tcp_server& s) {
+    s.serve([](connection& c) {
+      auto m = c.receive();
+      if (!m) {
+        return;
+      }
+      if (m->data.starts_with("count")) {
+        c.send(std::to_string(weft::current_scheduler().stats().live_coroutines) + "\n");
+        while (c.receive()) {
+        }
+        return;  // open until the client's end
+      }
+      c.send("bye");
+      c.close_lingering();
+    });
+  });
+  // Connects, asks for the count, and returns it with the connection still open.
+  const auto count = [&](int& fd) {
+    fd = connect_to(server.port());
+    send_all(fd, "count");
+    std::string line;
+    for (std::string piece; (piece = read_bytes(fd, 1)).size() == 1 && piece != "\n";) {
+      line += piece;
+    }
+    return std::stoul(line);
+  };
+  int first = -1;
+  const unsigned long alone = count(first);  // the worker's own coroutines and the counting one
+  ::close(first);
+  EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 10000ms));
+  const int lingering = connect_to(server.port());
+  send_all(lingering, "x");
+  EXPECT_EQ(read_bytes(lingering, 3), "bye");
+  EXPECT_EQ(read_until_end(lingering).error, 0);  // the server's FIN: the linger has begun
+  int counter = -1;
+  EXPECT_EQ(count(counter), alone + 1) << "the lingering connection's flusher alone";
+  EXPECT_EQ(live(server), 2u);  // both connections are still the worker's
+  ::close(counter);
+  ::shutdown(lingering, SHUT_WR);  // ends the linger
+  EXPECT_TRUE(eventually([&] { return live(server) == 0; }, 10000ms));
+  EXPECT_EQ(pending_error(lingering), 0);
+  ::close(lingering);
+}
+
 TEST(NetLinger, CloseLingeringWaitsForBytesNotYetSent) {
   // Without close_lingering the socket closes as soon as nothing is unread, and the peer's next
   // bytes get a reset; with it, they are read and dropped until the peer's own end.

@@ -139,11 +139,12 @@ struct server_options {
   std::chrono::milliseconds header_timeout{10000};     // first byte..end of the head -> 408
   std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests: close quietly
   std::chrono::milliseconds body_timeout{30000};       // between body bytes -> 408
-  // A response the client stops taking: once this passes with the socket taking nothing of
-  // what is queued (a respond() or write waiting for room, a file being sent), the connection
-  // closes and is logged (net close_reason::send_limit); a slow reader that keeps taking bytes
-  // is served whole. nginx's send_timeout (60 s) is the same rule; Go's WriteTimeout bounds the
-  // whole response instead.
+  // A response the client stops taking: once a respond() or a body write has waited this long
+  // for room with the socket taking nothing, the connection closes and is logged (net
+  // close_reason::send_limit); a slow reader that keeps taking bytes is served whole. nginx's
+  // send_timeout (60 s) is the same rule; Go's WriteTimeout bounds the whole response instead.
+  // (A file queued behind a handler that has returned is bounded by keep_alive_timeout, then
+  // by the closing flush's 5 s without progress.)
   std::chrono::milliseconds send_timeout{30000};
   std::size_t max_connections = 0;                       // per worker; 0: no limit
   std::size_t send_buffer_limit = std::size_t{1} << 20;  // per connection, bytes in memory

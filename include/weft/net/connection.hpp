@@ -606,6 +606,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   bool reader_waiting_ = false;  // ... suspended on the fd or on resume_
   bool reader_interrupt_ = false;
   bool flusher_running_ = false;
+  // A server's connection whose serving coroutine ended while the flusher still flushed or
+  // lingered: no one waits for the release, so try_release() takes it off its worker's list.
+  bool release_unlinks_ = false;
   bool flusher_waiting_ = false;
   bool flusher_interrupt_ = false;
   bool first_message_ = false;  // one message was handed to the user
