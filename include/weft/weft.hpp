@@ -30,6 +30,7 @@
 #include "weft/loop/suspension.hpp"
 #include "weft/net/connection.hpp"
 #include "weft/net/frame.hpp"
+#include "weft/net/keepalive.hpp"
 #include "weft/net/protocol.hpp"
 #include "weft/net/tcp_server.hpp"
 #include "weft/net/text.hpp"

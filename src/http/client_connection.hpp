@@ -30,7 +30,7 @@
 
 #include "net/tls_session.hpp"
 #include "weft/http/parser.hpp"
-#include "weft/net/connection.hpp"
+#include "weft/net/keepalive.hpp"
 #include "weft/net/tls.hpp"
 #include "weft/reactor/fd.hpp"
 #include "weft/sched/timeout.hpp"

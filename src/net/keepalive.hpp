@@ -1,5 +1,6 @@
-// TCP keep-alive on a connection's socket (net::tcp_keepalive, connection.hpp): the check of its
-// settings, shared by tcp_server_options and connection_options, and the setsockopt calls.
+// TCP keep-alive on a socket (net::tcp_keepalive, weft/net/keepalive.hpp): the check of its
+// settings, shared by the options that carry one (net's, http's server and client), and the
+// setsockopt calls.
 #pragma once
 
 #include <netinet/in.h>

@@ -130,7 +130,7 @@
 #include "weft/http/cookies.hpp"
 #include "weft/http/message.hpp"
 #include "weft/http/parser.hpp"
-#include "weft/net/connection.hpp"
+#include "weft/net/keepalive.hpp"
 #include "weft/net/tls.hpp"
 #include "weft/sched/timeout.hpp"
 
@@ -161,7 +161,7 @@ struct client_options {
   // A pooled connection unused this long is closed. Zero: kept until the server closes it or
   // the client closes.
   std::chrono::milliseconds idle_timeout{30000};
-  // TCP keep-alive probes on each connection (net/connection.hpp's tcp_keepalive: off, its
+  // TCP keep-alive probes on each connection (net/keepalive.hpp's tcp_keepalive: off, its
   // limits std::invalid_argument naming the field). They find a server that vanished without a
   // FIN or a reset while a long response streams quietly or a pooled connection waits, and keep
   // a NAT from forgetting the flow; Go's DefaultTransport probes after 30 s.

@@ -149,7 +149,7 @@ struct server_options {
   std::size_t max_connections = 0;                       // per worker; 0: no limit
   std::size_t send_buffer_limit = std::size_t{1} << 20;  // per connection, bytes in memory
   std::size_t max_requests_per_connection = 0;           // 0: no limit; the last says close
-  net::tcp_keepalive keepalive{};    // TCP keep-alive probes (net/connection.hpp; off)
+  net::tcp_keepalive keepalive{};    // TCP keep-alive probes (net/keepalive.hpp; off)
   std::string server_name = "weft";  // the Server field; "" omits it
   // A connection closed while its client may still be sending (a body the handler left unread
   // past what the server drains, a body refused by its head: 413, 501) lingers after its last

@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "weft/error.hpp"
+#include "weft/net/keepalive.hpp"
 #include "weft/net/protocol.hpp"
 #include "weft/net/tls.hpp"
 #include "weft/reactor/fd.hpp"
@@ -154,22 +155,6 @@ struct connection_events {
   std::function<void(connection&)> on_buffer_full{};  // the send buffer reached its limit
   // The send buffer drained below its limit again.
   std::function<void(connection&)> on_buffer_drain{};
-};
-
-// TCP keep-alive (SO_KEEPALIVE, with Linux's TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT): after
-// `idle` with nothing received the kernel probes the peer every `interval`, and `probes` probes
-// unanswered fail the connection (its next read reports ETIMEDOUT: close_reason::error, logged).
-// It finds a peer that vanished without a FIN or a reset (a machine switched off, a NAT or a
-// firewall that forgot the flow) on a connection its protocol keeps quiet, which otherwise
-// stays open for ever, and keeps such boxes from forgetting a quiet flow. Zero idle: off (the
-// default, as nginx's so_keepalive; Go turns it on for its servers and clients with 15 s, 15 s
-// and 9). A protocol with pings of its own (websocket_options::ping_interval) checks the peer
-// itself, not only its kernel. Idle and interval 1 to 32767 s, probes 1 to 127 (Linux's limits;
-// std::invalid_argument otherwise).
-struct tcp_keepalive {
-  std::chrono::seconds idle{0};       // quiet before the first probe; zero: no keep-alive
-  std::chrono::seconds interval{15};  // between probes
-  int probes = 9;                     // unanswered probes that fail the connection
 };
 
 // The settings of one connection (tcp_server_options carries the same for its connections).

@@ -97,7 +97,7 @@ struct tcp_server_options {
   std::chrono::milliseconds accept_retry_delay{10};
   std::chrono::milliseconds accept_retry_max_delay{1000};
   bool no_delay = true;       // TCP_NODELAY on every connection
-  tcp_keepalive keepalive{};  // TCP keep-alive probes on every connection (connection.hpp; off)
+  tcp_keepalive keepalive{};  // TCP keep-alive probes on every connection (keepalive.hpp; off)
   // connection_options::half_close on every connection: the peer's FIN ends only the input. In
   // the callback style on_end then runs, and the connection stays open until the application
   // closes it (or shuts its own direction: shutdown_write()); without on_end it closes as
