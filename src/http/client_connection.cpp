@@ -419,17 +419,25 @@ std::size_t client_connection::receive_records(const timeout& limit, const std::
   }
 }
 
+std::size_t client_connection::decrypt(std::size_t room, const timeout& limit,
+                                       const std::string& subject,
+                                       net::detail::tls_session::status& result) {
+  const std::size_t got = tls_->read(buffer_.get() + end_, room, result);
+  tls_->keep_rest();
+  if (tls_->outgoing_size() > 0) {
+    send_records(limit, subject, true);  // what reading made the session say (a key update)
+  }
+  if (got > 0) {
+    end_ += got;
+    read_first_ = tls_->buffered();
+  }
+  return got;
+}
+
 bool client_connection::answered_tls(const timeout& limit, const std::string& subject) {
   for (;;) {
     net::detail::tls_session::status result{};
-    const std::size_t got = tls_->read(buffer_.get() + end_, make_room(), result);
-    tls_->keep_rest();
-    if (tls_->outgoing_size() > 0) {
-      send_records(limit, subject, true);
-    }
-    if (got > 0) {
-      end_ += got;
-      read_first_ = tls_->buffered();
+    if (decrypt(make_room(), limit, subject, result) > 0) {
       return true;  // application data: the answer's first bytes, read as input() from here
     }
     if (result == net::detail::tls_session::status::closed ||
@@ -455,14 +463,7 @@ std::size_t client_connection::fill_tls(std::size_t room, const timeout& limit,
                                         std::chrono::milliseconds stall) {
   for (;;) {
     net::detail::tls_session::status result{};
-    const std::size_t got = tls_->read(buffer_.get() + end_, room, result);
-    tls_->keep_rest();
-    if (tls_->outgoing_size() > 0) {
-      send_records(limit, subject, true);  // what reading made the session say (a key update)
-    }
-    if (got > 0) {
-      end_ += got;
-      read_first_ = tls_->buffered();
+    if (const std::size_t got = decrypt(room, limit, subject, result); got > 0) {
       return got;
     }
     if (result == net::detail::tls_session::status::closed) {

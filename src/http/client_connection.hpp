@@ -128,6 +128,11 @@ class client_connection {
                        std::chrono::milliseconds stall);
   // Room for the next read at the end of the buffer (moving or growing it): its size.
   std::size_t make_room();
+  // One decryption of what the session holds into `room` at the buffer's end (added to input()),
+  // sending the records reading made the session write: the plaintext bytes, or 0 with result
+  // saying why (want_read, closed, failed).
+  std::size_t decrypt(std::size_t room, const timeout& limit, const std::string& subject,
+                      net::detail::tls_session::status& result);
   // answered() on TLS: decrypts what the socket holds now, without waiting.
   bool answered_tls(const timeout& limit, const std::string& subject);
 
