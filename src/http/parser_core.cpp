@@ -38,7 +38,7 @@ void parser_core::forget_framing() noexcept {
   content_length_fields_ = host_fields_ = 0;
   content_length_ = 0;
   transfer_encoding_ = te_chunked_ = te_chunked_last_ = false;
-  connection_close_ = connection_keep_alive_ = false;
+  connection_close_ = connection_keep_alive_ = expect_ = false;
   te_unknown_.clear();
   host_fault_.clear();
 }
@@ -239,6 +239,11 @@ std::size_t parser_core::fail_section_size() {
     p += 2;
     if (!framing) continue;
     switch (name_size) {
+      case 6:
+        if (token_is(name, "expect")) {
+          expect_ = true;
+        }
+        break;
       case 4:
         if (token_is(name, "host")) {
           ++host_fields_;

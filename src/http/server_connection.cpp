@@ -5,7 +5,10 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <string_view>
 
+#include "http/chars.hpp"
+#include "http/describe.hpp"
 #include "http/server_state.hpp"
 #include "weft/http/forms.hpp"
 #include "weft/sched/scheduler.hpp"
@@ -528,6 +531,10 @@ bool connection_state::discard_body() {
     conn.consume_input(done.consumed);
     body_done = true;
   }
+  if (parser.has_expect() && refuse_expectation()) [[unlikely]] {
+    after_handler();
+    return;
+  }
 
   try {
     server.serve_request(ex);
@@ -563,6 +570,41 @@ bool connection_state::discard_body() {
   } else if (!failed) {
     after_handler();
   }
+}
+
+// RFC 9110 10.1.1: a server that cannot meet an expectation answers 417. weft meets only
+// 100-continue (ignored in HTTP/1.0 requests, as the RFC asks); any other member of any Expect
+// field is refused before the handler, as Go's net/http and Node's http refuse it, instead of
+// serving the request as if the client had asked nothing of it. An empty Expect asks nothing.
+// The client sends the body of such a request without waiting (it awaits no 100), so the
+// body is discarded after the 417 and the connection goes on, unless 100-continue was also
+// asked: that client may wait for a 100 that will not come, and the connection closes.
+bool connection_state::refuse_expectation() {
+  const request& r = parser.message();
+  std::string_view unmet;
+  bool awaits_continue = false;
+  for (std::string_view list : r.headers.get_all("Expect")) {
+    while (!list.empty()) {
+      const std::size_t comma = list.find(',');
+      const std::string_view member = trim_ows(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      if (iequals(member, "100-continue")) {
+        awaits_continue = r.version_minor >= 1;
+      } else if (!member.empty() && unmet.empty()) {
+        unmet = member;
+      }
+    }
+  }
+  if (unmet.empty()) {
+    return false;
+  }
+  if (awaits_continue && !body_done) {
+    keep_alive = false;
+  }
+  const std::string what = "the expectation " + quoted(unmet) + " cannot be met";
+  handler_failed("417: " + what + " (Expect; weft meets only 100-continue)",
+                 status::expectation_failed, what + " (only 100-continue can)\n");
+  return true;
 }
 
 void connection_state::abandoned() noexcept {

@@ -222,6 +222,9 @@ struct connection_state {
   // The state of a new request, before it is served or its failed head answered.
   void begin_request() noexcept;
   void serve_one();
+  // An Expect field with an expectation other than 100-continue: answered 417 in place of
+  // the handler (true). False when every expectation can be met.
+  [[gnu::cold, gnu::noinline]] bool refuse_expectation();
   void after_handler();
   // The end of a request whose client a hangup_watch found gone: logged, and the
   // connection (destroyed already) serves nothing more.

@@ -108,6 +108,8 @@ class request_parser : public detail::parser_core {
   // After headers_complete: whether the connection may carry another request after this one
   // (RFC 9112 9.3).
   bool keep_alive() const noexcept { return keep_alive_of(message_.version_minor); }
+  // After headers_complete: whether the head has an Expect field (RFC 9110 10.1.1).
+  bool has_expect() const noexcept { return expect_; }
 
  private:
   parse_result parse_head(std::string_view input);

@@ -31,9 +31,12 @@
 //   - Errors the server answers itself, closing the connection afterwards: 400 (malformed
 //     request), 408 (header_timeout from the first byte to the end of the head; body_timeout
 //     between body bytes), 413, 414, 431 (limits), 501 (method or transfer coding), 505
-//     (version). A handler that throws gets 500 (or the connection aborted when its response
-//     head already went out); a handler that returns without responding gets 500; both are
-//     logged. A connection idle for keep_alive_timeout between requests is closed quietly.
+//     (version). An Expect field asking anything but 100-continue gets 417 (RFC 9110 10.1.1,
+//     as Go and Node answer) without the handler; its connection goes on (the body, which
+//     such a client sends unasked, discarded) unless 100-continue was asked too. A handler
+//     that throws gets 500 (or the connection aborted when its response head already went
+//     out); a handler that returns without responding gets 500; both are logged. A
+//     connection idle for keep_alive_timeout between requests is closed quietly.
 //   - Streaming responses (start_response): without Content-Length the body is chunked for
 //     HTTP/1.1 and delimited by closing the connection for HTTP/1.0. Each write() goes out at
 //     once (waiting while the connection's send buffer is at its limit: backpressure).

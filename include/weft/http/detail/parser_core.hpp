@@ -165,6 +165,7 @@ class parser_core {
   bool te_chunked_last_ = false;  // and is the last one so far
   bool connection_close_ = false;
   bool connection_keep_alive_ = false;
+  bool expect_ = false;     // an Expect field came (request heads)
   std::string te_unknown_;  // the first coding weft does not implement
   std::string host_fault_;  // why the Host value is not a host[:port]; empty when it is
   status error_status_ = status::ok;
