@@ -1,11 +1,13 @@
 // exchange: what a handler does with one request: read its body, respond whole, stream, or send
 // a file. Responses are appended to the connection's batch (connection_state::out); streamed
 // bodies and files write it out first.
+#include <poll.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -350,20 +352,45 @@ void hangup_sweeper::remove(hangup_watch& watch) noexcept {
 }
 
 // From the reactor tick, on the worker's thread: no coroutine runs meanwhile, so no watch is
-// made or dropped during the sweep; look() unlinks only the watch it looks at.
+// made or dropped during the sweep; look() unlinks only the watch it looks at (and a cancelled
+// handler runs after the sweep), so the due watches stay valid to its end. The sockets of the
+// watches due go to one poll(2): a sweep costs one system call, not one a watch (ten thousand
+// handlers under 1 s watches made ten thousand a second), and look() polls again, alone, only
+// a socket that poll saw hung up, reset or half-closed.
 void hangup_sweeper::sweep() noexcept {
   if (first_ == nullptr) {
     timer_->stop();  // the next watch starts it again
     return;
   }
   const auto now = std::chrono::steady_clock::now();
+  due_.clear();
+  sockets_.clear();
   for (hangup_watch* watch = first_; watch != nullptr;) {
     hangup_watch* const next = watch->next_;
     if (now >= watch->due_) {
       watch->due_ = now + watch->every_;
-      look(*watch);
+      const int fd = watch->state_.conn.native_handle();
+      if (!watch->state_.conn.is_open() || fd < 0) {
+        look(*watch);  // unlinks it, no system call
+      } else {
+        try {
+          due_.push_back(watch);
+          sockets_.push_back(pollfd{fd, POLLRDHUP, 0});
+        } catch (const std::bad_alloc&) {
+          due_.resize(sockets_.size());
+          look(*watch);  // out of memory for the batch: this one looks alone
+        }
+      }
     }
     watch = next;
+  }
+  if (sockets_.empty() || ::poll(sockets_.data(), sockets_.size(), 0) <= 0) {
+    return;  // nothing to report (or EINTR/ENOMEM: the next sweep will tell)
+  }
+  for (std::size_t i = 0; i < sockets_.size(); ++i) {
+    if ((sockets_[i].revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0) {
+      look(*due_[i]);
+    }
   }
 }
 

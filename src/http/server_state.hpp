@@ -4,6 +4,8 @@
 // flags of the current request, the exchange, the request space it borrowed).
 #pragma once
 
+#include <poll.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -85,6 +87,9 @@ class hangup_sweeper {
   hangup_watch* first_ = nullptr;
   std::optional<weft::timer> timer_;  // made on the worker's thread, in its run, at first use
   std::chrono::steady_clock::duration tick_{};
+  // A sweep's due watches and their sockets, polled together (kept for the next sweep).
+  std::vector<hangup_watch*> due_;
+  std::vector<pollfd> sockets_;
 };
 
 // A server's TLS context with the 400 a plaintext request to the HTTPS port gets (as nginx and

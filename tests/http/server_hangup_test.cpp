@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "http/server_support.hpp"
 #include "net/tls_support.hpp"
@@ -168,6 +169,34 @@ TEST(HttpServerHangup, OnlyTheHandlerWhoseClientLeftIsCancelled) {
     EXPECT_EQ(s.cancelled, left) << log.all();
   }
   EXPECT_EQ(server.server().stats().total.net.closed_by(weft::net::close_reason::peer), 3u);
+}
+
+// The sweep polls the sockets of all due watches at once: among 200 watched handlers, the 100
+// whose clients leave together (closing, half-closing, resetting) are cancelled, and only they.
+TEST(HttpServerHangup, AmongManyWatchesExactlyThoseWhoseClientsLeftAreCancelled) {
+  constexpr int count = 200;
+  seen s;
+  log_lines log;
+  auto options = local_http();
+  options.log = log.sink();
+  running_http server(options, watched(s));
+  std::vector<std::unique_ptr<client>> clients;
+  for (int i = 0; i < count; ++i) {
+    clients.push_back(std::make_unique<client>(server.port()));
+    clients.back()->send("GET /wait?" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  ASSERT_TRUE(eventually([&] { return server.server().stats().total.requests == count; }));
+  for (int i = 1; i < count; i += 2) {
+    leave(*clients[i], static_cast<leaving>(i / 2 % 3));
+    clients[i].reset();
+  }
+  ASSERT_TRUE(eventually([&] { return s.cancelled == count / 2; })) << s.cancelled;
+  for (int i = 0; i < count; ++i) {
+    const std::string line = "abandoned (GET /wait?" + std::to_string(i) + ")";
+    EXPECT_EQ(log.count(line), i % 2 == 1 ? 1u : 0u) << line;
+  }
+  EXPECT_EQ(server.server().stats().total.net.closed_by(weft::net::close_reason::peer),
+            static_cast<std::uint64_t>(count / 2));
 }
 
 TEST(HttpServerHangup, AClientThatStaysIsAnsweredThoughItsNextRequestIsAlreadyThere) {
