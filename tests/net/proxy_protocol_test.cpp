@@ -5,10 +5,7 @@
 // proxy_header_test.cpp.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,11 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "net/listening_child.hpp"
 #include "net/net_support.hpp"
 #include "net/proxy_support.hpp"
 #include "net/tls_support.hpp"
-
-extern char** environ;
 
 namespace {
 
@@ -195,71 +191,29 @@ TEST(NetProxyProtocol, ASilentProxyIsCutAtTheTimeoutWhileOthersAreServed) {
 // destruction.
 class haproxy {
  public:
-  haproxy(std::uint16_t port, const std::string& server_options) {
-    const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    ::bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    ::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
-    ::close(probe);  // free again for HAProxy (a port taken meanwhile fails the test loudly)
-    config_ = tls_test::certs().dir + "/haproxy-" + std::to_string(port_) + ".cfg";
-    std::ofstream(config_) << "global\n  maxconn 100\n"
-                           << "defaults\n  mode tcp\n  timeout connect 5s\n"
-                           << "  timeout client 30s\n  timeout server 30s\n"
-                           << "frontend in\n  bind 127.0.0.1:" << port_ << "\n"
-                           << "  default_backend weft\n"
-                           << "backend weft\n  server weft 127.0.0.1:" << port << " "
-                           << server_options << "\n";
-    std::vector<std::string> args = {"haproxy", "-db", "-q", "-f", config_};
-    std::vector<char*> argv;
-    for (std::string& arg : args) {
-      argv.push_back(arg.data());
-    }
-    argv.push_back(nullptr);
-    // /usr/sbin, which a user's PATH may lack, is where Debian puts it.
-    const char* program =
-        ::access("/usr/sbin/haproxy", X_OK) == 0 ? "/usr/sbin/haproxy" : "haproxy";
-    if (::posix_spawnp(&pid_, program, nullptr, nullptr, argv.data(), environ) != 0) {
-      pid_ = -1;
-      throw std::runtime_error("haproxy did not start (scripts/install-deps installs it)");
-    }
-    // Ready once its socket listens, read from /proc/net/tcp rather than by connecting (a
-    // connection would reach the server behind it). Polling a child's state: not
-    // synchronisation.
-    char wanted[32];
-    std::snprintf(wanted, sizeof wanted, "0100007F:%04X", port_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::ifstream table("/proc/net/tcp");
-      std::string line;
-      while (std::getline(table, line)) {
-        // "  sl  local_address rem_address   st ...": st 0A is LISTEN.
-        if (line.find(std::string(wanted) + " 00000000:0000 0A") != std::string::npos) {
-          return;
-        }
-      }
-      ::usleep(20000);
-    }
-    throw std::runtime_error("haproxy did not listen on 127.0.0.1:" + std::to_string(port_));
-  }
-  haproxy(const haproxy&) = delete;
-  haproxy& operator=(const haproxy&) = delete;
-  ~haproxy() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::unlink(config_.c_str());
-  }
+  haproxy(std::uint16_t port, const std::string& server_options)
+      : port_(free_loopback_port()),
+        config_(write_config(port_, port, server_options)),
+        child_({"haproxy", "-db", "-q", "-f", config_}, "/usr/sbin/haproxy", port_) {}
+  ~haproxy() { ::unlink(config_.c_str()); }  // read at its start
   std::uint16_t port() const noexcept { return port_; }
 
  private:
-  pid_t pid_ = -1;
-  std::uint16_t port_ = 0;
+  static std::string write_config(std::uint16_t listen, std::uint16_t backend,
+                                  const std::string& server_options) {
+    std::string path = tls_test::certs().dir + "/haproxy-" + std::to_string(listen) + ".cfg";
+    std::ofstream(path) << "global\n  maxconn 100\n"
+                        << "defaults\n  mode tcp\n  timeout connect 5s\n"
+                        << "  timeout client 30s\n  timeout server 30s\n"
+                        << "frontend in\n  bind 127.0.0.1:" << listen << "\n"
+                        << "  default_backend weft\n"
+                        << "backend weft\n  server weft 127.0.0.1:" << backend << " "
+                        << server_options << "\n";
+    return path;
+  }
+  std::uint16_t port_;
   std::string config_;
+  listening_child child_;
 };
 
 TEST(NetProxyProtocol, HaproxySendProxyNamesTheClientsOwnAddress) {
