@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "http/client_call.hpp"
+#include "http/client_proxy.hpp"
 #include "net/keepalive.hpp"
 
 namespace weft::http {
@@ -35,6 +36,7 @@ client::client(client_options options) : options_(std::move(options)) {
         "weft::http::client: connect_timeout and request_timeout must be positive, and "
         "idle_timeout and io_timeout zero (none) or positive");
   }
+  proxies_ = detail::parse_proxies(options_.proxy);
 }
 
 client::~client() { close(); }
@@ -167,7 +169,8 @@ std::unique_ptr<upgraded_connection> client::upgrade_streaming(
 }
 
 detail::client_origin& client::origin_for(const std::string& key, const std::string& host,
-                                          std::uint16_t port, bool secure) {
+                                          std::uint16_t port, bool secure,
+                                          const detail::client_proxy* via) {
   if (closed_) {
     refuse_closed(secure ? key + "/" : "http://" + key + "/");
   }
@@ -204,7 +207,7 @@ detail::client_origin& client::origin_for(const std::string& key, const std::str
   }
   auto made = std::make_unique<detail::client_origin>(
       detail::client_origin{host, port, weft::pool<detail::client_connection>(std::move(settings)),
-                            secure ? tls_ : nullptr});
+                            secure ? tls_ : nullptr, via});
   detail::client_origin& origin = *made;
   origins_.emplace(key, std::move(made));
   ++counters_.origins;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "http/client_connection.hpp"
+#include "http/client_proxy.hpp"
 #include "http/client_url.hpp"
 #include "http/compression.hpp"
 #include "weft/http/client.hpp"
@@ -27,6 +28,7 @@ struct client_origin {
   std::uint16_t port;
   weft::pool<client_connection> connections;
   std::shared_ptr<const net::tls_context> tls;  // https: the client's context; null: http
+  const client_proxy* proxy = nullptr;          // the forward proxy (the client's); null: direct
 };
 
 // One call of client::request / request_streaming, from start to its final response.
@@ -88,6 +90,7 @@ struct client_call {
   std::uint64_t source_sent_ = 0;               // the streamed body's bytes written
   std::optional<std::uint64_t> source_length_;  // its Content-Length; none: chunked
   status result_status_ = status::ok;           // the status of the last final response
+  bool proxy_authorized_ = false;  // Proxy-Authorization is the http proxy's, set by run()
 };
 
 }  // namespace weft::http::detail

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/client_proxy.hpp"
 #include "net/address.hpp"
 #include "net/keepalive.hpp"
 #include "net/socket_calls.hpp"
@@ -50,12 +51,15 @@ client_connection::client_connection(client_connection&& other) noexcept
 client_connection::~client_connection() { close(); }
 
 void client_connection::connect(const std::string& host, std::uint16_t port, const timeout& limit,
-                                const net::tls_context* tls, const net::tcp_keepalive& keepalive) {
+                                const net::tls_context* tls, const net::tcp_keepalive& keepalive,
+                                const client_proxy* via, const std::string& subject) {
   close();
+  const std::string& dial_host = via != nullptr ? via->host : host;
+  const std::uint16_t dial_port = via != nullptr ? via->port : port;
   const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  const std::string where = bracketed + ":" + std::to_string(port);
+  const std::string where = via != nullptr ? via->where : bracketed + ":" + std::to_string(port);
   std::vector<net::detail::socket_address> candidates =
-      net::detail::addresses_of(host, port, limit, where);
+      net::detail::addresses_of(dial_host, dial_port, limit, where);
   int last_error = 0;
   std::string last_where = where;
   for (net::detail::socket_address& candidate : candidates) {
@@ -99,6 +103,10 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
       parser_.reset();
       if (tls != nullptr) {
         try {
+          if (via != nullptr) {
+            tunnel(host, port, *via, limit, subject);
+            peer_ = bracketed + ":" + std::to_string(port) + " through " + via->where;
+          }
           handshake(host, *tls, limit);
         } catch (...) {
           close();
@@ -350,6 +358,52 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
     if (receive_records(limit, subject, {}) == 0) {
       throw net::tls_error("weft::http::client: connect " + peer_ +
                            ": the server closed the connection during the TLS handshake");
+    }
+  }
+}
+
+// RFC 9110 9.3.6: "CONNECT host:port" with the same authority in Host, and the proxy's
+// credentials; any 2xx opens the tunnel (its header fields are ignored, and it has no body).
+// Nothing comes from the origin before the ClientHello, so the input is empty after the head.
+void client_connection::tunnel(const std::string& host, std::uint16_t port, const client_proxy& via,
+                               const timeout& limit, const std::string& subject) {
+  const std::string authority =
+      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  std::string head = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n";
+  if (!via.authorization.empty()) {
+    head += "Proxy-Authorization: " + via.authorization + "\r\n";
+  }
+  head += "\r\n";
+  write_all(head, limit, subject);
+  parser_.set_request_method(method::connect);
+  for (;;) {
+    const parse_result r = parser_.parse(input());
+    consume(r.consumed);
+    if (r.event == parse_event::headers_complete) {
+      const response& answer = parser_.message();
+      const std::uint16_t code = code_of(answer.status);
+      if (code >= 100 && code < 200) {
+        continue;  // an interim answer: the final one follows
+      }
+      if (code >= 200 && code < 300) {
+        parser_.reset();
+        return;
+      }
+      throw error(
+          error_kind::proxy_refused, subject,
+          "the " + via.where + " answered CONNECT " + authority + " with " + std::to_string(code) +
+              " " +
+              (answer.reason.empty() ? std::string(reason_phrase(answer.status)) : answer.reason));
+    }
+    if (r.event == parse_event::error) {
+      throw error(error_kind::malformed_response, subject,
+                  "the " + via.where + "'s answer to CONNECT " + authority +
+                      " is not HTTP: " + parser_.error_reason());
+    }
+    if (r.event == parse_event::need_more && fill(limit, subject) == 0) {
+      throw error(
+          error_kind::proxy_refused, subject,
+          "the " + via.where + " closed the connection without answering CONNECT " + authority);
     }
   }
 }

@@ -24,6 +24,8 @@ const char* to_string(error_kind kind) noexcept {
       return "too many redirects";
     case error_kind::redirect_loop:
       return "redirect loop";
+    case error_kind::proxy_refused:
+      return "proxy refused the tunnel";
   }
   return "unknown";
 }

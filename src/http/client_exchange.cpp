@@ -118,7 +118,22 @@ void client_call::run() {
   int hops = 0;
   std::string wire;
   for (;;) {
-    request.target = url.target;
+    // Through an http proxy the target is the absolute URL (RFC 9112 3.2.2) and the proxy's
+    // credentials go with it; through an https proxy's tunnel, or direct, neither (the
+    // credentials of an earlier hop's proxy taken out again).
+    const client_proxy* via = owner.proxies_ != nullptr ? owner.proxies_->for_url(url) : nullptr;
+    if (via != nullptr && !url.secure) {
+      request.target = "http://" + url.authority + url.target;
+    } else {
+      request.target = url.target;
+    }
+    if (via != nullptr && !url.secure && !via->authorization.empty()) {
+      request.headers.set("Proxy-Authorization", via->authorization);
+      proxy_authorized_ = true;
+    } else if (proxy_authorized_) {
+      request.headers.remove("Proxy-Authorization");
+      proxy_authorized_ = false;
+    }
     if (!caller_host || hops > 0) {
       request.headers.set("Host", url.authority);
     }
@@ -141,7 +156,10 @@ void client_call::run() {
     if (options.max_redirects > 0) {
       visited.emplace(request.method, url.text);
     }
-    client_origin& origin = owner.origin_for(url.origin, url.host, url.port, url.secure);
+    client_origin& origin =
+        via == nullptr
+            ? owner.origin_for(url.origin, url.host, url.port, url.secure, nullptr)
+            : owner.origin_for(via->where + " " + url.origin, url.host, url.port, url.secure, via);
     outcome done = attempt(origin, false, wire);
     if (done == outcome::stale) {
       ++owner.counters_.retries;
@@ -217,7 +235,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     const timeout connect_limit = limit.capped(options.connect_timeout);
     try {
       connection.connect(origin.host, origin.port, connect_limit, origin.tls.get(),
-                         options.keepalive);
+                         options.keepalive, origin.proxy, url.text);
     } catch (const timeout_error&) {
       const bool by_connect = !limit.bounded() || connect_limit.deadline() < limit.deadline();
       throw connect_timeout_error(

@@ -113,6 +113,10 @@
 //     returns it, and the connection goes back to its pool as usual. The 101 must name in its
 //     Upgrade field a protocol the request offered (malformed_response otherwise). Go's
 //     http.Client hands a 101's body over as a read-write stream the same way.
+//   - Forward proxies (client_options::proxy, forward_proxy_options below; off unless set):
+//     http URLs go to the http proxy in absolute form, https URLs through a CONNECT tunnel
+//     of the https proxy; hosts in no_proxy go direct. Pools, reuse, timeouts and errors are
+//     as for direct connections (connect_timeout bounds the CONNECT's answer too).
 //   - After close(), every request call is a std::logic_error; close() is idempotent.
 #pragma once
 
@@ -141,6 +145,41 @@ namespace weft::http {
 // an empty piece: what a read at the end of a file gives) at the end of the body. It runs on
 // the calling coroutine and may suspend (reading a file, or a request body still arriving).
 using body_source = std::function<std::optional<std::string_view>()>;
+
+// Forward proxies, as curl's and Go's http_proxy, https_proxy and no_proxy: an http URL goes
+// to the `http` proxy, which is sent the request with its target in absolute form ("GET
+// http://host/path HTTP/1.1"; RFC 9112 3.2.2); an https URL goes through a tunnel the `https`
+// proxy opens with CONNECT host:port (RFC 9110 9.3.6), and TLS with the origin runs inside it
+// (the proxy sees neither the request nor the certificate checks). Each is
+// "http://[user[:password]@]host[:port][/]" (the proxy itself is reached in the clear; port 80
+// unless given; user and password percent-decoded), or empty: such URLs go direct. With a user,
+// every request to that proxy carries "Proxy-Authorization: Basic ...", on the request itself
+// for http and on the CONNECT alone for https (the origin never sees it). A CONNECT the proxy
+// answers with anything but 2xx is an http::error of kind proxy_refused naming its status
+// (a 407 when it wants credentials); an http proxy's own answers (a 502 when it cannot reach
+// the origin, a 407) are the call's response, as they are for curl and Go. Connections to
+// the origins through a proxy have pools of their own, apart from direct ones.
+struct forward_proxy_options {
+  std::string http;   // the proxy of http:// URLs; empty: direct
+  std::string https;  // the proxy of https:// URLs (CONNECT tunnels); empty: direct
+  // Hosts that go direct, comma or space separated: "*" (all), a name, which also covers its
+  // subdomains ("example.com", ".example.com" and "*.example.com" all match example.com and
+  // a.example.com), an IPv4 or IPv6 address ("[::1]" or "::1"), or a CIDR block
+  // ("10.0.0.0/8", "fd00::/8"); a name or address may end with ":port" to match that port
+  // only. Compared without case, with the URL's host as written (no name is resolved).
+  std::string no_proxy;
+
+  // From the environment, as curl and Go read it: http_proxy or HTTP_PROXY (HTTP_PROXY is
+  // ignored when REQUEST_METHOD is set: a CGI program's HTTP_PROXY is a request header,
+  // "httpoxy"), https_proxy or HTTPS_PROXY, and no_proxy or NO_PROXY, the lower-case name
+  // first. A value without a scheme ("proxy:3128") is taken as http://. As Go's
+  // ProxyFromEnvironment, requests to localhost and loopback addresses always go direct:
+  // "localhost,127.0.0.0/8,::1" is added to no_proxy.
+  static forward_proxy_options from_environment();
+  // Whether a request to host:port goes direct by no_proxy (std::invalid_argument naming an
+  // entry that is malformed: a bad CIDR prefix, a bad port).
+  bool bypasses(std::string_view host, std::uint16_t port) const;
+};
 
 // The settings of a client (see the file comment for what each bounds).
 struct client_options {
@@ -192,6 +231,10 @@ struct client_options {
   // name checks, the versions). Null: one made on the first https request that trusts the
   // system's authorities (/etc/ssl/certs) and verifies every server's name, as curl and Go do.
   std::shared_ptr<const net::tls_context> tls{};
+  // Forward proxies (forward_proxy_options above; forward_proxy_options::from_environment()
+  // for the environment's). Checked by the constructor: a URL that is not http://host[:port] is
+  // std::invalid_argument naming the field.
+  forward_proxy_options proxy{};
 };
 
 // What kind of failure an http::error reports.
@@ -204,6 +247,7 @@ enum class error_kind : std::uint8_t {
                         // usable Location while following redirects)
   too_many_redirects,   // more than max_redirects hops
   redirect_loop,        // a redirect back to a URL already requested with the same method
+  proxy_refused,        // the https proxy answered CONNECT with anything but 2xx
 };
 // "invalid URL", "malformed response", ... (static strings).
 const char* to_string(error_kind kind) noexcept;
@@ -251,6 +295,8 @@ namespace detail {
 struct client_origin;
 struct client_call;
 class client_connection;
+struct client_proxy;
+struct client_proxies;
 }  // namespace detail
 
 // A connection that 101 Switching Protocols handed over (client::upgrade()): the raw bytes of the
@@ -378,8 +424,10 @@ class client {
                    const std::function<void(std::string_view piece)>& on_body,
                    std::unique_ptr<upgraded_connection>* upgrade_into,
                    const body_source* body = nullptr);
+  // The pool of key (the URL's origin, after the proxy's "proxy host:port " when via one).
   detail::client_origin& origin_for(const std::string& key, const std::string& host,
-                                    std::uint16_t port, bool secure);
+                                    std::uint16_t port, bool secure,
+                                    const detail::client_proxy* via);
 
   client_options options_;
   // Ordered by "host:port"; an origin's pool lives as long as the client.
@@ -387,6 +435,8 @@ class client {
   client_stats counters_;
   // options_.tls, or the default context once an https URL needed one.
   std::shared_ptr<const net::tls_context> tls_;
+  // options_.proxy, parsed by the constructor; null when both proxies are empty.
+  std::shared_ptr<const detail::client_proxies> proxies_;
   bool closed_ = false;
 };
 
