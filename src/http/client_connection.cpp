@@ -57,7 +57,8 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
   const std::string& dial_host = via != nullptr ? via->host : host;
   const std::uint16_t dial_port = via != nullptr ? via->port : port;
   const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  const std::string where = via != nullptr ? via->where : bracketed + ":" + std::to_string(port);
+  const std::string host_port = bracketed + ":" + std::to_string(port);
+  const std::string& where = via != nullptr ? via->where : host_port;
   std::vector<net::detail::socket_address> candidates =
       net::detail::addresses_of(dial_host, dial_port, limit, where);
   int last_error = 0;
@@ -104,8 +105,8 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
       if (tls != nullptr) {
         try {
           if (via != nullptr) {
-            tunnel(host, port, *via, limit, subject);
-            peer_ = bracketed + ":" + std::to_string(port) + " through " + via->where;
+            tunnel(host_port, *via, limit, subject);
+            peer_ = host_port + " through " + via->where;
           }
           handshake(host, *tls, limit);
         } catch (...) {
@@ -365,10 +366,8 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
 // RFC 9110 9.3.6: "CONNECT host:port" with the same authority in Host, and the proxy's
 // credentials; any 2xx opens the tunnel (its header fields are ignored, and it has no body).
 // Nothing comes from the origin before the ClientHello, so the input is empty after the head.
-void client_connection::tunnel(const std::string& host, std::uint16_t port, const client_proxy& via,
+void client_connection::tunnel(const std::string& authority, const client_proxy& via,
                                const timeout& limit, const std::string& subject) {
-  const std::string authority =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
   std::string head = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n";
   if (!via.authorization.empty()) {
     head += "Proxy-Authorization: " + via.authorization + "\r\n";

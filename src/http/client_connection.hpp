@@ -114,9 +114,10 @@ class client_connection {
   // TLS: the handshake after the TCP connect; sending the records the session has written
   // (waiting for the socket within limit); one recv(2) of records into the session.
   void handshake(const std::string& host, const net::tls_context& tls, const timeout& limit);
-  // CONNECT host:port through the proxy this connection reached (connect()).
-  void tunnel(const std::string& host, std::uint16_t port, const client_proxy& via,
-              const timeout& limit, const std::string& subject);
+  // CONNECT authority ("host:port", "[::1]:443") through the proxy this connection reached
+  // (connect()).
+  void tunnel(const std::string& authority, const client_proxy& via, const timeout& limit,
+              const std::string& subject);
   // Sends the session's records, waiting for the socket; `reading`: called by a read, which
   // leaves them to a writer already sending (see the definition).
   void send_records(const timeout& limit, const std::string& subject, bool reading = false,

@@ -122,12 +122,9 @@ void client_call::run() {
     // credentials go with it; through an https proxy's tunnel, or direct, neither (the
     // credentials of an earlier hop's proxy taken out again).
     const client_proxy* via = owner.proxies_ != nullptr ? owner.proxies_->for_url(url) : nullptr;
-    if (via != nullptr && !url.secure) {
-      request.target = "http://" + url.authority + url.target;
-    } else {
-      request.target = url.target;
-    }
-    if (via != nullptr && !url.secure && !via->authorization.empty()) {
+    const bool absolute_form = via != nullptr && !url.secure;
+    request.target = absolute_form ? "http://" + url.authority + url.target : url.target;
+    if (absolute_form && !via->authorization.empty()) {
       request.headers.set("Proxy-Authorization", via->authorization);
       proxy_authorized_ = true;
     } else if (proxy_authorized_) {
