@@ -8,6 +8,7 @@
 
 #include "http/client_call.hpp"
 #include "http/client_proxy.hpp"
+#include "http/client_url.hpp"
 #include "net/keepalive.hpp"
 
 namespace weft::http {
@@ -168,12 +169,17 @@ std::unique_ptr<upgraded_connection> client::upgrade_streaming(
   return connection;
 }
 
-detail::client_origin& client::origin_for(const std::string& key, const std::string& host,
-                                          std::uint16_t port, bool secure,
-                                          const detail::client_proxy* via) {
+detail::client_origin& client::origin_for(const detail::client_url& url,
+                                          const detail::client_proxy* via, bool tunnel) {
   if (closed_) {
-    refuse_closed(secure ? key + "/" : "http://" + key + "/");
+    refuse_closed(url.text);
   }
+  const bool forward = via != nullptr && !tunnel;  // (https always tunnels: client_call::run)
+  const bool secure = url.secure;
+  std::string key = via == nullptr ? url.origin
+                    : forward
+                        ? via->where
+                        : via->where + " tunnel " + (secure ? url.origin : "http://" + url.origin);
   auto found = origins_.find(key);
   if (found != origins_.end()) {
     return *found->second;
@@ -183,7 +189,7 @@ detail::client_origin& client::origin_for(const std::string& key, const std::str
   }
   pool_options<detail::client_connection> settings;
   settings.max = options_.max_connections_per_host;
-  settings.name = "http " + key;
+  settings.name = "http " + key;  // "http proxy 127.0.0.1:3128 tunnel https://a.example:443"
   // A slot only: the caller connects it, bounded by its own deadline (client_connection.hpp).
   settings.factory = [limits = options_.limits] { return detail::client_connection(limits); };
   std::uint64_t* closed_count = &counters_.connections_closed;
@@ -206,10 +212,11 @@ detail::client_origin& client::origin_for(const std::string& key, const std::str
     };
   }
   auto made = std::make_unique<detail::client_origin>(
-      detail::client_origin{host, port, weft::pool<detail::client_connection>(std::move(settings)),
-                            secure ? tls_ : nullptr, via});
+      detail::client_origin{forward ? via->host : url.host, forward ? via->port : url.port,
+                            weft::pool<detail::client_connection>(std::move(settings)),
+                            secure ? tls_ : nullptr, via, via != nullptr && tunnel});
   detail::client_origin& origin = *made;
-  origins_.emplace(key, std::move(made));
+  origins_.emplace(std::move(key), std::move(made));
   ++counters_.origins;
   return origin;
 }

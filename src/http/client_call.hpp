@@ -22,13 +22,14 @@
 
 namespace weft::http::detail {
 
-// The pool of one host:port (of one scheme).
+// The pool of one host:port (of one scheme), of a forward proxy, or of tunnels through one.
 struct client_origin {
-  std::string host;
+  std::string host;  // the origin's (of a proxy's own pool: the proxy's)
   std::uint16_t port;
   weft::pool<client_connection> connections;
   std::shared_ptr<const net::tls_context> tls;  // https: the client's context; null: http
   const client_proxy* proxy = nullptr;          // the forward proxy (the client's); null: direct
+  bool tunnel = false;                          // through proxy: CONNECT host:port first
 };
 
 // One call of client::request / request_streaming, from start to its final response.

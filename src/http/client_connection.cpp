@@ -52,7 +52,7 @@ client_connection::~client_connection() { close(); }
 
 void client_connection::connect(const std::string& host, std::uint16_t port, const timeout& limit,
                                 const net::tls_context* tls, const net::tcp_keepalive& keepalive,
-                                const client_proxy* via, const std::string& subject) {
+                                const client_proxy* via, bool tunnel, const std::string& subject) {
   close();
   const std::string& dial_host = via != nullptr ? via->host : host;
   const std::uint16_t dial_port = via != nullptr ? via->port : port;
@@ -102,12 +102,17 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
       read_first_ = false;
       exchanges_ = 0;
       parser_.reset();
+      if (via != nullptr && (tunnel || tls != nullptr)) {
+        try {
+          open_tunnel(host_port, *via, limit, subject);
+          peer_ = host_port + " through " + via->where;
+        } catch (...) {
+          close();
+          throw;
+        }
+      }
       if (tls != nullptr) {
         try {
-          if (via != nullptr) {
-            tunnel(host_port, *via, limit, subject);
-            peer_ = host_port + " through " + via->where;
-          }
           handshake(host, *tls, limit);
         } catch (...) {
           close();
@@ -365,9 +370,10 @@ void client_connection::handshake(const std::string& host, const net::tls_contex
 
 // RFC 9110 9.3.6: "CONNECT host:port" with the same authority in Host, and the proxy's
 // credentials; any 2xx opens the tunnel (its header fields are ignored, and it has no body).
-// Nothing comes from the origin before the ClientHello, so the input is empty after the head.
-void client_connection::tunnel(const std::string& authority, const client_proxy& via,
-                               const timeout& limit, const std::string& subject) {
+// Nothing comes from the origin before the ClientHello (or a plain tunnel's first request), so
+// the input is empty after the head.
+void client_connection::open_tunnel(const std::string& authority, const client_proxy& via,
+                                    const timeout& limit, const std::string& subject) {
   std::string head = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n";
   if (!via.authorization.empty()) {
     head += "Proxy-Authorization: " + via.authorization + "\r\n";

@@ -55,13 +55,14 @@ class client_connection {
   // or cancelled_error from limit (nothing is left open). keepalive (checked by the caller) turns
   // on the socket's TCP keep-alive probes when its idle is not zero.
   // Through via (a forward proxy; null: direct) it connects to the proxy instead (io_error
-  // naming "proxy host:port"), and with tls opens a tunnel to host:port with CONNECT first
-  // (http::error naming subject: proxy_refused for an answer that is not 2xx, or no answer;
-  // malformed_response for one that is not HTTP); without tls the connection is the proxy's,
-  // the requests in absolute form (client_call::run).
+  // naming "proxy host:port"), and with tunnel (or tls, which implies it) opens a tunnel to
+  // host:port with CONNECT first (http::error naming subject: proxy_refused for an answer that
+  // is not 2xx, or no answer; malformed_response for one that is not HTTP); without either the
+  // connection is the proxy's, the requests in absolute form (client_call::run).
   void connect(const std::string& host, std::uint16_t port, const timeout& limit,
                const net::tls_context* tls = nullptr, const net::tcp_keepalive& keepalive = {},
-               const client_proxy* via = nullptr, const std::string& subject = {});
+               const client_proxy* via = nullptr, bool tunnel = false,
+               const std::string& subject = {});
   // Closes the socket (registration first; a TLS connection says close_notify if the socket
   // takes it now); the connection may be connected again.
   void close() noexcept;
@@ -116,8 +117,8 @@ class client_connection {
   void handshake(const std::string& host, const net::tls_context& tls, const timeout& limit);
   // CONNECT authority ("host:port", "[::1]:443") through the proxy this connection reached
   // (connect()).
-  void tunnel(const std::string& authority, const client_proxy& via, const timeout& limit,
-              const std::string& subject);
+  void open_tunnel(const std::string& authority, const client_proxy& via, const timeout& limit,
+                   const std::string& subject);
   // Sends the session's records, waiting for the socket; `reading`: called by a read, which
   // leaves them to a writer already sending (see the definition).
   void send_records(const timeout& limit, const std::string& subject, bool reading = false,

@@ -119,10 +119,12 @@ void client_call::run() {
   std::string wire;
   for (;;) {
     // Through an http proxy the target is the absolute URL (RFC 9112 3.2.2) and the proxy's
-    // credentials go with it; through an https proxy's tunnel, or direct, neither (the
-    // credentials of an earlier hop's proxy taken out again).
+    // credentials go with it; through a proxy's tunnel (https, and an upgrade, which a proxy
+    // would not relay: RFC 6455 4.1), or direct, neither (the credentials of an earlier hop's
+    // proxy taken out again).
     const client_proxy* via = owner.proxies_ != nullptr ? owner.proxies_->for_url(url) : nullptr;
-    const bool absolute_form = via != nullptr && !url.secure;
+    const bool tunnel = via != nullptr && (url.secure || upgrade_into != nullptr);
+    const bool absolute_form = via != nullptr && !tunnel;
     request.target = absolute_form ? "http://" + url.authority + url.target : url.target;
     if (absolute_form && !via->authorization.empty()) {
       request.headers.set("Proxy-Authorization", via->authorization);
@@ -153,10 +155,7 @@ void client_call::run() {
     if (options.max_redirects > 0) {
       visited.emplace(request.method, url.text);
     }
-    client_origin& origin =
-        via == nullptr
-            ? owner.origin_for(url.origin, url.host, url.port, url.secure, nullptr)
-            : owner.origin_for(via->where + " " + url.origin, url.host, url.port, url.secure, via);
+    client_origin& origin = owner.origin_for(url, via, tunnel);
     outcome done = attempt(origin, false, wire);
     if (done == outcome::stale) {
       ++owner.counters_.retries;
@@ -232,7 +231,7 @@ client_call::outcome client_call::attempt(client_origin& origin, bool fresh,
     const timeout connect_limit = limit.capped(options.connect_timeout);
     try {
       connection.connect(origin.host, origin.port, connect_limit, origin.tls.get(),
-                         options.keepalive, origin.proxy, url.text);
+                         options.keepalive, origin.proxy, origin.tunnel, url.text);
     } catch (const timeout_error&) {
       const bool by_connect = !limit.bounded() || connect_limit.deadline() < limit.deadline();
       throw connect_timeout_error(

@@ -83,12 +83,16 @@ TEST(HttpClientProxy, PlainRequestsGoToTheProxyInAbsoluteFormWithItsCredentials)
               std::string("http://other.example/ other.example ") + user_pass);
     // no_proxy: direct, in origin form, without the proxy's credentials.
     EXPECT_EQ(web.get(direct.url("/d")).body, "/d direct ");
-    // A pool per origin, through the proxy too: its connection to the proxy kept alive.
-    EXPECT_EQ(proxy.connections(), 2);
+    // Both origins through the proxy share its pool, as Go's and curl's do: one connection to
+    // the proxy, kept alive, carries the three requests.
+    EXPECT_EQ(proxy.connections(), 1);
+    ASSERT_EQ(proxy.requests().size(), 3u);
+    EXPECT_EQ(proxy.requests()[2].connection, 0);
+    EXPECT_EQ(proxy.requests()[2].on_connection, 2);
     EXPECT_EQ(direct.connections(), 1);
-    EXPECT_EQ(web.stats().connections_opened, 3u);
-    EXPECT_EQ(web.stats().connections_reused, 1u);
-    EXPECT_EQ(web.stats().origins, 3u);
+    EXPECT_EQ(web.stats().connections_opened, 2u);
+    EXPECT_EQ(web.stats().connections_reused, 2u);
+    EXPECT_EQ(web.stats().origins, 2u);
     web.close();
     proxy.close();
     direct.close();
@@ -165,6 +169,56 @@ TEST(HttpClientProxy, ATunnelTheProxyRefusesIsAnErrorNamingItsStatus) {
   });
 }
 
+// RFC 6455 4.1: an upgrade of an http URL through the http proxy asks the proxy to CONNECT and
+// sends its request through the tunnel in origin form, the credentials on the CONNECT alone;
+// the 101's connection is the tunnel. A plain request to the same origin still goes in
+// absolute form, over a connection of its own.
+TEST(HttpClientProxy, AnUpgradeOfAnHttpUrlGoesThroughATunnel) {
+  run_clean([] {
+    script_server proxy([](weft::tcp::stream& s, const received& r) {
+      if (r.method == "CONNECT") {
+        s.write_all("HTTP/1.1 200 Connection established\r\n\r\n");
+      } else if (r.field("Upgrade") == "echo/1") {
+        s.write_all(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n"
+            "through " +
+            r.target + " " + r.field("Host") + " [" + r.field("Proxy-Authorization") + "]");
+        s.close();
+      } else {
+        s.write_all(ok(r.target + " " + r.field("Proxy-Authorization")));
+      }
+    });
+    weft::http::client_options options;
+    options.proxy.http = "http://user:pass@127.0.0.1:" + std::to_string(proxy.port());
+    weft::http::client web(options);
+    weft::http::request offer;
+    offer.headers.add("Upgrade", "echo/1");
+    weft::http::upgrade_result up = web.upgrade(offer, "http://origin.example:81/ws?a=1");
+    ASSERT_TRUE(up.switched());
+    std::string greeting;
+    while (auto piece = up.connection->read(weft::timeout(10s))) {
+      greeting.append(*piece);
+    }
+    EXPECT_EQ(greeting, "through /ws?a=1 origin.example:81 []");
+    up.connection->close();
+    EXPECT_EQ(web.get("http://origin.example:81/plain").body,
+              std::string("http://origin.example:81/plain ") + user_pass);
+    ASSERT_EQ(proxy.requests().size(), 3u);
+    const received& connect = proxy.requests()[0];
+    EXPECT_EQ(connect.method, "CONNECT");
+    EXPECT_EQ(connect.target, "origin.example:81");
+    EXPECT_EQ(connect.field("Host"), "origin.example:81");
+    EXPECT_EQ(connect.field("Proxy-Authorization"), user_pass);
+    EXPECT_EQ(proxy.requests()[1].connection, 0);  // the upgrade, inside the tunnel
+    EXPECT_EQ(proxy.requests()[2].connection, 1);  // the plain request: the proxy's pool
+    EXPECT_EQ(web.stats().upgrades, 1u);
+    EXPECT_EQ(web.stats().connections_opened, 2u);
+    EXPECT_EQ(web.stats().origins, 2u);
+    web.close();
+    proxy.close();
+  });
+}
+
 // A proxy that does not listen: io_error naming the proxy, not the origin.
 TEST(HttpClientProxy, AnUnreachableProxyIsAnIoErrorNamingIt) {
   run_clean([] {
@@ -233,6 +287,51 @@ TEST(HttpClientProxy, TinyproxyRelaysPlainRequestsAndTunnelsTls) {
     }
     refused.close();
   });
+}
+
+// A real proxy relays no Upgrade in absolute form; through its CONNECT tunnel the switch is
+// the origin's own, and both directions carry the protocol (an echo) until the client ends its.
+TEST(HttpClientProxy, TinyproxyTunnelsAnUpgrade) {
+  tinyproxy real;
+  weft::http::router routes;
+  routes.get("/echo", [](http_test::exchange& ex) {
+    weft::http::response head;
+    head.headers.add("Upgrade", "echo/1");
+    weft::net::connection& c = ex.switch_protocols(head);
+    c.send(ex.request().target + " " +
+           std::string(ex.request().headers.get("Via").value_or("no via")) + "\n");
+    weft::net::message m;
+    while (c.receive(m)) {
+      c.send(m.data);
+    }
+  });
+  http_test::running_http origin(http_test::local_http(), std::move(routes));
+  run_clean([&] {
+    weft::http::client_options options;
+    options.proxy.http = real.url("user:pass@");
+    weft::http::client web(options);
+    weft::http::request offer;
+    offer.headers.add("Upgrade", "echo/1");
+    weft::http::upgrade_result up =
+        web.upgrade(offer, "http://localhost:" + std::to_string(origin.port()) + "/echo");
+    ASSERT_TRUE(up.switched()) << up.response.body;
+    weft::http::upgraded_connection& c = *up.connection;
+    const std::string expected = "/echo no via\nping 1ping 2";
+    c.write("ping 1");
+    c.write("ping 2");
+    std::string got;
+    while (got.size() < expected.size()) {
+      auto piece = c.read(weft::timeout(10s));
+      ASSERT_TRUE(piece.has_value()) << got;
+      got.append(*piece);
+    }
+    EXPECT_EQ(got, expected);
+    c.shutdown_write(weft::timeout(5s));
+    EXPECT_FALSE(c.read(weft::timeout(10s)).has_value());  // the handler returned
+    c.close();
+    web.close();
+  });
+  EXPECT_EQ(origin.server().stats().total.responses_of_class(1), 1u);
 }
 
 TEST(HttpClientProxy, BadSettingsAreRefusedByTheConstructorNamingTheField) {

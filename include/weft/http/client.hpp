@@ -115,7 +115,8 @@
 //     http.Client hands a 101's body over as a read-write stream the same way.
 //   - Forward proxies (client_options::proxy, forward_proxy_options below; off unless set):
 //     http URLs go to the http proxy in absolute form, https URLs through a CONNECT tunnel
-//     of the https proxy; hosts in no_proxy go direct. Pools, reuse, timeouts and errors are
+//     of the https proxy, and upgrade()s of http URLs through a tunnel of the http proxy
+//     (RFC 6455 4.1); hosts in no_proxy go direct. Pools, reuse, timeouts and errors are
 //     as for direct connections (connect_timeout bounds the CONNECT's answer too).
 //   - After close(), every request call is a std::logic_error; close() is idempotent.
 #pragma once
@@ -157,8 +158,15 @@ using body_source = std::function<std::optional<std::string_view>()>;
 // for http and on the CONNECT alone for https (the origin never sees it). A CONNECT the proxy
 // answers with anything but 2xx is an http::error of kind proxy_refused naming its status
 // (a 407 when it wants credentials); an http proxy's own answers (a 502 when it cannot reach
-// the origin, a 407) are the call's response, as they are for curl and Go. Connections to
-// the origins through a proxy have pools of their own, apart from direct ones.
+// the origin, a 407) are the call's response, as they are for curl and Go. The http proxy's
+// requests in absolute form share one pool whatever their origin (one set of kept-alive
+// connections to the proxy, at most max_connections_per_host of them, as Go and curl reuse a
+// proxy connection across hosts); tunnels are pools of their own, one per origin through the
+// proxy. An upgrade() of an http URL does not go in absolute form: a proxy relays an Upgrade
+// field it does not know as hop-by-hop or not at all, so, as RFC 6455 4.1 asks of WebSocket
+// clients, the http proxy is asked to CONNECT to the origin and the request goes through that
+// tunnel in origin form, without the proxy's credentials. All these pools are apart from
+// direct ones.
 struct forward_proxy_options {
   std::string http;   // the proxy of http:// URLs; empty: direct
   std::string https;  // the proxy of https:// URLs (CONNECT tunnels); empty: direct
@@ -285,7 +293,7 @@ struct client_stats {
   std::uint64_t retries = 0;             // requests sent again after a stale connection
   std::uint64_t redirects = 0;           // redirect hops followed
   std::uint64_t upgrades = 0;            // connections handed over by a 101 (upgrade())
-  std::size_t origins = 0;               // host:port pools made
+  std::size_t origins = 0;               // pools made: per host:port, per proxy, per tunnel
   std::size_t idle_connections = 0;      // pooled, open and unused now
   std::size_t active_connections = 0;    // in an exchange now
   std::size_t waiting_requests = 0;      // waiting for a connection of a full pool now
@@ -297,6 +305,7 @@ struct client_call;
 class client_connection;
 struct client_proxy;
 struct client_proxies;
+struct client_url;
 }  // namespace detail
 
 // A connection that 101 Switching Protocols handed over (client::upgrade()): the raw bytes of the
@@ -424,13 +433,15 @@ class client {
                    const std::function<void(std::string_view piece)>& on_body,
                    std::unique_ptr<upgraded_connection>* upgrade_into,
                    const body_source* body = nullptr);
-  // The pool of key (the URL's origin, after the proxy's "proxy host:port " when via one).
-  detail::client_origin& origin_for(const std::string& key, const std::string& host,
-                                    std::uint16_t port, bool secure,
-                                    const detail::client_proxy* via);
+  // The pool url's request goes through: its origin's when direct; via an http proxy, the
+  // proxy's own (absolute form: every origin shares it), or with tunnel a pool of CONNECT
+  // tunnels to the origin through it (https, upgrade()).
+  detail::client_origin& origin_for(const detail::client_url& url, const detail::client_proxy* via,
+                                    bool tunnel);
 
   client_options options_;
-  // Ordered by "host:port"; an origin's pool lives as long as the client.
+  // Ordered by key ("host:port", "https://host:port", "proxy host:port" and, for tunnels,
+  // "proxy host:port tunnel https://host:port"); a pool lives as long as the client.
   std::map<std::string, std::unique_ptr<detail::client_origin>> origins_;
   client_stats counters_;
   // options_.tls, or the default context once an https URL needed one.
