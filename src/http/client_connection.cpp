@@ -104,7 +104,11 @@ void client_connection::connect(const std::string& host, std::uint16_t port, con
       parser_.reset();
       if (via != nullptr && (tunnel || tls != nullptr)) {
         try {
-          open_tunnel(host_port, *via, limit, subject);
+          if (via->socks) {
+            socks_connect(host, port, host_port, *via, limit, subject);
+          } else {
+            open_tunnel(host_port, *via, limit, subject);
+          }
           peer_ = host_port + " through " + via->where;
         } catch (...) {
           close();

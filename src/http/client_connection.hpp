@@ -56,9 +56,10 @@ class client_connection {
   // on the socket's TCP keep-alive probes when its idle is not zero.
   // Through via (a forward proxy; null: direct) it connects to the proxy instead (io_error
   // naming "proxy host:port"), and with tunnel (or tls, which implies it) opens a tunnel to
-  // host:port with CONNECT first (http::error naming subject: proxy_refused for an answer that
-  // is not 2xx, or no answer; malformed_response for one that is not HTTP); without either the
-  // connection is the proxy's, the requests in absolute form (client_call::run).
+  // host:port first: CONNECT to an http proxy, SOCKS5's handshake to a SOCKS one (http::error
+  // naming subject: proxy_refused for a refusal, or no answer; malformed_response for an answer
+  // in another protocol); without either the connection is the http proxy's, the requests in
+  // absolute form (client_call::run).
   void connect(const std::string& host, std::uint16_t port, const timeout& limit,
                const net::tls_context* tls = nullptr, const net::tcp_keepalive& keepalive = {},
                const client_proxy* via = nullptr, bool tunnel = false,
@@ -119,6 +120,10 @@ class client_connection {
   // (connect()).
   void open_tunnel(const std::string& authority, const client_proxy& via, const timeout& limit,
                    const std::string& subject);
+  // The same through a SOCKS5 proxy (src/http/client_socks.cpp): its handshake, asking it to
+  // connect to host:port (authority is that, as errors name it).
+  void socks_connect(const std::string& host, std::uint16_t port, const std::string& authority,
+                     const client_proxy& via, const timeout& limit, const std::string& subject);
   // Sends the session's records, waiting for the socket; `reading`: called by a read, which
   // leaves them to a writer already sending (see the definition).
   void send_records(const timeout& limit, const std::string& subject, bool reading = false,

@@ -119,11 +119,11 @@ void client_call::run() {
   std::string wire;
   for (;;) {
     // Through an http proxy the target is the absolute URL (RFC 9112 3.2.2) and the proxy's
-    // credentials go with it; through a proxy's tunnel (https, and an upgrade, which a proxy
-    // would not relay: RFC 6455 4.1), or direct, neither (the credentials of an earlier hop's
-    // proxy taken out again).
+    // credentials go with it; through a proxy's tunnel (https, an upgrade, which a proxy would
+    // not relay: RFC 6455 4.1, and everything through SOCKS), or direct, neither (the
+    // credentials of an earlier hop's proxy taken out again).
     const client_proxy* via = owner.proxies_ != nullptr ? owner.proxies_->for_url(url) : nullptr;
-    const bool tunnel = via != nullptr && (url.secure || upgrade_into != nullptr);
+    const bool tunnel = via != nullptr && (url.secure || upgrade_into != nullptr || via->socks);
     const bool absolute_form = via != nullptr && !tunnel;
     request.target = absolute_form ? "http://" + url.authority + url.target : url.target;
     if (absolute_form && !via->authorization.empty()) {

@@ -32,36 +32,55 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
-// "http://[user[:password]@]host[:port][/]".
+// Whether an authority ("host", "host:1", "[::1]", "[::1]:1") names a port.
+bool names_port(std::string_view authority) noexcept {
+  const std::size_t colon = authority.rfind(':');
+  if (colon == std::string_view::npos) {
+    return false;
+  }
+  const std::size_t close = authority.rfind(']');
+  return authority.front() != '[' || (close != std::string_view::npos && colon > close);
+}
+
+// "http://[user[:password]@]host[:port][/]", or socks5:// or socks5h:// in its place.
 client_proxy parse_proxy(std::string_view field, std::string_view text) {
   const std::size_t scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) {
-    refuse(field, text, "is not a proxy URL (expected http://[user[:password]@]host[:port])");
-  }
-  if (!iequals(text.substr(0, scheme_end), "http")) {
     refuse(field, text,
-           "has the scheme \"" + std::string(text.substr(0, scheme_end)) +
-               "\"; a proxy is reached with http:// (TLS to the proxy, and SOCKS, are not "
-               "supported)");
+           "is not a proxy URL (expected http://, socks5:// or socks5h://, then "
+           "[user[:password]@]host[:port])");
+  }
+  const std::string_view scheme = text.substr(0, scheme_end);
+  client_proxy proxy;
+  proxy.remote_names = iequals(scheme, "socks5h");
+  proxy.socks = proxy.remote_names || iequals(scheme, "socks5");
+  if (!proxy.socks && !iequals(scheme, "http")) {
+    refuse(field, text,
+           "has the scheme \"" + std::string(scheme) +
+               "\"; a proxy is reached with http://, socks5:// or socks5h:// (TLS to the proxy, "
+               "and SOCKS4, are not supported)");
   }
   std::string_view rest = text.substr(scheme_end + 3);
   const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
-  client_proxy proxy;
   const std::size_t at = authority.rfind('@');
   if (at != std::string_view::npos) {
     const std::string_view userinfo = authority.substr(0, at);
     const std::size_t colon = userinfo.find(':');
-    std::string credentials;
     try {
-      credentials = percent_decode(userinfo.substr(0, colon));
-      credentials += ':';
+      proxy.user = percent_decode(userinfo.substr(0, colon));
       if (colon != std::string_view::npos) {
-        credentials += percent_decode(userinfo.substr(colon + 1));
+        proxy.password = percent_decode(userinfo.substr(colon + 1));
       }
     } catch (const std::invalid_argument&) {
       refuse(field, text, "has a user or password with a malformed percent escape");
     }
-    proxy.authorization = "Basic " + base64(credentials);
+    if (!proxy.socks) {
+      proxy.authorization = "Basic " + base64(proxy.user + ":" + proxy.password);
+      proxy.user.clear();
+      proxy.password.clear();
+    } else if (proxy.user.size() > 255 || proxy.password.size() > 255) {
+      refuse(field, text, "has a user or password longer than the 255 bytes SOCKS5 carries");
+    }
     rest.remove_prefix(at + 1);
   }
   client_url parsed;
@@ -75,7 +94,13 @@ client_proxy parse_proxy(std::string_view field, std::string_view text) {
   }
   proxy.host = std::move(parsed.host);
   proxy.port = parsed.port;
-  proxy.where = "proxy " + parsed.origin;
+  if (proxy.socks && !names_port(rest.substr(0, rest.find_first_of("/?#")))) {
+    proxy.port = 1080;  // SOCKS's own (RFC 1928 3)
+    parsed.origin =
+        (proxy.host.find(':') != std::string::npos ? "[" + proxy.host + "]" : proxy.host) + ":1080";
+  }
+  proxy.where = std::string(proxy.socks ? (proxy.remote_names ? "socks5h " : "socks5 ") : "") +
+                "proxy " + parsed.origin;
   return proxy;
 }
 
@@ -262,8 +287,9 @@ forward_proxy_options forward_proxy_options::from_environment() {
   // In a CGI program HTTP_PROXY is the request's Proxy field, set by whoever sent it.
   const bool cgi = std::getenv("REQUEST_METHOD") != nullptr;
   options.http =
-      with_scheme(cgi ? first_set({"http_proxy"}) : first_set({"http_proxy", "HTTP_PROXY"}));
-  options.https = with_scheme(first_set({"https_proxy", "HTTPS_PROXY"}));
+      with_scheme(cgi ? first_set({"http_proxy", "all_proxy", "ALL_PROXY"})
+                      : first_set({"http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"}));
+  options.https = with_scheme(first_set({"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}));
   options.no_proxy = first_set({"no_proxy", "NO_PROXY"});
   if (!options.no_proxy.empty()) {
     options.no_proxy += ',';

@@ -17,12 +17,18 @@ namespace weft::http::detail {
 
 struct client_url;
 
-// One proxy: where it listens and what it is told of the user.
+// One proxy: where it listens, what it speaks and what it is told of the user.
 struct client_proxy {
   std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
   std::uint16_t port = 80;
   std::string where;          // "proxy host:port": what connect errors and pool keys name
-  std::string authorization;  // "Basic dXNlcjpwYXNz" for a proxy URL with a user; else empty
+  bool socks = false;         // socks5:// or socks5h:// (every request tunnels); else http://
+  bool remote_names = false;  // socks5h://: the proxy resolves the origin's name
+  // http://: "Basic dXNlcjpwYXNz" for a proxy URL with a user; else empty.
+  std::string authorization;
+  // socks5(h)://: the user name and password (decoded, at most 255 bytes each); empty: none.
+  std::string user;
+  std::string password;
 };
 
 // One entry of no_proxy.

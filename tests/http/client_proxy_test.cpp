@@ -346,7 +346,8 @@ TEST(HttpClientProxy, BadSettingsAreRefusedByTheConstructorNamingTheField) {
     }
   };
   refused(proxies("https://p:3128", ""), "proxy.http \"https://p:3128\" has the scheme \"https\"");
-  refused(proxies("", "socks5://p:1080"), "proxy.https \"socks5://p:1080\" has the scheme");
+  refused(proxies("", "socks4://p:1080"), "proxy.https \"socks4://p:1080\" has the scheme");
+  refused(proxies("socks5://" + std::string(256, 'u') + "@p", ""), "longer than the 255 bytes");
   refused(proxies("p:3128", ""), "is not a proxy URL");
   refused(proxies("http://p:3128/path", ""), "has a path or query");
   refused(proxies("http://p:99999", ""), "is not a proxy URL");
@@ -355,7 +356,7 @@ TEST(HttpClientProxy, BadSettingsAreRefusedByTheConstructorNamingTheField) {
   refused(proxies("", "", "[zz]"), "\"[zz]\" is not an IPv6 address in brackets");
   refused(proxies("", "", "a.example:0"), "has a port that is not 1 to 65535");
   weft::http::client_options fine;
-  fine.proxy = proxies("http://u:p%40ss@[::1]:3128/", "");
+  fine.proxy = proxies("http://u:p%40ss@[::1]:3128/", "SOCKS5H://[::1]");
   weft::http::client accepted(fine);
 }
 
@@ -435,6 +436,15 @@ TEST(HttpClientProxy, FromEnvironmentReadsTheVariablesAsCurlAndGoDo) {
   weft::http::client_options options;
   options.proxy = p;
   weft::http::client accepted(options);  // what it reads, the client takes
+  // ALL_PROXY stands in for a proxy not set, as curl reads it.
+  env.set("HTTPS_PROXY", nullptr);
+  env.set("https_proxy", nullptr);
+  env.set("all_proxy", nullptr);
+  env.set("ALL_PROXY", "socks5h://tunnel:1080");
+  p = forward_proxy_options::from_environment();
+  EXPECT_EQ(p.http, "http://proxy.corp:3128");
+  EXPECT_EQ(p.https, "socks5h://tunnel:1080");
+  env.set("ALL_PROXY", nullptr);
   // In a CGI program HTTP_PROXY came from a request's Proxy field ("httpoxy"): ignored.
   env.set("REQUEST_METHOD", "GET");
   EXPECT_EQ(forward_proxy_options::from_environment().http, "");

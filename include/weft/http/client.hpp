@@ -151,25 +151,35 @@ using body_source = std::function<std::optional<std::string_view>()>;
 // to the `http` proxy, which is sent the request with its target in absolute form ("GET
 // http://host/path HTTP/1.1"; RFC 9112 3.2.2); an https URL goes through a tunnel the `https`
 // proxy opens with CONNECT host:port (RFC 9110 9.3.6), and TLS with the origin runs inside it
-// (the proxy sees neither the request nor the certificate checks). Each is
-// "http://[user[:password]@]host[:port][/]" (the proxy itself is reached in the clear; port 80
-// unless given; user and password percent-decoded), or empty: such URLs go direct. With a user,
-// every request to that proxy carries "Proxy-Authorization: Basic ...", on the request itself
-// for http and on the CONNECT alone for https (the origin never sees it). A CONNECT the proxy
-// answers with anything but 2xx is an http::error of kind proxy_refused naming its status
-// (a 407 when it wants credentials); an http proxy's own answers (a 502 when it cannot reach
-// the origin, a 407) are the call's response, as they are for curl and Go. The http proxy's
-// requests in absolute form share one pool whatever their origin (one set of kept-alive
-// connections to the proxy, at most max_connections_per_host of them, as Go and curl reuse a
-// proxy connection across hosts); tunnels are pools of their own, one per origin through the
-// proxy. An upgrade() of an http URL does not go in absolute form: a proxy relays an Upgrade
-// field it does not know as hop-by-hop or not at all, so, as RFC 6455 4.1 asks of WebSocket
-// clients, the http proxy is asked to CONNECT to the origin and the request goes through that
-// tunnel in origin form, without the proxy's credentials. All these pools are apart from
-// direct ones.
+// (the proxy sees neither the request nor the certificate checks).
+// - A proxy is "http://[user[:password]@]host[:port][/]" (the proxy itself is reached in the
+//   clear; port 80 unless given; user and password percent-decoded), a SOCKS5 proxy (RFC 1928)
+//   as "socks5://..." or "socks5h://..." (port 1080 unless given), or empty: such URLs go
+//   direct.
+// - With a user, every request to an http proxy carries "Proxy-Authorization: Basic ...", on
+//   the request itself for http and on the CONNECT alone for https (the origin never sees it).
+//   A CONNECT the proxy answers with anything but 2xx is an http::error of kind proxy_refused
+//   naming its status (a 407 when it wants credentials); an http proxy's own answers (a 502
+//   when it cannot reach the origin, a 407) are the call's response, as they are for curl and
+//   Go.
+// - Through a SOCKS5 proxy every request, http or https, goes through a tunnel the proxy opens
+//   to the origin and is sent as to the origin itself. socks5:// resolves the origin's name
+//   here and asks for its address; socks5h:// hands the name to the proxy (hosts only its
+//   network knows), as curl's schemes mean. A user and password are sent by RFC 1929 when the
+//   proxy asks for them. Its refusals (of the methods offered, of the login, its reply to
+//   CONNECT: "connection refused", "host unreachable"...) are http::error proxy_refused naming
+//   the reason.
+// - An upgrade() of an http URL through an http proxy does not go in absolute form: a proxy
+//   relays an Upgrade field it does not know as hop-by-hop, or not at all. So, as RFC 6455 4.1
+//   asks of WebSocket clients, the proxy is asked to CONNECT to the origin, and the request goes
+//   through that tunnel in origin form, without the proxy's credentials.
+// - Pools: the http proxy's requests in absolute form share one pool whatever their origin
+//   (one set of kept-alive connections to the proxy, at most max_connections_per_host of them,
+//   as Go and curl reuse a proxy connection across hosts); tunnels have pools of their own, one
+//   per origin through the proxy; all apart from direct ones.
 struct forward_proxy_options {
   std::string http;   // the proxy of http:// URLs; empty: direct
-  std::string https;  // the proxy of https:// URLs (CONNECT tunnels); empty: direct
+  std::string https;  // the proxy of https:// URLs (tunnels); empty: direct
   // Hosts that go direct, comma or space separated: "*" (all), a name, which also covers its
   // subdomains ("example.com", ".example.com" and "*.example.com" all match example.com and
   // a.example.com), an IPv4 or IPv6 address ("[::1]" or "::1"), or a CIDR block
@@ -179,8 +189,10 @@ struct forward_proxy_options {
 
   // From the environment, as curl and Go read it: http_proxy or HTTP_PROXY (HTTP_PROXY is
   // ignored when REQUEST_METHOD is set: a CGI program's HTTP_PROXY is a request header,
-  // "httpoxy"), https_proxy or HTTPS_PROXY, and no_proxy or NO_PROXY, the lower-case name
-  // first. A value without a scheme ("proxy:3128") is taken as http://. As Go's
+  // "httpoxy"), https_proxy or HTTPS_PROXY, each falling back to all_proxy or ALL_PROXY as
+  // curl's do (ALL_PROXY=socks5h://localhost:1080, an ssh -D tunnel), and no_proxy or
+  // NO_PROXY, the lower-case name first. A value without a scheme ("proxy:3128") is taken as
+  // http://. As Go's
   // ProxyFromEnvironment, requests to localhost and loopback addresses always go direct:
   // "localhost,127.0.0.0/8,::1" is added to no_proxy.
   static forward_proxy_options from_environment();
@@ -255,7 +267,7 @@ enum class error_kind : std::uint8_t {
                         // usable Location while following redirects)
   too_many_redirects,   // more than max_redirects hops
   redirect_loop,        // a redirect back to a URL already requested with the same method
-  proxy_refused,        // the https proxy answered CONNECT with anything but 2xx
+  proxy_refused,        // a proxy refused the tunnel: CONNECT not 2xx, or SOCKS5 refused
 };
 // "invalid URL", "malformed response", ... (static strings).
 const char* to_string(error_kind kind) noexcept;
