@@ -3,12 +3,14 @@
 // client needs and the Date that RFC 9110 (6.6.1) asks of every origin server with a clock, as
 // weft, nginx, h2o, Go, Node and Beast send it (refreshed once a second, written in place: the
 // response has the same size as weft's, which matters where the load client is the bottleneck,
-// as in hello_pipelined, since it parses every byte: bench/http/README.md): one thread, one level-triggered epoll set, and per readable socket one read()
-// into a 64 KiB buffer, a scan for the end of each request's headers ("\r\n\r\n", found across
-// read boundaries too), and one write() carrying one copy of the same fixed response per request
-// found (pipelined requests are answered in one write). Requests must have no body (the suite
-// sends GETs only). weft's server makes the same system calls per batch of requests, so it
-// cannot be faster than this by more than the user-space time this skips.
+// as in hello_pipelined, since it parses every byte: bench/http/README.md): one thread, one
+// level-triggered epoll set, and per readable socket one read() into a 64 KiB buffer, a scan for
+// the end of each request's headers ("\r\n\r\n", found across read boundaries too), and one write()
+// carrying one copy of the same fixed response per request found (pipelined requests are answered
+// in one write). Requests must have no body (the suite sends GETs only). weft's server makes the
+// same system calls per batch of requests, so it cannot be faster than this by more than the
+// user-space time this skips. The same floor on io_uring, no system call per request:
+// bench/peers/net/uring_echo.c --mode hello|static.
 //
 //   bench_http_bare --port N --mode hello|static --root DIR
 //
@@ -31,9 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http_floor.h"
+
 #define BUFFER_SIZE (64 * 1024)
 #define MAX_EVENTS 256
-#define STATIC_SIZE 4096
 
 // Per connection (indexed by fd): how much of "\r\n\r\n" the bytes read so far end with, and
 // the part of the last response batch the socket did not take yet.
@@ -49,13 +52,6 @@ static char* output;
 static size_t output_capacity;
 static struct connection* connections;
 static size_t connection_count;
-static const char* response;
-static size_t response_size;
-// Where the response's Date value (29 bytes, "Sun, 06 Nov 1994 08:49:37 GMT") starts, and the
-// second it shows.
-static char* date_value;
-static time_t date_shown = -1;
-
 static void die(const char* what) {
   fprintf(stderr, "bench_http_bare: %s: %s\n", what, strerror(errno));
   exit(1);
@@ -82,27 +78,6 @@ static void close_connection(int fd) {
   free(state->pending);
   memset(state, 0, sizeof *state);
   close(fd);  // closing removes it from the epoll set
-}
-
-// Counts the ends of request headers in [data, data + size), carrying a partial "\r\n\r\n" over
-// from the previous read in state->matched.
-static size_t count_requests(struct connection* state, const char* data, size_t size) {
-  static const char terminator[4] = {'\r', '\n', '\r', '\n'};
-  size_t found = 0;
-  int matched = state->matched;
-  for (size_t index = 0; index < size; ++index) {
-    char byte = data[index];
-    if (byte == terminator[matched]) {
-      if (++matched == 4) {
-        ++found;
-        matched = 0;
-      }
-    } else {
-      matched = byte == '\r' ? 1 : 0;
-    }
-  }
-  state->matched = matched;
-  return found;
 }
 
 // Sends what is pending; 1 when all of it is gone, 0 when the socket is full, -1 on an error.
@@ -137,11 +112,11 @@ static void serve_readable(int poller, int fd) {
   if (got < 0) {
     return;
   }
-  size_t requests = count_requests(state, input, (size_t)got);
+  size_t requests = floor_count_requests(&state->matched, input, (size_t)got);
   if (requests == 0) {
     return;
   }
-  size_t size = requests * response_size;
+  size_t size = requests * floor_response_size;
   if (size > output_capacity) {
     output_capacity = size * 2;
     free(output);
@@ -151,7 +126,7 @@ static void serve_readable(int poller, int fd) {
     }
   }
   for (size_t index = 0; index < requests; ++index) {
-    memcpy(output + index * response_size, response, response_size);
+    memcpy(output + index * floor_response_size, floor_response, floor_response_size);
   }
   ssize_t wrote = write(fd, output, size);
   if (wrote < 0 && errno != EAGAIN && errno != EINTR) {
@@ -183,58 +158,6 @@ static void serve_writable(int poller, int fd) {
     struct epoll_event readable = {.events = EPOLLIN, .data.fd = fd};
     epoll_ctl(poller, EPOLL_CTL_MOD, fd, &readable);
   }
-}
-
-// The fixed response of the mode: hello, or the 4 KiB body read from ROOT/4k.txt.
-static void build_response(int is_static, const char* root) {
-  static char text[512 + STATIC_SIZE];
-  const char* body = "hello\n";
-  size_t body_size = 6;
-  static char file_body[STATIC_SIZE];
-  if (is_static) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/4k.txt", root);
-    int file = open(path, O_RDONLY | O_CLOEXEC);
-    if (file < 0) {
-      fprintf(stderr, "bench_http_bare: cannot open %s: %s\n", path, strerror(errno));
-      exit(1);
-    }
-    ssize_t got = read(file, file_body, sizeof file_body);
-    char extra;
-    if (got != STATIC_SIZE || read(file, &extra, 1) != 0) {
-      fprintf(stderr, "bench_http_bare: %s must hold exactly %d bytes\n", path, STATIC_SIZE);
-      exit(1);
-    }
-    close(file);
-    body = file_body;
-    body_size = STATIC_SIZE;
-  }
-  int head = snprintf(text, sizeof text,
-                      "HTTP/1.1 200 OK\r\nServer: bare\r\nDate: %29s\r\n"
-                      "Content-Type: text/plain\r\nContent-Length: %zu\r\n\r\n",
-                      "", body_size);
-  date_value = strstr(text, "Date: ") + 6;
-  memcpy(text + head, body, body_size);
-  response = text;
-  response_size = (size_t)head + body_size;
-}
-
-// Writes the current second into the response's Date value when it has changed (once per
-// wait: a read of the vDSO clock, no system call).
-static void refresh_date(void) {
-  time_t now = time(NULL);
-  if (now == date_shown) {
-    return;
-  }
-  struct tm parts;
-  char value[32];
-  gmtime_r(&now, &parts);
-  if (strftime(value, sizeof value, "%a, %d %b %Y %H:%M:%S GMT", &parts) != 29) {
-    fprintf(stderr, "bench_http_bare: the date is not 29 bytes\n");
-    exit(1);
-  }
-  memcpy(date_value, value, 29);
-  date_shown = now;
 }
 
 int main(int argc, char** argv) {
@@ -269,8 +192,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: bench_http_bare --port N --mode hello|static --root DIR\n");
     return 2;
   }
-  build_response(is_static, root);
-  refresh_date();
+  floor_build_response(is_static, root, "bench_http_bare");
+  floor_refresh_date();
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listener < 0) {
     die("socket");
@@ -306,7 +229,7 @@ int main(int argc, char** argv) {
       }
       die("epoll_wait");
     }
-    refresh_date();
+    floor_refresh_date();
     for (int index = 0; index < count; ++index) {
       int fd = ready[index].data.fd;
       if (fd == STDIN_FILENO) {

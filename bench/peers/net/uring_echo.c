@@ -7,7 +7,7 @@
 // submits every operation the turn queued and waits for at least one completion. No library
 // beyond liburing, no buffering policy, no fairness.
 //
-//   uring_echo --port N [--mode echo] [--recv single|multishot]
+//   uring_echo --port N [--mode echo|hello|static [--root DIR]] [--recv single|multishot]
 //
 // Listens on 127.0.0.1:N (backlog 4096), prints "READY N" once listening, and serves until it
 // is killed or its standard input reaches end of file (run.py holds a pipe open and closes it;
@@ -18,6 +18,12 @@
 // given is finished by another send of the rest (never seen with one 64-byte message in flight
 // per connection). Exits with status 1 and a message naming the call where the ring cannot be
 // set up (a kernel without io_uring, or a sandbox that forbids it).
+//
+// --mode hello and --mode static (with --root DIR) make it the HTTP floor of suite http on
+// io_uring, by hand (bench/http/README.md, "The floor on io_uring"): bench_http_bare's fixed
+// response and request count (bench/peers/http/http_floor.h), each recv's complete requests
+// answered by one send of as many copies of the response; the same READY and stdin contract.
+// Requests must have no body. Single recv only.
 //
 // --recv multishot (Linux 6.0; not used by run.py, for bench/net/README.md's comparison): each
 // connection has one multishot recv armed for its whole life instead of a recv queued again
@@ -41,6 +47,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../http/http_floor.h"
+
 #define BUFFER_SIZE 4096
 
 // What a completion is for: the low bits of its user data (connections are 64-byte aligned).
@@ -48,7 +56,10 @@ enum { op_accept = 1, op_recv = 2, op_send = 3, op_mask = 3 };
 
 struct connection {
   int fd;
-  unsigned pending;  // bytes of buf not yet sent back
+  int matched;  // --mode hello|static: how much of "\r\n\r\n" the bytes so far end with
+  char* out;    // what is sent: buf (echo), or the responses (hello|static, malloc'ed)
+  unsigned out_capacity;
+  unsigned pending;  // bytes of out not yet sent
   unsigned sent;     // ... of which already sent
   // Its recv is in the ring (armed, with --recv multishot), a send is, it was closed.
   unsigned char receiving, sending, closed;
@@ -58,6 +69,7 @@ struct connection {
 static struct io_uring ring;
 static int listener;
 static int multishot;  // --recv multishot
+static int http_mode;  // --mode hello|static
 
 // The provided buffers of --recv multishot (buffer group 1).
 #define RING_BUFFERS 4096
@@ -106,7 +118,7 @@ static void queue_recv(struct connection* c) {
 static void queue_send(struct connection* c) {
   struct io_uring_sqe* entry = next_entry();
   c->sending = 1;
-  io_uring_prep_send(entry, c->fd, c->buf + c->sent, c->pending - c->sent, 0);
+  io_uring_prep_send(entry, c->fd, c->out + c->sent, c->pending - c->sent, 0);
   io_uring_sqe_set_data64(entry, (uint64_t)(uintptr_t)c | op_send);
 }
 
@@ -119,6 +131,9 @@ static void retire(struct connection* c) {
     close(c->fd);
   }
   if (!c->receiving && !c->sending) {
+    if (c->out != c->buf) {
+      free(c->out);
+    }
     free(c);
   }
 }
@@ -156,7 +171,30 @@ static void received(struct connection* c, const struct io_uring_cqe* completion
       retire(c);
       return;
     }
-    c->pending = (unsigned)result;  // into buf, queued only with nothing pending
+    if (!http_mode) {
+      c->pending = (unsigned)result;  // into buf, queued only with nothing pending
+      queue_send(c);
+      return;
+    }
+    size_t requests = floor_count_requests(&c->matched, c->buf, (size_t)result);
+    if (requests == 0) {
+      queue_recv(c);
+      return;
+    }
+    size_t size = requests * floor_response_size;
+    if (size > c->out_capacity) {
+      char* bigger = malloc(size * 2);
+      if (bigger == NULL) {
+        die("malloc", ENOMEM);
+      }
+      free(c->out);
+      c->out = bigger;
+      c->out_capacity = (unsigned)(size * 2);
+    }
+    for (size_t index = 0; index < requests; ++index) {
+      memcpy(c->out + index * floor_response_size, floor_response, floor_response_size);
+    }
+    c->pending = (unsigned)size;
     queue_send(c);
     return;
   }
@@ -219,6 +257,7 @@ static void* watch_stdin(void* unused) {
 
 int main(int argc, char** argv) {
   int port = 0;
+  const char* root = NULL;
   for (int index = 1; index + 1 < argc; index += 2) {
     if (strcmp(argv[index], "--port") == 0) {
       port = atoi(argv[index + 1]);
@@ -231,18 +270,31 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (strcmp(argv[index], "--mode") == 0) {
-      if (strcmp(argv[index + 1], "echo") != 0) {
-        fprintf(stderr, "uring_echo: --mode must be echo, got %s\n", argv[index + 1]);
+      if (strcmp(argv[index + 1], "hello") == 0) {
+        http_mode = 1;
+      } else if (strcmp(argv[index + 1], "static") == 0) {
+        http_mode = 2;
+      } else if (strcmp(argv[index + 1], "echo") != 0) {
+        fprintf(stderr, "uring_echo: --mode must be echo, hello or static, got %s\n",
+                argv[index + 1]);
         return 2;
       }
+    } else if (strcmp(argv[index], "--root") == 0) {
+      root = argv[index + 1];
     } else {
       fprintf(stderr, "uring_echo: unknown option %s\n", argv[index]);
       return 2;
     }
   }
-  if (port <= 0 || port > 65535) {
-    fprintf(stderr, "usage: uring_echo --port N [--mode echo] [--recv single|multishot]\n");
+  if (port <= 0 || port > 65535 || (http_mode == 2 && root == NULL) || (http_mode && multishot)) {
+    fprintf(stderr,
+            "usage: uring_echo --port N [--mode echo|hello|static [--root DIR]] "
+            "[--recv single|multishot] (static needs --root; multishot is for echo)\n");
     return 2;
+  }
+  if (http_mode) {
+    floor_build_response(http_mode == 2, root, "uring_echo");
+    floor_refresh_date();
   }
   listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener < 0) {
@@ -288,6 +340,9 @@ int main(int argc, char** argv) {
     if (status < 0 && status != -EINTR && status != -EBUSY) {
       die("io_uring_submit_and_wait", -status);
     }
+    if (http_mode) {
+      floor_refresh_date();
+    }
     struct io_uring_cqe* completion;
     unsigned head;
     unsigned seen = 0;
@@ -305,6 +360,9 @@ int main(int argc, char** argv) {
               close(result);
             } else {
               fresh->fd = result;
+              fresh->matched = 0;
+              fresh->out = http_mode ? NULL : fresh->buf;
+              fresh->out_capacity = 0;
               fresh->pending = fresh->sent = 0;
               fresh->receiving = fresh->sending = fresh->closed = 0;
               queue_recv(fresh);
