@@ -217,8 +217,9 @@ bool keep_alive_of(int version_minor, const headers& fields) noexcept {
 bool request::keep_alive() const noexcept { return keep_alive_of(version_minor, headers); }
 
 bool request::expects_continue() const noexcept {
-  std::optional<std::string_view> expect = headers.get("Expect");
-  return expect && detail::iequals(*expect, "100-continue");
+  // A member of any Expect field's list (RFC 9110 10.1.1 makes Expect a list): "100-continue,
+  // x-foo" and a repeated field ask for it as much as the field alone.
+  return headers.has_token("Expect", "100-continue");
 }
 
 bool response::keep_alive() const noexcept { return keep_alive_of(version_minor, headers); }

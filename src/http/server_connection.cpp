@@ -531,7 +531,8 @@ bool connection_state::discard_body() {
     conn.consume_input(done.consumed);
     body_done = true;
   }
-  if (parser.has_expect() && refuse_expectation()) [[unlikely]] {
+  if (parser.has_expect() && server.options.refuse_unknown_expectations && refuse_expectation())
+      [[unlikely]] {
     after_handler();
     return;
   }

@@ -1,6 +1,7 @@
 // Expect: 100-continue: the 100 goes out only when the handler reads the body; a handler that
 // answers without reading gets no 100 and the connection closes after its response. Any other
-// expectation gets 417 without the handler (RFC 9110 10.1.1).
+// expectation gets 417 without the handler (RFC 9110 10.1.1), unless the handler is asked to
+// meet them (server_options::refuse_unknown_expectations).
 #include <atomic>
 
 #include "http/server_support.hpp"
@@ -116,8 +117,44 @@ TEST(HttpServerContinue, ContinueBesideAnotherExpectationGets417AndAClose) {
   EXPECT_EQ(server.server().stats().total.responses_of_class(1), 0u);
 }
 
-// An empty Expect asks nothing; 100-continue matches in any case; an HTTP/1.0 request's
-// 100-continue is ignored (RFC 9110 10.1.1): its body comes unasked, and no 100 goes out.
+// refuse_unknown_expectations off: the handler sees the field and decides; a 100-continue
+// beside it is still met when the handler reads the body, and a handler's own 417 keeps the
+// connection as any response does.
+TEST(HttpServerContinue, WithoutRefusalTheHandlerMeetsExpectationsItself) {
+  auto options = local_http();
+  options.refuse_unknown_expectations = false;
+  running_http server(options, [](exchange& ex) {
+    const std::string expect(ex.request().headers.get("Expect").value_or(""));
+    if (expect.find("x-known") == std::string::npos) {
+      ex.respond(status::expectation_failed, "not " + expect);
+      return;
+    }
+    ex.respond(status::ok, "met " + expect + " " + ex.read_body());
+  });
+  client c(server.port());
+  c.send("GET /a HTTP/1.1\r\nHost: x\r\nExpect: x-known\r\n\r\n");
+  EXPECT_EQ(body_of(c.response()), "met x-known ");
+  c.send(
+      "PUT /b HTTP/1.1\r\nHost: x\r\nExpect: 100-continue, x-known\r\n"
+      "Content-Length: 2\r\n\r\n");
+  auto interim = c.response(weft::http::method::put);
+  ASSERT_TRUE(interim);
+  EXPECT_EQ(interim->status, status::continue_);
+  c.send("up");
+  EXPECT_EQ(body_of(c.response(weft::http::method::put)), "met 100-continue, x-known up");
+  c.send(
+      "GET /c HTTP/1.1\r\nHost: x\r\nExpect: other\r\n\r\nGET /d HTTP/1.1\r\nHost: x\r\n"
+      "Expect: x-known\r\n\r\n");
+  auto refused = c.response();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, status::expectation_failed);
+  EXPECT_EQ(refused->body, "not other");
+  EXPECT_EQ(body_of(c.response()), "met x-known ");
+  EXPECT_EQ(server.server().stats().total.responses_of_class(1), 1u);
+}
+
+// An empty Expect asks nothing; 100-continue matches in any case and in a list; an HTTP/1.0
+// request's 100-continue is ignored (RFC 9110 10.1.1): its body comes unasked, and no 100 goes out.
 TEST(HttpServerContinue, ExpectationsThatCanBeMetAreServed) {
   std::atomic<int> calls{0};
   running_http server(local_http(), counting_echo{&calls});
@@ -130,14 +167,21 @@ TEST(HttpServerContinue, ExpectationsThatCanBeMetAreServed) {
   EXPECT_EQ(interim->status, status::continue_);
   c.send("b");
   EXPECT_EQ(body_of(c.response(weft::http::method::post)), "/case b");
+  // A member of a list, beside an empty one, is asked as much as the field alone.
+  c.send("POST /list HTTP/1.1\r\nHost: x\r\nExpect: ,100-continue\r\nContent-Length: 1\r\n\r\n");
+  interim = c.response(weft::http::method::post);
+  ASSERT_TRUE(interim);
+  EXPECT_EQ(interim->status, status::continue_);
+  c.send("d");
+  EXPECT_EQ(body_of(c.response(weft::http::method::post)), "/list d");
   client old(server.port());
   old.send("POST /old HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nc");
   auto r = old.response(weft::http::method::post);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, status::ok);
   EXPECT_EQ(r->body, "/old c");
-  EXPECT_EQ(calls.load(), 3);
-  EXPECT_EQ(server.server().stats().total.responses_of_class(1), 1u);
+  EXPECT_EQ(calls.load(), 4);
+  EXPECT_EQ(server.server().stats().total.responses_of_class(1), 2u);
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ struct request {
   // Whether the connection stays open after this request (RFC 9112 9.3): HTTP/1.1 unless
   // "Connection: close"; HTTP/1.0 only with "Connection: keep-alive".
   bool keep_alive() const noexcept;
-  // Whether the client waits for "100 Continue" before sending the body (Expect: 100-continue).
+  // Whether the client waits for "100 Continue" before sending the body: 100-continue is a member
+  // of an Expect field (any case).
   bool expects_continue() const noexcept;
 };
 

@@ -33,7 +33,8 @@
 //     between body bytes), 413, 414, 431 (limits), 501 (method or transfer coding), 505
 //     (version). An Expect field asking anything but 100-continue gets 417 (RFC 9110 10.1.1,
 //     as Go and Node answer) without the handler; its connection goes on (the body, which
-//     such a client sends unasked, discarded) unless 100-continue was asked too. A handler
+//     such a client sends unasked, discarded) unless 100-continue was asked too
+//     (server_options::refuse_unknown_expectations hands them to the handler instead). A handler
 //     that throws gets 500 (or the connection aborted when its response head already went
 //     out); a handler that returns without responding gets 500; both are logged. A
 //     connection idle for keep_alive_timeout between requests is closed quietly.
@@ -170,6 +171,13 @@ struct server_options {
   // cache and each request would miss on its own stack (bench/http/README.md has the measurements).
   // 0: always hibernate.
   std::size_t hibernate_above = 512;
+  // An Expect field asking anything but 100-continue is answered 417 before the handler runs
+  // (RFC 9110 10.1.1; Go's and Node's default). False: such a request reaches the handler with
+  // its Expect field as sent, for an application that meets expectations of its own (Node's
+  // checkExpectation event); the handler answers status::expectation_failed itself for those it
+  // cannot meet. A 100-continue among them is met by the server either way (the 100 goes out
+  // when the handler reads the body).
+  bool refuse_unknown_expectations = true;
   bool handle_signals = false;                 // SIGINT/SIGTERM -> graceful stop
   std::chrono::milliseconds stop_grace{5000};  // of a stop by signal
   // Access lines (one per response) and error lines (the server's own errors, handler
