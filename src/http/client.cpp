@@ -175,16 +175,15 @@ detail::client_origin& client::origin_for(const detail::client_url& url,
     refuse_closed(url.text);
   }
   const bool forward = via != nullptr && !tunnel;  // (https always tunnels: client_call::run)
-  const bool secure = url.secure;
-  std::string key = via == nullptr ? url.origin
-                    : forward
-                        ? via->where
-                        : via->where + " tunnel " + (secure ? url.origin : "http://" + url.origin);
+  std::string key =
+      via == nullptr ? url.origin
+      : forward      ? via->where
+                     : via->where + " tunnel " + (url.secure ? url.origin : "http://" + url.origin);
   auto found = origins_.find(key);
   if (found != origins_.end()) {
     return *found->second;
   }
-  if (secure && tls_ == nullptr) {
+  if (url.secure && tls_ == nullptr) {
     tls_ = options_.tls != nullptr ? options_.tls : net::tls_context::client();
   }
   pool_options<detail::client_connection> settings;
@@ -214,7 +213,7 @@ detail::client_origin& client::origin_for(const detail::client_url& url,
   auto made = std::make_unique<detail::client_origin>(
       detail::client_origin{forward ? via->host : url.host, forward ? via->port : url.port,
                             weft::pool<detail::client_connection>(std::move(settings)),
-                            secure ? tls_ : nullptr, via, via != nullptr && tunnel});
+                            url.secure ? tls_ : nullptr, via, via != nullptr && tunnel});
   detail::client_origin& origin = *made;
   origins_.emplace(std::move(key), std::move(made));
   ++counters_.origins;

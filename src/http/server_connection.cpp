@@ -95,7 +95,7 @@ void connection_state::log(std::string_view line) const noexcept {
   }
   // The client waits for 100 Continue that will not come: it may never send the body, so the
   // request stream cannot go on.
-  if (!body_done && parser.message().expects_continue() && !continue_sent) {
+  if (!body_done && !continue_sent && awaits_continue()) {
     return false;
   }
   return true;
@@ -227,7 +227,7 @@ void connection_state::log_response(status s, std::uint64_t body_bytes, bool abo
 
 void connection_state::send_continue() {
   const request& r = parser.message();
-  if (continue_sent || body_done || responded || r.version_minor == 0 || !r.expects_continue()) {
+  if (continue_sent || body_done || responded || r.version_minor == 0 || !awaits_continue()) {
     return;
   }
   continue_sent = true;
@@ -684,8 +684,7 @@ bool connection_state::finish_stream() {
     return;
   }
   if (!body_done) {
-    const request& r = parser.message();
-    if (r.expects_continue() && !continue_sent) {
+    if (!continue_sent && awaits_continue()) {
       keep_alive = false;  // the response said Connection: close (keep_alive_now)
       return;
     }

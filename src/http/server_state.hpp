@@ -159,6 +159,11 @@ struct connection_state {
   [[gnu::noinline]] void log_response(status s, std::uint64_t body_bytes, bool aborted = false);
   // Sends 100 Continue if the client waits for it and it was not sent.
   void send_continue();
+  // Whether the request asks for 100 Continue. The parser noted whether any Expect field came
+  // while it indexed the head, so a request without one (nearly all) costs no field lookup.
+  bool awaits_continue() const noexcept {
+    return parser.has_expect() && parser.message().expects_continue();
+  }
   // The next body piece (nullopt at the end). Throws body_error.
   std::optional<std::string_view> next_body_piece();
   // Answers a failure of the request (framing, limits, timeouts) when nothing was answered yet,
