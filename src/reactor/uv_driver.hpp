@@ -17,6 +17,8 @@
 
 namespace weft::detail {
 
+class ring_io;
+
 // A driver of the reactor layer: every driver make_driver() returns is one.
 class reactor_driver : public driver {
  public:
@@ -26,10 +28,14 @@ class reactor_driver : public driver {
   uv_loop_t& libuv_loop() noexcept { return *libuv_loop_; }
   // After close(): the libuv loop is gone.
   bool closed() const noexcept { return closed_; }
+  // Completion-based socket I/O (src/reactor/ring.hpp): the uring driver's ring; null on the
+  // others and once closed.
+  ring_io* ring() noexcept { return closed_ ? nullptr : ring_; }
 
  protected:
   explicit reactor_driver(uv_loop_t& loop) noexcept : libuv_loop_(&loop) {}
   bool closed_ = false;
+  ring_io* ring_ = nullptr;
 
  private:
   uv_loop_t* libuv_loop_;

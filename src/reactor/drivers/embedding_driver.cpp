@@ -162,7 +162,8 @@ int embedding_driver::timeout_ms(timer_clock::time_point until) noexcept {
 }
 
 bool embedding_driver::alive() {
-  return timers_.foreground() > 0 || alive_.count() > 0 || uv_loop_alive(&uv_) != 0;
+  return timers_.foreground() > 0 || alive_.count() > 0 || native_busy_ > 0 ||
+         uv_loop_alive(&uv_) != 0;
 }
 
 int embedding_driver::watch_fd(fd_watch& watch) {

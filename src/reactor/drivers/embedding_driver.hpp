@@ -99,6 +99,10 @@ class embedding_driver : public reactor_driver {
   // passed), else the milliseconds to it rounded up, so that the wait never ends before it.
   static int timeout_ms(timer_clock::time_point until) noexcept;
 
+  // Operations of the native side in flight that keep the loop alive (the uring driver's ring
+  // operations: src/reactor/ring.hpp).
+  std::size_t native_busy_ = 0;
+
   // The watch of libuv's backend fd: the driver's own, never left over.
   bool is_backend(const fd_watch& watch) const noexcept { return &watch == &backend_; }
 

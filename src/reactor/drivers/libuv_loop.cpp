@@ -3,7 +3,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "reactor/ring.hpp"
 #include "reactor/uv_driver.hpp"
+#include "sched/scheduler_core.hpp"
 
 namespace weft::detail {
 
@@ -36,6 +38,11 @@ void throw_driver_closed(const char* operation) {
   throw std::logic_error(std::string("weft: ") + operation +
                          " after the scheduler's run ended (its driver is closed); call it from "
                          "inside weft::run");
+}
+
+ring_io* current_ring() noexcept {
+  scheduler_core* core = current_core();
+  return core != nullptr ? static_cast<reactor_driver&>(core->driver()).ring() : nullptr;
 }
 
 void throw_watches_left(const char* driver, const std::string& fds) {

@@ -32,6 +32,13 @@
 // more queued polls submits in chunks) and 8192 completion entries (the kernel keeps overflow).
 //
 // Signals (libuv's, on the embedded loop) end a wait early with EINTR, as on every driver.
+//
+// Ring operations (src/reactor/ring.hpp): a recv or a send goes into the submission queue at
+// once and to the kernel with the next enter; its completion runs the caller's ring_completion
+// from reap(), in order with the polls'. user_data tells them apart: a poll's is (slot index +
+// 1) << 1, even; an operation's is its completion's address | 1, odd (the objects are aligned);
+// 0 marks completions nobody reads (the cancellations). Each operation in flight counts in
+// alive() (native_busy_), so the scheduler polls until it completes.
 #include <liburing.h>
 #include <poll.h>
 
@@ -47,6 +54,7 @@
 #include "reactor/drivers/drivers.hpp"
 #include "reactor/drivers/embedding_driver.hpp"
 #include "reactor/drivers/libuv_loop.hpp"
+#include "reactor/ring.hpp"
 
 namespace weft::detail {
 namespace {
@@ -56,7 +64,7 @@ constexpr unsigned completion_entries = 8192;
 
 // The ring's bookkeeping of one watch, kept apart from the fd_watch so that a poll still in
 // flight after the watch was forgotten completes into something that exists. user_data of a
-// poll is the slot's index + 1; 0 marks completions nobody reads (the cancellations).
+// poll is (the slot's index + 1) << 1 (see the header).
 struct poll_slot {
   fd_watch* watch = nullptr;  // null: forgotten (its poll may still be in flight)
   std::uint32_t index = 0;
@@ -66,22 +74,48 @@ struct poll_slot {
   bool queued = false;      // in the driver's queue of slots to submit for
 };
 
-class uring_driver final : public embedding_driver {
+std::uint64_t poll_data(std::uint32_t index) noexcept { return (std::uint64_t{index} + 1) << 1; }
+
+std::uint64_t operation_data(ring_completion& done) noexcept {
+  return reinterpret_cast<std::uintptr_t>(&done) | 1u;
+}
+
+class uring_driver final : public embedding_driver, public ring_io {
  public:
   const char* name() const noexcept override { return uring_driver_name; }
+
+  void submit_recv(int fd, void* data, std::size_t size, ring_completion& done) override {
+    io_uring_sqe* sqe = next_entry();
+    io_uring_prep_recv(sqe, fd, data, size, 0);
+    io_uring_sqe_set_data64(sqe, operation_data(done));
+    ++native_busy_;
+  }
+
+  void submit_send(int fd, const void* data, std::size_t size, ring_completion& done) override {
+    io_uring_sqe* sqe = next_entry();
+    io_uring_prep_send(sqe, fd, data, size, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(sqe, operation_data(done));
+    ++native_busy_;
+  }
+
+  void cancel(ring_completion& done) override {
+    io_uring_sqe* sqe = next_entry();
+    io_uring_prep_cancel64(sqe, operation_data(done), 0);
+    io_uring_sqe_set_data64(sqe, 0);
+  }
 
   uring_driver() {
     io_uring_params params{};
     params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED | IORING_SETUP_SINGLE_ISSUER |
                    IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
     params.cq_entries = completion_entries;
-    int status = io_uring_queue_init_params(submission_entries, &ring_, &params);
+    int status = io_uring_queue_init_params(submission_entries, &uring_, &params);
     if (status == -EINVAL) {
       // Before 6.1: no single issuer, no deferred task work.
       params = io_uring_params{};
       params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED;
       params.cq_entries = completion_entries;
-      status = io_uring_queue_init_params(submission_entries, &ring_, &params);
+      status = io_uring_queue_init_params(submission_entries, &uring_, &params);
     }
     if (status < 0) {
       throw std::runtime_error(
@@ -91,7 +125,7 @@ class uring_driver final : public embedding_driver {
           "filter); choose another driver");
     }
     if ((params.features & IORING_FEAT_EXT_ARG) == 0) {
-      io_uring_queue_exit(&ring_);
+      io_uring_queue_exit(&uring_);
       throw std::runtime_error(
           "weft: driver 'uring' needs Linux 5.11 or later (IORING_FEAT_EXT_ARG: one enter that "
           "submits and waits with a timeout); choose another driver");
@@ -99,9 +133,10 @@ class uring_driver final : public embedding_driver {
     try {
       start_embedding();
     } catch (...) {
-      io_uring_queue_exit(&ring_);
+      io_uring_queue_exit(&uring_);
       throw;
     }
+    ring_ = this;
   }
   ~uring_driver() override { close_if_open(); }
 
@@ -146,28 +181,28 @@ class uring_driver final : public embedding_driver {
   void native_wait(timer_clock::time_point until) override {
     if (!enabled_) {
       // io_uring_enable_rings is declared by Debian 12's liburing 2.3 but not exported.
-      int status = io_uring_register(ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+      int status = io_uring_register(uring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
       if (status < 0) {
         throw std::runtime_error(std::string("weft: driver 'uring' cannot enable its ring: ") +
                                  std::strerror(-status));
       }
       enabled_ = true;
       // Each enter then skips the lookup of the ring's file (Linux 5.18; optional).
-      io_uring_register_ring_fd(&ring_);
+      io_uring_register_ring_fd(&uring_);
     }
     submit_queued();
     int status = 0;
     if (until == timer_clock::time_point::min()) {
-      status = io_uring_submit_and_get_events(&ring_);
+      status = io_uring_submit_and_get_events(&uring_);
     } else if (until == timer_clock::time_point::max()) {
-      status = io_uring_submit_and_wait(&ring_, 1);
+      status = io_uring_submit_and_wait(&uring_, 1);
     } else {
       auto wait = wait_until(until, timer_clock::now(), std::chrono::nanoseconds(INT64_MAX));
       __kernel_timespec span{};
       span.tv_sec = static_cast<long long>(wait.count() / 1'000'000'000);
       span.tv_nsec = static_cast<long long>(wait.count() % 1'000'000'000);
       io_uring_cqe* first = nullptr;
-      status = io_uring_submit_and_wait_timeout(&ring_, &first, 1, &span, nullptr);
+      status = io_uring_submit_and_wait_timeout(&uring_, &first, 1, &span, nullptr);
     }
     if (status < 0 && status != -EINTR && status != -ETIME && status != -EAGAIN &&
         status != -EBUSY) {
@@ -178,14 +213,15 @@ class uring_driver final : public embedding_driver {
   }
 
   // Every completion the ring holds, in order. Callbacks run from here may watch and unwatch
-  // (that only queues) but never enter the ring.
+  // (that only queues) and submit ring operations, which enter the ring only when its
+  // submission queue is full (next_entry; completions it cannot take wait in stashed_).
   void reap() {
     if (!stashed_.empty()) {
       std::vector<stashed_completion> taken;
       taken.swap(stashed_);
       for (std::size_t at = 0; at < taken.size(); ++at) {
         try {
-          completed(*slots_[taken[at].data - 1], taken[at].result);
+          dispatch(taken[at].data, taken[at].result);
         } catch (...) {
           stashed_.assign(taken.begin() + static_cast<std::ptrdiff_t>(at) + 1, taken.end());
           throw;
@@ -195,14 +231,24 @@ class uring_driver final : public embedding_driver {
     // Taken one at a time with the head advanced before the callback, so that a callback that
     // throws leaves no completion to be read twice.
     io_uring_cqe* cqe = nullptr;
-    while (io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+    while (io_uring_peek_cqe(&uring_, &cqe) == 0 && cqe != nullptr) {
       const std::uint64_t data = cqe->user_data;
       const int result = cqe->res;
-      io_uring_cqe_seen(&ring_, cqe);
+      io_uring_cqe_seen(&uring_, cqe);
       if (data != 0) {
-        completed(*slots_[data - 1], result);
+        dispatch(data, result);
       }
     }
+  }
+
+  void dispatch(std::uint64_t data, int result) {
+    if ((data & 1u) != 0) {
+      --native_busy_;
+      reinterpret_cast<ring_completion*>(static_cast<std::uintptr_t>(data & ~std::uint64_t{1}))
+          ->ring_completed(result);
+      return;
+    }
+    completed(*slots_[(data >> 1) - 1], result);
   }
 
   void completed(poll_slot& slot, int result) {
@@ -262,7 +308,7 @@ class uring_driver final : public embedding_driver {
       }
       io_uring_sqe* sqe = next_entry();
       io_uring_prep_poll_add(sqe, slot.watch->fd, wanted);
-      io_uring_sqe_set_data64(sqe, std::uint64_t{slot.index} + 1);
+      io_uring_sqe_set_data64(sqe, poll_data(slot.index));
       slot.in_flight = true;
       slot.polled = wanted;
     }
@@ -271,16 +317,16 @@ class uring_driver final : public embedding_driver {
 
   void cancel(poll_slot& slot) {
     io_uring_sqe* sqe = next_entry();
-    io_uring_prep_poll_remove(sqe, std::uint64_t{slot.index} + 1);
+    io_uring_prep_poll_remove(sqe, poll_data(slot.index));
     io_uring_sqe_set_data64(sqe, 0);
     slot.cancelling = true;
   }
 
   // A free submission entry; a full queue is submitted first to make room.
   io_uring_sqe* next_entry() {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&uring_);
     while (sqe == nullptr) {
-      int status = io_uring_submit(&ring_);
+      int status = io_uring_submit(&uring_);
       if (status < 0 && status != -EINTR && status != -EAGAIN && status != -EBUSY) {
         throw std::runtime_error(std::string("weft: driver 'uring': io_uring_submit failed: ") +
                                  std::strerror(-status));
@@ -288,7 +334,7 @@ class uring_driver final : public embedding_driver {
       if (status < 0) {
         stash();  // the completion queue is full (EBUSY): make room
       }
-      sqe = io_uring_get_sqe(&ring_);
+      sqe = io_uring_get_sqe(&uring_);
     }
     return sqe;
   }
@@ -297,11 +343,11 @@ class uring_driver final : public embedding_driver {
   // is iterating the queue, must not run callbacks (they queue).
   void stash() {
     io_uring_cqe* cqe = nullptr;
-    while (io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+    while (io_uring_peek_cqe(&uring_, &cqe) == 0 && cqe != nullptr) {
       if (cqe->user_data != 0) {
         stashed_.push_back({cqe->user_data, cqe->res});
       }
-      io_uring_cqe_seen(&ring_, cqe);
+      io_uring_cqe_seen(&uring_, cqe);
     }
   }
 
@@ -343,8 +389,34 @@ class uring_driver final : public embedding_driver {
 
   std::string native_release_all() noexcept override { return release_all(watches_); }
 
+  // Closing with ring operations still in flight (their owners outlived the run: a scheduler
+  // torn down by an exception): each is cancelled and its completion delivered, so that no
+  // owner waits forever and the kernel writes into no memory after the ring is gone.
+  void finish_operations() noexcept {
+    ring_ = nullptr;
+    if (native_busy_ == 0 || !enabled_) {
+      return;
+    }
+    try {
+      stash();
+      io_uring_sqe* sqe = next_entry();
+      io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+      io_uring_sqe_set_data64(sqe, 0);
+      for (int round = 0; native_busy_ > 0 && round < 1000; ++round) {
+        const int status = io_uring_submit_and_wait(&uring_, 1);
+        if (status < 0 && status != -EINTR && status != -EAGAIN && status != -EBUSY) {
+          break;
+        }
+        reap();
+      }
+    } catch (...) {
+      // A callback that threw, or a ring that refused: what is left is cancelled by the exit.
+    }
+  }
+
   void native_close() noexcept override {
-    io_uring_queue_exit(&ring_);  // cancels what is still in flight
+    finish_operations();
+    io_uring_queue_exit(&uring_);  // cancels what is still in flight
     slots_.clear();
     free_.clear();
     queue_.clear();
@@ -356,7 +428,7 @@ class uring_driver final : public embedding_driver {
     int result;
   };
 
-  io_uring ring_{};
+  io_uring uring_{};
   bool enabled_ = false;
   std::vector<stashed_completion> stashed_;
   watch_list watches_;
