@@ -17,6 +17,9 @@
 namespace weft::http::detail {
 
 namespace {
+// A queue of at most this many bytes between requests counts as written (serve_requests).
+constexpr std::size_t reply_written_below = 64 * 1024;
+
 using steady = std::chrono::steady_clock;
 // An unread request body is read and dropped after the handler up to this much; past it the
 // connection is closed instead (reading a huge upload nobody wants costs more than a reconnect).
@@ -309,8 +312,11 @@ void connection_state::fail_request(status s, std::string_view reason) {
         // keep_alive_timeout; either way a connection that sends nothing is closed quietly. The
         // idle time starts once the last reply is written (a large body to a slow client): timed
         // from its queueing, a busy connection was closed under its download (nginx's
-        // keepalive_timeout also starts after the response).
-        if (conn.queued() > 0 || conn.queued_files() > 0) {
+        // keepalive_timeout also starts after the response). A queue a socket's buffer takes
+        // whole is as good as written: it is not waited for (on the uring driver every reply
+        // is queued until the ring's next enter sends it, and the wait cost a switch per
+        // request).
+        if (conn.queued() > reply_written_below || conn.queued_files() > 0) {
           conn.wait_sent();
         }
         const auto idle = requests_served == 0 ? server.options.header_timeout

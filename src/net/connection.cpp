@@ -11,8 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -22,6 +24,7 @@
 #include "net/hibernation.hpp"
 #include "net/keepalive.hpp"
 #include "net/proxy_header.hpp"
+#include "net/ring_output.hpp"
 #include "net/socket_calls.hpp"
 #include "net/spare_list.hpp"
 #include "net/tls_session.hpp"
@@ -152,6 +155,9 @@ connection::connection(private_tag, int fd, const connection_options& options, s
   if (options_.keepalive.idle.count() > 0) {
     // (checked by tcp_server's options and by connect, before any socket)
     detail::apply_keepalive(fd_, options_.keepalive);
+  }
+  if (weft::detail::ring_io* ring = weft::detail::current_ring(); ring != nullptr) {
+    ring_out_ = std::make_unique<detail::ring_output>(*this, *ring);
   }
   if (options_.no_delay) {
     int on = 1;
@@ -340,7 +346,7 @@ namespace {
           if (queued() > 0 && !flusher_running_) {
             flush_now();  // what the framer sent itself (a handshake answer, a pong)
             if (queued() > 0 && state_ == state::open) {
-              start_flusher();
+              continue_flushing();
             }
           }
           if (queued() >= options_.send_buffer_limit && !wait_answers_drained()) {
@@ -412,9 +418,14 @@ namespace {
     return true;
   }
   if (!read_first_) {
-    release_idle_input();
-    if (!wait_input(limit)) {
-      return true;  // cut short: the caller looks at its state again
+    // On the uring driver the wait is a recv queued in the ring, into the input buffer, which
+    // it keeps meanwhile: the wait also reads (no recv(2)), and the bytes are in when it ends.
+    const bool by_ring = ring_out_ != nullptr && tls_ == nullptr;
+    if (!by_ring) {
+      release_idle_input();
+    }
+    if (!wait_input(limit, by_ring) || by_ring) {
+      return true;  // cut short (the caller looks at its state again), or read
     }
   }
   read_once();
@@ -546,7 +557,7 @@ void connection::send_ping() {
   if (!flusher_running_) {
     flush_now();
     if (queued() > 0 && state_ == state::open) {
-      start_flusher();
+      continue_flushing();
     }
   }
 }
@@ -735,7 +746,7 @@ void connection::read_failed(int error_number) {
   begin_close(close_reason::error, false);
 }
 
-[[gnu::hot]] bool connection::wait_input(const timeout& given) {
+[[gnu::hot]] bool connection::wait_input(const timeout& given, bool by_ring) {
   // The first read after a hibernation waits no later than the hibernation's deadline
   // (connection::hibernate).
   timeout capped;
@@ -753,7 +764,13 @@ void connection::read_failed(int error_number) {
     reader_->set_prefetch_hint(this);
   }
   try {
-    if (!bounded) {
+    if (by_ring) {
+      if (!bounded) {
+        ring_read(limit);
+      } else {
+        ring_read(limit.capped(deadline - steady::now()));
+      }
+    } else if (!bounded) {
       wait_readable(fd_, limit);
     } else {
       wait_readable(fd_, limit.capped(deadline - steady::now()));
@@ -789,8 +806,41 @@ void connection::read_failed(int error_number) {
   return true;
 }
 
-// One recv(2) into the input buffer. True when bytes came or the peer ended the stream.
-[[gnu::hot]] bool connection::read_once() {
+// wait_input's wait on the uring driver: one recv through the ring into the input buffer,
+// taken as read_once takes a recv(2)'s (ring_receive: it never outlives the call; bytes that
+// came as the limit passed are kept).
+//
+// While the recv is in flight nothing else reads (read_once() returns at once: a close's reads
+// of the peer's last bytes), so the buffer stays where it is; a close may drop what was buffered
+// meanwhile (in_end_ back to 0), and the bytes then move down to follow what is kept.
+void connection::ring_read(const timeout& limit) {
+  make_input_room();
+  const std::size_t room = std::min(in_capacity_ - in_end_, max_read);
+  const std::size_t target = in_end_;
+  std::exception_ptr early;
+  ring_reading_ = true;
+  int got = 0;
+  try {
+    got = weft::detail::ring_receive(ring_out_->ring, fd_, in_.get() + target, room, limit, early);
+  } catch (...) {
+    ring_reading_ = false;  // (the submission failed: nothing in flight)
+    throw;
+  }
+  ring_reading_ = false;
+  if (got > 0 && in_end_ != target) {
+    std::memmove(in_.get() + in_end_, in_.get() + target, static_cast<std::size_t>(got));
+  }
+  if (got != -ECANCELED) {
+    took_input(got >= 0 ? got : -1, room, got >= 0 ? 0 : -got);
+  }
+  if (early != nullptr) {
+    std::rethrow_exception(early);
+  }
+}
+
+// read_once's first step: an input buffer with room for a read (the thread's spare when the
+// connection has none; what was consumed moved out; doubled when little room is left).
+[[gnu::hot]] void connection::make_input_room() {
   if (in_capacity_ - in_end_ < 2048 || (read_first_ && in_end_ == in_capacity_)) {
     if (in_begin_ > 0) {
       std::memmove(in_.get(), in_.get() + in_begin_, buffered());
@@ -810,62 +860,74 @@ void connection::read_failed(int error_number) {
       in_capacity_ = grown;
     }
   }
+}
+
+// One recv(2) into the input buffer. True when bytes came or the peer ended the stream.
+[[gnu::hot]] bool connection::read_once() {
+  if (ring_reading_) [[unlikely]] {
+    return false;  // the reader's recv is in the ring: it takes what comes (ring_read)
+  }
+  make_input_room();
   if (tls_ != nullptr) {
     return read_once_tls();
   }
-  std::size_t room = in_capacity_ - in_end_;
-  if (room > max_read) {
-    room = max_read;
-  }
+  const std::size_t room = std::min(in_capacity_ - in_end_, max_read);
   for (;;) {
     // recv, not read: a connection is always a socket (send() is used the same way), and
     // recv skips the VFS layer read(2) goes through (fdget_pos, rw_verify_area, the
     // read_iter dispatch) on the way to the same sock_recvmsg: about 70 ns less per call on
     // this machine's loopback (a bare send/read against send/recv loop). Made directly, not
     // through glibc's cancellation point (socket_calls.hpp).
-    ssize_t got = detail::socket_recv(fd_, in_.get() + in_end_, room, 0);
-    if (got > 0) {
-      const auto bytes = static_cast<std::size_t>(got);
-      if (buffered() == 0 && options_.message_timeout.count() > 0) {
-        partial_since_ = steady::now();
-        last_input_at_ = partial_since_;
-        ping_outstanding_ = false;
-      } else if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0 ||
-                 ping_interval_.count() > 0) {
-        last_input_at_ = steady::now();
-        ping_outstanding_ = false;  // any byte answers a keep-alive ping
-      }
-      in_end_ += bytes;
-      counters_.bytes_in += bytes;
-      if (worker_ != nullptr) {
-        worker_->counters.bytes_in.add(bytes);
-      }
-      // A full buffer means more may be waiting (and the buffer doubles next time, up to
-      // max_read, for a bulk sender); a short read means the socket is drained.
-      read_first_ = bytes == room;
-      if (read_first_ && in_capacity_ < max_read && in_end_ == in_capacity_) {
-        std::size_t grown = in_capacity_ * 2;
-        auto bigger = std::make_unique_for_overwrite<char[]>(grown);
-        std::memcpy(bigger.get(), in_.get(), in_end_);
-        in_ = std::move(bigger);
-        in_capacity_ = grown;
-      }
-      return true;
-    }
-    if (got == 0) {
-      peer_ended_ = true;
-      return true;
-    }
-    if (errno == EINTR) {
+    const ssize_t got = detail::socket_recv(fd_, in_.get() + in_end_, room, 0);
+    if (got < 0 && errno == EINTR) {
       continue;
     }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      read_first_ = false;
-      return false;
+    return took_input(got, room, got < 0 ? errno : 0);
+  }
+}
+
+// What a read of room bytes into the input buffer returned (got, or -1 and error_number), taken:
+// true when bytes came or the peer ended the stream; false when there was nothing (EAGAIN) or
+// the read failed (the connection is closed).
+[[gnu::hot]] bool connection::took_input(std::ptrdiff_t got, std::size_t room, int error_number) {
+  if (got > 0) {
+    const auto bytes = static_cast<std::size_t>(got);
+    if (buffered() == 0 && options_.message_timeout.count() > 0) {
+      partial_since_ = steady::now();
+      last_input_at_ = partial_since_;
+      ping_outstanding_ = false;
+    } else if (options_.idle_timeout.count() > 0 || options_.message_timeout.count() > 0 ||
+               ping_interval_.count() > 0) {
+      last_input_at_ = steady::now();
+      ping_outstanding_ = false;  // any byte answers a keep-alive ping
     }
-    read_failed(errno);
+    in_end_ += bytes;
+    counters_.bytes_in += bytes;
+    if (worker_ != nullptr) {
+      worker_->counters.bytes_in.add(bytes);
+    }
+    // A full buffer means more may be waiting (and the buffer doubles next time, up to
+    // max_read, for a bulk sender); a short read means the socket is drained.
+    read_first_ = bytes == room;
+    if (read_first_ && in_capacity_ < max_read && in_end_ == in_capacity_) {
+      std::size_t grown = in_capacity_ * 2;
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+      std::memcpy(bigger.get(), in_.get(), in_end_);
+      in_ = std::move(bigger);
+      in_capacity_ = grown;
+    }
+    return true;
+  }
+  if (got == 0) {
+    peer_ended_ = true;
+    return true;
+  }
+  if (error_number == EAGAIN || error_number == EWOULDBLOCK) {
+    read_first_ = false;
     return false;
   }
+  read_failed(error_number);
+  return false;
 }
 
 void connection::protocol_failed(const protocol_error& failure, bool too_big) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "net/hibernation.hpp"
+#include "net/ring_output.hpp"
 #include "net/socket_calls.hpp"
 #include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
@@ -149,8 +150,11 @@ void connection::begin_close(close_reason reason, bool graceful) noexcept {
   drop_output();
   in_begin_ = in_end_ = 0;
   // Wakes the coroutines waiting on the fd (both ways ready) on every driver; the socket itself
-  // closes when they have left.
-  ::shutdown(fd_, SHUT_RDWR);
+  // closes when they have left. With a ring send in flight (cancelled by drop_output), once it
+  // has completed (ring_sent): what the socket took at once still goes, as after a send(2).
+  if (!ring_busy_) {
+    ::shutdown(fd_, SHUT_RDWR);
+  }
   room_.set();
   resumed_.set();
   interrupt_reader();
@@ -334,7 +338,7 @@ void connection::finish_close() noexcept {
 }
 
 [[gnu::hot]] void connection::try_release() noexcept {
-  if (state_ != state::closed || reader_waiting_ || flusher_running_) {
+  if (state_ != state::closed || reader_waiting_ || flusher_running_ || ring_busy_) {
     return;
   }
   state_ = state::released;
@@ -346,6 +350,10 @@ void connection::finish_close() noexcept {
   in_capacity_ = in_begin_ = in_end_ = 0;
   std::string().swap(out_);
   out_head_ = 0;
+  if (ring_out_ != nullptr) {
+    ring_out_->reset(0);
+    ring_queued_ = 0;
+  }
   drop_files();
   tls_queued_ = 0;  // (the session stays, for failure() and the details, until the destructor)
   if (worker_ != nullptr) {

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "net/ring_output.hpp"
 #include "net/socket_calls.hpp"
 #include "net/tls_session.hpp"
 #include "net/worker_state.hpp"
@@ -273,8 +274,8 @@ void connection::queue_file(int copy, std::uint64_t offset, std::uint64_t length
   if (was_empty && !flusher_running_ && !flush_now()) {
     return;  // the socket or the file failed; the connection is closed
   }
-  if (pending() && !flusher_running_) {
-    start_flusher();
+  if (pending()) {
+    continue_flushing();
   }
 }
 
@@ -283,8 +284,28 @@ void connection::drop_output() noexcept {
   if (pending()) {
     output_dropped_ = true;
   }
+  if (ring_busy_) {
+    // Behind a send in flight: what the socket would have taken at once had it been written
+    // when queued still goes, once the send has completed (ring_sent).
+    const std::size_t end = files_.empty() ? out_.size() : files_.front().at;
+    try {
+      ring_out_->after.assign(out_, out_head_, end - out_head_);
+    } catch (...) {
+      // No memory for it: dropped with the rest.
+    }
+  }
   out_.clear();
   out_head_ = 0;
+  ring_queued_ = 0;
+  if (ring_busy_) {
+    try {
+      ring_out_->ring.cancel(*ring_out_);  // it completes, cancelled or with what went
+    } catch (...) {
+      // The ring refused the entry: a shutdown(2) ends the send (and the connection, which
+      // drops its output only to close).
+      ::shutdown(fd_, SHUT_RDWR);
+    }
+  }
   if (tls_ != nullptr) {
     tls_->outgoing_sent();
     tls_queued_ = 0;
@@ -375,8 +396,9 @@ void connection::file_failed(int error_number, const char* operation) noexcept {
     } else {
       out_.append(payload);
     }
-  } else if (was_empty && !flusher_running_) {
-    // Nothing queued: straight from the caller's bytes, and only the rest is copied.
+  } else if (was_empty && !flusher_running_ && ring_out_ == nullptr) {
+    // Nothing queued: straight from the caller's bytes, and only the rest is copied. (Through
+    // the ring the bytes are copied into the queue, which flush_now hands over whole.)
     std::size_t done = 0;
     while (done < payload.size()) {
       ssize_t wrote =
@@ -425,15 +447,16 @@ void connection::file_failed(int error_number, const char* operation) noexcept {
     return;
   }
   note_queued(now_queued);
-  if (!flusher_running_) {
-    start_flusher();
-  }
+  continue_flushing();
   if (now_queued >= options_.send_buffer_limit && !full_) {
     fire_full();
   }
 }
 
 bool connection::flush_now() noexcept {
+  if (ring_out_ != nullptr && flush_to_ring()) {
+    return true;
+  }
   if (tls_ != nullptr) {
     return flush_tls();
   }
@@ -514,6 +537,125 @@ void connection::after_write() noexcept {
   }
   if (queued() == 0 && full_) {
     fire_drain();
+  }
+}
+
+// The ring's flush: goes on with what a short send left, or hands the plaintext queue over whole
+// (swapped with the ring's emptied buffer: no copy). False when the classic path must write:
+// TLS records, file ranges, a ring that refused the entry.
+bool connection::flush_to_ring() noexcept {
+  if (ring_busy_) {
+    return true;  // its completion goes on with the queue
+  }
+  detail::ring_output& ring = *ring_out_;
+  const bool rest = ring.left() > 0;
+  if (!rest && (tls_ != nullptr || !files_.empty() || out_head_ == out_.size())) {
+    return false;
+  }
+  if (!rest) {
+    ring.bytes.swap(out_);
+    ring.head = out_head_;
+    out_.clear();
+    out_head_ = 0;
+  }
+  try {
+    if (ring.keep == nullptr) {
+      ring.keep = shared_from_this();
+    }
+    ring.ring.submit_send(fd_, ring.bytes.data() + ring.head, ring.left(), ring);
+  } catch (...) {
+    // The ring refused (its queue full and the kernel not taking it): the bytes go back to the
+    // front of the queue and out with send(2).
+    if (ring.keep != nullptr) {
+      ring.keep.reset();  // (not the last owner: the caller holds the connection)
+    }
+    out_.insert(0, ring.bytes, ring.head);
+    for (queued_file& f : files_) {
+      f.at += ring.left();
+    }
+    ring.reset(keep_capacity);
+    ring_queued_ = 0;
+    return false;
+  }
+  ring_busy_ = true;
+  ring_queued_ = ring.left();
+  if (!rest) {
+    after_write();  // the queue was emptied: room, and on_buffer_drain where it was full
+  }
+  return true;
+}
+
+// A ring send completed (from the driver's poll): counts what went, and goes on with the rest
+// of a short send or with what was queued meanwhile; a failure closes the connection as a
+// failed send(2) does. With the flusher running (a close, a wait for a slow peer) it only wakes
+// it: the flusher's flush_now goes on.
+void connection::ring_sent(int result) noexcept {
+  detail::ring_output& ring = *ring_out_;
+  ring_busy_ = false;
+  // Released last, when no send is in flight any more: it may be the last owner.
+  std::shared_ptr<connection> hold = std::move(ring.keep);
+  if (result > 0) {
+    const auto bytes = static_cast<std::size_t>(result);
+    ring.head += bytes;
+    counters_.bytes_out += bytes;
+    if (worker_ != nullptr) {
+      worker_->counters.bytes_out.add(bytes);
+    }
+    if (ring.left() == 0) {
+      ring.reset(keep_capacity);
+    }
+    if (ring_queued_ != 0) {
+      ring_queued_ = ring.left();  // (0 already when dropped)
+    }
+  } else if (state_ == state::open || state_ == state::closing) {
+    write_failed(result == 0 ? EIO : -result);  // (counts the ring's bytes as not delivered)
+  }
+  if (state_ == state::closed || state_ == state::released) {
+    if (state_ == state::closed) {
+      if (result > 0 && ring.left() == 0 && !ring.after.empty()) {
+        // What was queued behind the send when the connection was destroyed: what the socket
+        // takes at once goes, as it would have gone with send(2) when queued.
+        const ssize_t wrote = detail::socket_send(fd_, ring.after.data(), ring.after.size(),
+                                                  MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (wrote > 0) {
+          counters_.bytes_out += static_cast<std::uint64_t>(wrote);
+          if (worker_ != nullptr) {
+            worker_->counters.bytes_out.add(static_cast<std::uint64_t>(wrote));
+          }
+        }
+      }
+      ::shutdown(fd_, SHUT_RDWR);  // held back for this send (begin_close)
+    }
+    std::string().swap(ring.after);
+    ring.reset(keep_capacity);
+    ring_queued_ = 0;
+    ring.idle.set();
+    try_release();
+    return;
+  }
+  if (flusher_running_) {
+    ring.idle.set();
+    return;
+  }
+  ring.keep = std::move(hold);       // a send submitted now keeps it
+  const bool flushed = flush_now();  // (false: the socket or a file failed; closed)
+  if (!ring_busy_) {
+    hold = std::move(ring.keep);
+    if (flushed && pending()) {
+      try {
+        start_flusher();  // a file range the socket did not take whole
+      } catch (...) {
+        begin_close(close_reason::error, false);  // no coroutine to flush with
+      }
+    }
+  }
+}
+
+void detail::ring_output::ring_completed(int result) noexcept { owner.ring_sent(result); }
+
+void connection::continue_flushing() {
+  if (!flusher_running_ && !ring_busy_) {
+    start_flusher();
   }
 }
 
@@ -599,7 +741,16 @@ void connection::run_flusher() {
       const std::int64_t in_flight =
           state_ == state::closing ? detail::unacknowledged_bytes(fd_) : -1;
       try {
-        if (state_ == state::closing) {
+        if (ring_busy_) {
+          // A ring send in flight: its completion wakes this (the kernel waits for room).
+          ring_out_->idle.clear();
+          ring_out_->idle.wait(state_ == state::closing ? timeout::at(close_deadline_)
+                                                        : timeout::never());
+          if (state_ == state::closing && counters_.bytes_out != written &&
+              options_.close_timeout.count() > 0) {
+            close_deadline_ = std::chrono::steady_clock::now() + options_.close_timeout;
+          }
+        } else if (state_ == state::closing) {
           wait_writable(fd_, timeout::at(close_deadline_));
         } else {
           wait_writable(fd_);

@@ -197,6 +197,7 @@ struct worker_state;
 struct connection_access;
 struct hibernation;
 class tls_session;
+struct ring_output;
 }  // namespace detail
 
 class alignas(64) connection : public std::enable_shared_from_this<connection> {
@@ -280,7 +281,9 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   bool send_raw(std::string_view bytes);
   // Bytes queued in memory (file ranges of send_file are not counted: see queued_files()); on a
   // TLS connection, plaintext not yet encrypted and records not yet written.
-  std::size_t queued() const noexcept { return out_.size() - out_head_ + tls_queued_; }
+  std::size_t queued() const noexcept {
+    return out_.size() - out_head_ + tls_queued_ + ring_queued_;
+  }
   // Queues [offset, offset + length) of the file fd behind what is queued (see the file
   // comment); never waits. std::invalid_argument for a bad fd or a range past the end of a
   // regular file, connection_closed_error when closed, io_error when dup(2) fails. A zero
@@ -424,6 +427,7 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 
  private:
   friend struct detail::connection_access;
+  friend struct detail::ring_output;
   enum class state : std::uint8_t { open, closing, closed, released };
 
   struct private_tag {};
@@ -448,7 +452,10 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
 
   // receive
   bool fill(const timeout& limit);
-  bool wait_input(const timeout& limit);
+  bool wait_input(const timeout& limit, bool by_ring);
+  void ring_read(const timeout& limit);
+  void make_input_room();
+  bool took_input(std::ptrdiff_t got, std::size_t room, int error_number);
   bool pull_input(const timeout& limit, bool partial);
   struct reader_guard;
   void wait_resumed(const timeout& limit);
@@ -481,11 +488,16 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   void drop_output() noexcept;
   void file_failed(int error_number, const char* operation) noexcept;
   void queue_file(int fd, std::uint64_t offset, std::uint64_t length);
-  bool pending() const noexcept { return queued() > 0 || !files_.empty(); }
+  bool pending() const noexcept { return queued() > 0 || !files_.empty() || ring_busy_; }
   std::uint64_t unsent() const noexcept;  // queued() and the file ranges' bytes left
   bool input_ended(bool mid_message);
   void after_write() noexcept;
   void start_flusher();
+  // start_flusher() where no ring send is in flight (its completion goes on with the queue).
+  void continue_flushing();
+  // The ring's side of flush_now(): true when it took the queue (or a send is in flight).
+  bool flush_to_ring() noexcept;
+  void ring_sent(int result) noexcept;
   // Raises the connection's and the worker's send_buffer_high to now_queued.
   void note_queued(std::size_t now_queued) noexcept;
   bool room_stretch(const timeout& limit);
@@ -630,6 +642,11 @@ class alignas(64) connection : public std::enable_shared_from_this<connection> {
   bool linger_asked_ = false;     // close_lingering()
   bool lingering_ = false;        // the flusher reads and drops the peer's bytes (linger())
   std::size_t sent_waiters_ = 0;  // coroutines in wait_sent(): woken at every write
+  // Sends through the driver's ring (src/net/ring_output.hpp): null on a driver without one.
+  std::unique_ptr<detail::ring_output> ring_out_;
+  bool ring_busy_ = false;       // a send of ring_out_ is in flight
+  bool ring_reading_ = false;    // the reader's recv is in the ring (ring_read)
+  std::size_t ring_queued_ = 0;  // its bytes not yet sent (queued() counts them), 0 once dropped
 
   std::chrono::steady_clock::time_point started_at_;
   std::chrono::steady_clock::time_point last_input_at_;
