@@ -23,7 +23,9 @@ a 1 s warm-up run, then a measured run of SECONDS, with the user and system cloc
 process of the server's session read from /proc just before and just after it (as
 bench/http/http_load.py reads them for run.py, there as one total), divided by the requests wrk
 completed. Prints one line per run and, per server, the medians of requests/s, p99, user,
-system and total with every round's total.
+system and total with every round's total; then, for every server after the first, the median
+of its total divided by the first server's in the same round (on a machine whose speed drifts,
+the steadier comparison).
 
 --syscalls counts instead of timing: each server runs once, and over SECONDS in the middle of a
 wrk run of SECONDS + 2 perf counts the system calls and context switches of every process of
@@ -49,6 +51,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+import round_ratios  # noqa: E402  bench/round_ratios.py
 import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
 import syscall_counts  # noqa: E402  bench/syscall_counts.py
 from http_load import (LoadError, session_pids,  # noqa: E402  (bench/http/http_load.py)
@@ -209,6 +212,7 @@ def main() -> int:
               f"user {statistics.median(r[2] for r in rows):.3f}, "
               f"system {statistics.median(r[3] for r in rows):.3f}, "
               f"total {statistics.median(r[2] + r[3] for r in rows):.2f} [{totals}]")
+    round_ratios.print_ratios({name: [r[2] + r[3] for r in rows] for name, rows in results.items()})
     return 0
 
 

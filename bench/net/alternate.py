@@ -22,7 +22,8 @@ warms up for a second, then the client measures for WINDOW + 2 seconds, while th
 the server's user and system clock ticks from /proc/PID/stat over WINDOW seconds in the middle
 of it; the result is ticks per message served, in microseconds. Prints one line per run and, at
 the end, per server the medians of requests/s, user, system and total time with every round's
-total. bench/run.py measures the same servers the same way (its CPU figure is the load client's
+total, then the median ratio of each server's total to the first's within a round
+(bench/round_ratios.py: the steadier comparison on a machine whose speed drifts). bench/run.py measures the same servers the same way (its CPU figure is the load client's
 own /proc reading over the whole window); this script exists for the A/B comparisons quoted in
 bench/net/README.md, where run.py's two rounds cannot separate effects of a few percent.
 
@@ -55,6 +56,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import round_ratios  # noqa: E402  bench/round_ratios.py
 import run  # noqa: E402  bench/run.py: free_port, wait_ready (the READY line), Failure
 import syscall_counts  # noqa: E402  bench/syscall_counts.py
 
@@ -261,6 +263,8 @@ def main() -> int:
               f"system {statistics.median(s for _, _, s in runs):.3f}, "
               f"total {statistics.median(u + s for _, u, s in runs):.2f} us/message "
               f"[{totals}]")
+    round_ratios.print_ratios({name: [u + s for _, u, s in results[name]]
+                               for name, _, _ in servers})
     return 0
 
 

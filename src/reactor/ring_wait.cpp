@@ -47,6 +47,20 @@ class ring_waiter final : public ring_completion, public wait_source {
   bool done_ = false;
 };
 
+// A recv that completed wins over the deadline that ended its wait: forgets a timeout_error,
+// keeps a cancellation.
+void drop_deadline(std::exception_ptr& early) noexcept {
+  if (early == nullptr) {
+    return;
+  }
+  try {
+    std::rethrow_exception(early);
+  } catch (const timeout_error&) {
+    early = nullptr;
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 int ring_receive(ring_io& ring, int fd, void* data, std::size_t size, const timeout& limit,
@@ -68,14 +82,7 @@ int ring_receive(ring_io& ring, int fd, void* data, std::size_t size, const time
   if (op.done()) {
     // Completed: what it brought wins over a deadline that passed with it; a cancellation
     // is the caller's to rethrow after taking the bytes.
-    if (early != nullptr) {
-      try {
-        std::rethrow_exception(early);
-      } catch (const timeout_error&) {
-        early = nullptr;
-      } catch (...) {
-      }
-    }
+    drop_deadline(early);
     return op.result();
   }
   try {
@@ -92,13 +99,8 @@ int ring_receive(ring_io& ring, int fd, void* data, std::size_t size, const time
       }
     }
   });
-  if (op.result() != -ECANCELED && early != nullptr) {
-    try {
-      std::rethrow_exception(early);
-    } catch (const timeout_error&) {
-      early = nullptr;
-    } catch (...) {
-    }
+  if (op.result() != -ECANCELED) {
+    drop_deadline(early);
   }
   return op.result();
 }

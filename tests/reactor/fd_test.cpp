@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "reactor/socket_pair.hpp"
 #include "test_support.hpp"
 #include "weft/sync/event.hpp"
 
@@ -17,17 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 using weft_test::run_clean;
 
-// A connected pair of non-blocking unix sockets, closed at the end of the test.
-struct socket_pair {
-  int ends[2] = {-1, -1};
-  socket_pair() {
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
-  }
-  ~socket_pair() {
-    ::close(ends[0]);
-    ::close(ends[1]);
-  }
-};
+using weft_test::socket_pair;
 
 TEST(Fd, WaitReadableReturnsOnceThePeerWrote) {
   socket_pair pair;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 
+#include "reactor/socket_pair.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -14,17 +15,7 @@ using namespace std::chrono_literals;
 using weft_test::run_clean;
 using steady = std::chrono::steady_clock;
 
-// A connected pair of non-blocking unix sockets, closed at the end of the test.
-struct socket_pair {
-  int ends[2] = {-1, -1};
-  socket_pair() {
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
-  }
-  ~socket_pair() {
-    ::close(ends[0]);
-    ::close(ends[1]);
-  }
-};
+using weft_test::socket_pair;
 
 TEST(FdTimedWait, AShorterTimeoutAfterALongerOneFiresAtItsOwnDeadline) {
   socket_pair pair;

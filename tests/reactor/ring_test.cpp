@@ -9,6 +9,7 @@
 #include <string>
 
 #include "reactor/ring.hpp"
+#include "reactor/socket_pair.hpp"
 #include "test_support.hpp"
 #include "weft/error.hpp"
 
@@ -17,16 +18,13 @@ namespace {
 using namespace std::chrono_literals;
 using weft_test::run_clean;
 
-struct socket_pair {
-  int ends[2] = {-1, -1};
-  socket_pair() {
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
-  }
-  ~socket_pair() {
-    ::close(ends[0]);
-    ::close(ends[1]);
-  }
-};
+using weft_test::socket_pair;
+
+// ring_receive on the running scheduler's ring into buffer.
+int receive(int fd, char (&buffer)[16], const weft::timeout& limit, std::exception_ptr& early) {
+  return weft::detail::ring_receive(*weft::detail::current_ring(), fd, buffer, sizeof buffer, limit,
+                                    early);
+}
 
 bool driver_has_ring() {
   bool has = false;
@@ -43,8 +41,7 @@ TEST(Ring, AReceiveReturnsWhatThePeerSentOnceItCame) {
     auto reader = weft::spawn([&] {
       char buffer[16];
       std::exception_ptr early;
-      const int got = weft::detail::ring_receive(*weft::detail::current_ring(), pair.ends[0],
-                                                 buffer, sizeof buffer, weft::timeout(5s), early);
+      const int got = receive(pair.ends[0], buffer, weft::timeout(5s), early);
       EXPECT_EQ(early, nullptr);
       return std::string(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
     });
@@ -66,13 +63,9 @@ TEST(Ring, TheEndAndAnErrorAreItsResult) {
     char buffer[16];
     std::exception_ptr early;
     ::shutdown(pair.ends[1], SHUT_WR);
-    EXPECT_EQ(weft::detail::ring_receive(*weft::detail::current_ring(), pair.ends[0], buffer,
-                                         sizeof buffer, weft::timeout(5s), early),
-              0);
+    EXPECT_EQ(receive(pair.ends[0], buffer, weft::timeout(5s), early), 0);
     int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // not connected
-    EXPECT_EQ(weft::detail::ring_receive(*weft::detail::current_ring(), listener, buffer,
-                                         sizeof buffer, weft::timeout(5s), early),
-              -ENOTCONN);
+    EXPECT_EQ(receive(listener, buffer, weft::timeout(5s), early), -ENOTCONN);
     ::close(listener);
     EXPECT_EQ(early, nullptr);
   });
@@ -90,8 +83,7 @@ TEST(Ring, ADeadlineCancelsTheReceiveAndLosesNothingSentLater) {
     char buffer[16];
     std::exception_ptr early;
     const auto started = std::chrono::steady_clock::now();
-    const int got = weft::detail::ring_receive(*weft::detail::current_ring(), pair.ends[0], buffer,
-                                               sizeof buffer, weft::timeout(30ms), early);
+    const int got = receive(pair.ends[0], buffer, weft::timeout(30ms), early);
     EXPECT_GE(std::chrono::steady_clock::now() - started, 30ms);
     EXPECT_EQ(got, -ECANCELED);
     EXPECT_THROW(std::rethrow_exception(early), weft::timeout_error);
@@ -114,8 +106,7 @@ TEST(Ring, ACancellationIsHandedBackOnceTheReceiveEnded) {
     auto reader = weft::spawn([&] {
       char buffer[16];
       std::exception_ptr early;
-      result = weft::detail::ring_receive(*weft::detail::current_ring(), pair.ends[0], buffer,
-                                          sizeof buffer, weft::timeout::never(), early);
+      result = receive(pair.ends[0], buffer, weft::timeout::never(), early);
       try {
         std::rethrow_exception(early);
       } catch (const weft::cancelled_error&) {
